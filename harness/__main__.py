@@ -1,0 +1,3 @@
+from mlmh.cli import main
+
+main()

@@ -1,0 +1,109 @@
+"""The ``mlmh`` command line. Subcommands live in :mod:`mlmh.commands` and import lazily,
+so ``mlmh --help`` never pays for torch or transformers."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from mlmh import __version__
+
+# name -> "module:attribute"; each command is one module of mlmh.commands
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plugins": ("mlmh.commands.plugins_cmd:plugins", "Show installed plugins and their hooks as JSON."),
+    "ls": ("mlmh.commands.ls:ls", "List registered components of one kind, with their parameters."),
+    "doctor": ("mlmh.commands.doctor:doctor", "Check what is installed and ready offline, with the fix for each."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose builtin subcommands are imported only when invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(super().list_commands(ctx)))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS:
+            target, _ = COMMANDS[name]
+            module_name, attr = target.split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        _load_plugin_commands(self)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help comes from the table above so --help imports nothing heavy.
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+_plugin_commands_loaded = False
+
+
+def _load_plugin_commands(group: click.Group) -> None:
+    global _plugin_commands_loaded
+    if _plugin_commands_loaded:
+        return
+    _plugin_commands_loaded = True
+    from mlmh.plugin_manager import get_plugin_manager
+
+    get_plugin_manager().hook.register_commands(cli=group)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlmh")
+@click.option("--debug", is_flag=True, envvar="MLMH_DEBUG", help="Show full tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Compare how masked (BERT-style), causal (GPT-style) and seq2seq (T5/BART) language
+    models generate text: mask, regenerate, score, and test on downstream tasks.
+
+    \b
+    Examples:
+      mlmh eval --preset quick          # a one-minute smoke run, offline
+      mlmh eval --preset pan            # the paper's PAN experiment
+      mlmh ls samplers                  # what can generate, and its parameters
+      mlmh generate --model trained:objective=mlm --masking random:ratio=0.3 \\
+                    --sampler mask-predict:steps=4 --text "The cat sat on the mat."
+      mlmh tui                          # watch refinement step by step
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point: one-line errors (exit 2 for usage, 1 for runtime) unless ``--debug``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("MLMH_DEBUG", "") not in ("", "0")
+    try:
+        return cli.main(args=args, prog_name="mlmh", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        from mlmh.errors import MlmhError
+
+        if debug:
+            raise
+        if isinstance(exc, MlmhError):
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        click.echo(f"Error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,139 @@
+"""Base classes of the things plugins register. Builtins and third-party plugins subclass these.
+
+Each kind names the one method the runner calls; everything else is the plugin's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+
+from mlmh.params import Component
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, Words
+
+
+class Masking(Component):
+    """Chooses which words of a document to hide. Must depend only on (document, words, rng)."""
+
+    kind: ClassVar[str] = "masking"
+
+    def mask(self, document: "Document", words: "Words", rng: "np.random.Generator") -> "MaskPlan":
+        raise NotImplementedError
+
+
+@dataclass
+class LoadContext:
+    """What a model needs to load or train itself: the run's dataset and a progress callback."""
+
+    dataset: str | None = None
+    data_path: str | None = None
+    corpus: "Corpus | None" = None
+    seed: int = 0
+    cache_dir: str | None = None
+    progress: Callable[[dict[str, Any]], None] | None = None  # {"step", "total", "loss", ...}
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Model(Component):
+    """A language model. ``model_kind`` is "mlm", "clm" or "seq2seq"; ``load`` returns an adapter."""
+
+    kind: ClassVar[str] = "model"
+    model_kind: ClassVar[str] = ""
+
+    def identity(self, context: LoadContext) -> str:
+        """A stable string naming exactly these weights (path + revision or training hash)."""
+        return self.spec
+
+    def load(self, context: LoadContext) -> Any:
+        """Return the adapter of :mod:`mlmh.adapters` matching ``model_kind``."""
+        raise NotImplementedError
+
+
+class Sampler(Component):
+    """Regenerates the masked words of a batch of items with one adapter."""
+
+    kind: ClassVar[str] = "sampler"
+    model_kinds: ClassVar[frozenset[str]] = frozenset()
+
+    def generate(self, adapter: Any, items: Sequence["MaskedItem"]) -> list["Generation"]:
+        raise NotImplementedError
+
+
+@dataclass
+class ScoringItem:
+    """One prediction/reference pair; ``generation`` is there when it came from a run."""
+
+    prediction: str
+    reference: str
+    generation: "Generation | None" = None
+
+
+class Metric(Component):
+    """Scores predictions against references; returns one or more named results."""
+
+    kind: ClassVar[str] = "metric"
+    higher_is_better: ClassVar[bool] = True
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list["MetricResult"]:
+        raise NotImplementedError
+
+
+class Dataset(Component):
+    """Loads a corpus from ``path`` in its official format, or the bundled sample when ``path`` is None."""
+
+    kind: ClassVar[str] = "dataset"
+
+    def load(self, path: str | None) -> "Corpus":
+        raise NotImplementedError
+
+
+class Task(Component):
+    """A downstream task: train on ``train`` documents, test on ``test`` documents."""
+
+    kind: ClassVar[str] = "task"
+    #: corpus features the task needs: any of "pairs", "labels", "entities", "author"
+    requires: ClassVar[frozenset[str]] = frozenset()
+
+    def applies_to(self, corpus: "Corpus") -> bool:
+        docs = corpus.documents
+        checks = {
+            "pairs": bool(corpus.pairs),
+            "labels": any(d.labels for d in docs),
+            "entities": any(d.entities for d in docs),
+            "author": any(d.author for d in docs),
+        }
+        return all(checks.get(r, False) for r in self.requires)
+
+    def run(self, train: "Corpus", test: "Corpus", *, seed: int = 0) -> "TaskResult":
+        raise NotImplementedError
+
+
+@dataclass
+class Preset:
+    """A named experiment: the parsed TOML table plus where it came from."""
+
+    name: str
+    description: str
+    config: dict[str, Any]
+    source: str
+
+    kind: ClassVar[str] = "preset"
+    parameters: ClassVar[tuple] = ()
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "preset", "name": self.name, "description": self.description, "source": self.source, "parameters": []}
+
+
+KINDS: dict[str, type] = {
+    "model": Model,
+    "dataset": Dataset,
+    "masking": Masking,
+    "sampler": Sampler,
+    "metric": Metric,
+    "task": Task,
+    "preset": Preset,
+}

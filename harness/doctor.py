@@ -1,0 +1,124 @@
+"""Readiness checks for ``mlmh doctor``: each says what it found and, when not ready, the fix.
+
+Other modules add checks with :func:`check`; ``mlmh doctor --fix`` runs the fixers that exist.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Check:
+    name: str
+    run: Callable[[], CheckResult]
+    fixer: Callable[[], str] | None = None
+
+
+CHECKS: list[Check] = []
+
+#: Modules that register more checks when imported (WordNet, BERTScore model, model cache...).
+CHECK_MODULES: list[str] = []
+
+
+def check(name: str, fixer: Callable[[], str] | None = None):
+    """Decorator registering a readiness check (and optionally the function that fixes it)."""
+
+    def wrap(fn: Callable[[], CheckResult]) -> Callable[[], CheckResult]:
+        CHECKS.append(Check(name, fn, fixer))
+        return fn
+
+    return wrap
+
+
+def _version(module: str) -> str | None:
+    if importlib.util.find_spec(module) is None:
+        return None
+    from importlib import metadata
+
+    try:
+        return metadata.version(module.replace("_", "-"))
+    except metadata.PackageNotFoundError:
+        return "installed"
+
+
+@check("python packages")
+def _packages() -> CheckResult:
+    wanted = ["torch", "transformers", "tokenizers", "sacrebleu", "rouge_score", "nltk", "bert_score", "sklearn", "scipy", "textual"]
+    missing = [m for m in wanted if importlib.util.find_spec(m) is None]
+    if missing:
+        return CheckResult("python packages", False, "missing: " + ", ".join(missing), "pip install -e . (or: make demo)")
+    import torch
+
+    return CheckResult("python packages", True, f"torch {torch.__version__}, transformers {_version('transformers')}")
+
+
+@check("plugins")
+def _plugins() -> CheckResult:
+    from mlmh.plugin_manager import describe_plugins, load_errors
+
+    names = [p["name"] for p in describe_plugins()]
+    if load_errors:
+        return CheckResult("plugins", False, "; ".join(load_errors), "reinstall or uninstall the failing plugin, or set MLMH_LOAD_PLUGINS")
+    return CheckResult("plugins", True, f"{len(names)} loaded")
+
+
+@check("cache")
+def _cache() -> CheckResult:
+    from mlmh.paths import cache_dir
+
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        return CheckResult("cache", False, f"{root} is not writable: {exc}", "set MLMH_CACHE_DIR to a writable directory")
+    models = root / "models"
+    n = len([p for p in models.iterdir() if p.is_dir()]) if models.exists() else 0
+    return CheckResult("cache", True, f"{root} ({n} trained model(s) cached)")
+
+
+def _load_check_modules() -> None:
+    import importlib
+
+    for name in CHECK_MODULES:
+        importlib.import_module(name)
+
+
+def run_checks() -> list[CheckResult]:
+    _load_check_modules()
+    out = []
+    for c in CHECKS:
+        try:
+            out.append(c.run())
+        except Exception as exc:  # a check must never crash the doctor
+            out.append(CheckResult(c.name, False, f"check failed: {type(exc).__name__}: {exc}"))
+    return out
+
+
+def run_fixes() -> list[str]:
+    _load_check_modules()
+    messages = []
+    for c in CHECKS:
+        if c.fixer is None:
+            continue
+        result = c.run()
+        if result.ok:
+            continue
+        try:
+            messages.append(f"{c.name}: {c.fixer()}")
+        except Exception as exc:
+            messages.append(f"{c.name}: fix failed: {exc}")
+    return messages

@@ -1,0 +1,180 @@
+"""Declared parameters of components and the ``NAME:key=value,...`` spec syntax."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+from mlmh.errors import SpecError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter: shown by ``mlmh ls``, validated when a spec is parsed."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+    min: float | None = None
+    max: float | None = None
+
+    def convert(self, value: Any, owner: str) -> Any:
+        """Coerce ``value`` (often a string from the command line) and check its range."""
+        where = f"{owner}: parameter '{self.name}'"
+        if value is None:
+            if self.default is None:
+                return None
+            raise SpecError(f"{where} must not be empty")
+        try:
+            if self.type is bool and isinstance(value, str):
+                low = value.strip().lower()
+                if low not in _TRUE | _FALSE:
+                    raise ValueError(value)
+                out = low in _TRUE
+            elif self.type is bool:
+                if not isinstance(value, (bool, int)):
+                    raise ValueError(value)
+                out = bool(value)
+            elif self.type is int:
+                if isinstance(value, float) and not value.is_integer():
+                    raise ValueError(value)
+                if isinstance(value, bool):
+                    raise ValueError(value)
+                out = int(str(value).strip()) if isinstance(value, str) else int(value)
+            elif self.type is float:
+                if isinstance(value, bool):
+                    raise ValueError(value)
+                out = float(value)
+            else:
+                out = self.type(value)
+        except (TypeError, ValueError):
+            raise SpecError(f"{where} expects {self.type.__name__}, got {value!r}") from None
+        if self.choices is not None and out not in self.choices:
+            raise SpecError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {out!r}")
+        if self.min is not None and out < self.min:
+            raise SpecError(f"{where} must be >= {self.min}; got {out!r}")
+        if self.max is not None and out > self.max:
+            raise SpecError(f"{where} must be <= {self.max}; got {out!r}")
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type.__name__,
+            "default": self.default,
+            "help": self.help,
+            **({"choices": list(self.choices)} if self.choices else {}),
+            **({"min": self.min} if self.min is not None else {}),
+            **({"max": self.max} if self.max is not None else {}),
+        }
+
+
+class Component:
+    """Base of everything a plugin registers: a name, a description and declared parameters.
+
+    A registered instance holds defaults; :meth:`configured` returns a copy with overrides, which is
+    what a spec like ``random:ratio=0.3`` builds. Subclasses read their values from ``self.params``.
+    """
+
+    kind: ClassVar[str] = "component"
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    parameters: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, **params: Any) -> None:
+        self.params: dict[str, Any] = resolve_params(self, params)
+
+    def configured(self, **overrides: Any) -> Self:
+        """A new instance with ``overrides`` applied on top of this one's values."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.params = resolve_params(self, {**self.params, **overrides})
+        clone.__post_configure__()
+        return clone
+
+    def __post_configure__(self) -> None:
+        """Hook for subclasses that derive state from ``self.params``; called after configure."""
+
+    @property
+    def spec(self) -> str:
+        """Canonical spec with every parameter, sorted: stable for cache keys and results."""
+        if not self.params:
+            return self.name
+        body = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.params.items()))
+        return f"{self.name}:{body}"
+
+    @property
+    def short_spec(self) -> str:
+        """Spec with only the parameters that differ from their defaults: for tables."""
+        defaults = {p.name: p.default for p in self.parameters}
+        changed = {k: v for k, v in sorted(self.params.items()) if defaults.get(k) != v}
+        if not changed:
+            return self.name
+        return f"{self.name}:" + ",".join(f"{k}={_fmt(v)}" for k, v in changed.items())
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "description": self.description,
+            "parameters": [p.describe() for p in self.parameters],
+        }
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.spec}>"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def resolve_params(component: Component, given: dict[str, Any]) -> dict[str, Any]:
+    """Defaults plus ``given``, every value converted and checked; unknown keys are errors."""
+    declared = {p.name: p for p in component.parameters}
+    owner = f"{component.kind} '{component.name}'"
+    out: dict[str, Any] = {}
+    for key in given:
+        if key not in declared:
+            raise SpecError(unknown_message(f"parameter of {owner}", key, declared))
+    for name, param in declared.items():
+        out[name] = param.convert(given[name], owner) if name in given else param.default
+    return out
+
+
+def unknown_message(what: str, got: str, valid: Any) -> str:
+    """``unknown masking 'randm'; did you mean 'random'? (valid: ...)``: one line."""
+    names = sorted(valid)
+    close = difflib.get_close_matches(got, names, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    listing = ", ".join(names) if names else "none registered"
+    return f"unknown {what} '{got}'{hint} (valid: {listing})"
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``NAME`` or ``NAME:key=value,key=value`` into the name and raw string values."""
+    text = spec.strip()
+    if not text:
+        raise SpecError("empty component spec")
+    name, _, rest = text.partition(":")
+    name = name.strip()
+    if not name:
+        raise SpecError(f"component spec {spec!r} has no name")
+    values: dict[str, str] = {}
+    if rest.strip():
+        for part in rest.split(","):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip():
+                raise SpecError(f"bad parameter {part!r} in spec {spec!r}; expected key=value")
+            key = key.strip()
+            if key in values:
+                raise SpecError(f"parameter '{key}' given twice in spec {spec!r}")
+            values[key] = value.strip()
+    return name, values

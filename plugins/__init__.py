@@ -1,0 +1,6 @@
+"""The builtin plugins of mlmh. Each module registers through the same hooks a third party uses."""
+
+#: Loaded in this order, always, before any entry-point plugin.
+BUILTIN_MODULES = [
+    "mlmh.plugins.presets",
+]

@@ -1,0 +1,1 @@
+"""Experiment presets: TOML data files only, shipped as package data."""
