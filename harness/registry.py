@@ -49,8 +49,8 @@ class Registry:
             if msg not in self.errors:
                 self.errors.append(msg)
         caller = getattr(pm.hook, HOOK_OF_KIND[kind])
-        # pluggy lists implementations in reverse registration order; reverse for builtins first.
-        for impl in reversed(caller.get_hookimpls()):
+        # get_hookimpls() is in registration order: builtins, then plugins sorted by distribution.
+        for impl in caller.get_hookimpls():
             owner = plugin_label(impl.plugin_name)
 
             def register(obj: Any, source: Any = None, *, _owner: str = owner) -> None:

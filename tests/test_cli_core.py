@@ -1,0 +1,75 @@
+"""The CLI spine: fast help, one-line errors with the right exit codes, --debug tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from mlmh.cli import COMMANDS, cli, main
+from mlmh.errors import MlmhError, SpecError
+
+
+def test_help_lists_every_command_without_importing_heavy_libraries():
+    code = "import sys; from mlmh.cli import main\ntry:\n main(['--help'])\nexcept SystemExit: pass\nprint(sorted(m for m in ('torch','transformers','textual','sklearn') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    for name in COMMANDS:
+        assert name in out.stdout
+
+
+def test_every_command_has_help_with_examples():
+    runner = CliRunner()
+    for name in COMMANDS:
+        result = runner.invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, (name, result.output)
+        assert "Example" in result.output, f"`mlmh {name} --help` has no examples"
+
+
+def test_unknown_command_is_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["nosuchcommand"])
+    assert info.value.code == 2
+    assert "No such command" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("exc, code", [(SpecError("unknown masking 'randm'"), 2), (MlmhError("disk full"), 1), (ValueError("odd"), 1)])
+def test_errors_are_one_line_with_exit_codes(monkeypatch, capsys, exc, code):
+    def boom(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(cli, "main", boom)
+    with pytest.raises(SystemExit) as info:
+        main(["plugins"])
+    assert info.value.code == code
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(exc) in err
+
+
+def test_debug_shows_the_traceback(monkeypatch):
+    def boom(*args, **kwargs):
+        raise MlmhError("disk full")
+
+    monkeypatch.setattr(cli, "main", boom)
+    with pytest.raises(MlmhError):
+        main(["--debug", "plugins"])
+
+
+def test_ls_json_shape_and_bad_kind():
+    result = CliRunner().invoke(cli, ["ls", "presets", "--json"])
+    assert result.exit_code == 0
+    for row in json.loads(result.output):
+        assert {"name", "description", "parameters", "plugin"} <= set(row)
+    assert CliRunner().invoke(cli, ["ls", "widgets"]).exit_code == 2
+
+
+def test_doctor_json_reports_every_check():
+    result = CliRunner().invoke(cli, ["doctor", "--json"])
+    rows = json.loads(result.output[: result.output.rindex("]") + 1])
+    names = {r["name"] for r in rows}
+    assert {"python packages", "plugins", "cache"} <= names
+    for row in rows:
+        assert row["ok"] or row["fix"], f"check {row['name']} fails without saying how to fix it"

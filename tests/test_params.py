@@ -1,0 +1,66 @@
+"""Component specs and declared parameters: parsing, conversion, one-line errors."""
+
+import pytest
+
+from mlmh.components import Masking
+from mlmh.errors import SpecError
+from mlmh.params import Param, parse_spec, unknown_message
+
+
+class Dummy(Masking):
+    name = "dummy"
+    description = "test masking"
+    parameters = (
+        Param("ratio", float, 0.15, "share of words", min=0.0, max=1.0),
+        Param("steps", int, 4, "iterations", min=1),
+        Param("greedy", bool, True, "argmax"),
+        Param("schedule", str, "linear", "schedule", choices=("linear", "cosine")),
+    )
+
+
+def test_parse_spec_name_only_and_params():
+    assert parse_spec("random") == ("random", {})
+    assert parse_spec(" mask-predict:steps=4, temperature=0.7 ") == ("mask-predict", {"steps": "4", "temperature": "0.7"})
+
+
+@pytest.mark.parametrize("bad", ["", ":ratio=1", "random:ratio", "random:=3", "random:a=1,a=2"])
+def test_parse_spec_rejects_malformed(bad):
+    with pytest.raises(SpecError):
+        parse_spec(bad)
+
+
+def test_configured_converts_strings_and_keeps_defaults():
+    d = Dummy().configured(ratio="0.3", steps="10", greedy="false", schedule="cosine")
+    assert d.params == {"ratio": 0.3, "steps": 10, "greedy": False, "schedule": "cosine"}
+    assert Dummy().params["ratio"] == 0.15  # the registered instance is untouched
+    assert d.spec == "dummy:greedy=false,ratio=0.3,schedule=cosine,steps=10"
+    assert d.short_spec == "dummy:greedy=false,ratio=0.3,schedule=cosine,steps=10"
+    assert Dummy().short_spec == "dummy"
+
+
+@pytest.mark.parametrize(
+    "override, fragment",
+    [
+        ({"ratio": "abc"}, "expects float"),
+        ({"ratio": "1.5"}, "must be <= 1.0"),
+        ({"ratio": "-0.1"}, "must be >= 0.0"),
+        ({"steps": "2.5"}, "expects int"),
+        ({"greedy": "maybe"}, "expects bool"),
+        ({"schedule": "cubic"}, "must be one of linear, cosine"),
+        ({"ratoi": "0.3"}, "did you mean 'ratio'"),
+    ],
+)
+def test_bad_values_are_one_line_spec_errors(override, fragment):
+    with pytest.raises(SpecError) as info:
+        Dummy().configured(**override)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+    assert "dummy" in message
+
+
+def test_unknown_message_suggests_close_name():
+    msg = unknown_message("masking", "randm", ["random", "stopwords"])
+    assert msg.startswith("unknown masking 'randm'; did you mean 'random'?")
+    assert "valid: random, stopwords" in msg
+    assert "did you mean" not in unknown_message("masking", "zzz", ["random"])
