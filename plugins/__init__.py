@@ -3,4 +3,5 @@
 #: Loaded in this order, always, before any entry-point plugin.
 BUILTIN_MODULES = [
     "mlmh.plugins.presets",
+    "mlmh.plugins.datasets_pan",
 ]

@@ -1,0 +1,115 @@
+"""What the dataset loaders share: where the bundled samples live, line-numbered JSONL reading,
+the project's ``entities.jsonl`` extension and seeded split helpers.
+
+Not a plugin module itself (it registers nothing); the loaders import it.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from mlmh.errors import DataError
+from mlmh.types import Document, EntitySpan
+
+#: What ``Corpus.source`` says when no path was given, so the runner can print one honest line.
+BUNDLED_SOURCE = "bundled sample (synthetic, written by the project)"
+
+#: The project's extension file holding entity spans for formats that have none (PAN, MPST).
+ENTITIES_FILE = "entities.jsonl"
+
+
+def bundled_dir(dataset: str) -> Path:
+    """Directory of the bundled sample of ``dataset`` (package data of ``mlmh.plugins``)."""
+    root = resources.files("mlmh.plugins").joinpath("data", dataset)
+    path = Path(str(root))
+    if not path.is_dir():
+        raise DataError(f"bundled sample of '{dataset}' is missing at {path}; reinstall mlmh (package data not installed)")
+    return path
+
+
+def require_file(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise DataError(f"{path}: {what} not found")
+    return path
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; bad JSON names the file and line."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(value, dict):
+                raise DataError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+            yield number, value
+
+
+def check_span(text: str, start: Any, end: Any, where: str) -> tuple[int, int]:
+    """A (start, end) pair of ints inside ``text``; anything else is a DataError at ``where``."""
+    if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool) or isinstance(end, bool):
+        raise DataError(f"{where}: span offsets must be integers, got {start!r} {end!r}")
+    if not 0 <= start < end <= len(text):
+        raise DataError(f"{where}: entity span {start}-{end} is outside the text (length {len(text)})")
+    return start, end
+
+
+def attach_entity_file(path: Path, documents: list[Document], notes: list[str]) -> None:
+    """Read the ``entities.jsonl`` extension next to a dataset, if present, into ``documents``.
+
+    Each line is ``{"doc": id, "spans": [[start, end, label], ...]}`` over the document's text. Lines
+    naming documents that the loader did not keep (e.g. dropped rows) are counted in ``notes``.
+    """
+    if not path.is_file():
+        return
+    by_id = {d.id: d for d in documents}
+    unknown = 0
+    for number, row in read_jsonl(path):
+        where = f"{path}:{number}"
+        doc_id, spans = row.get("doc"), row.get("spans")
+        if not isinstance(doc_id, str) or not isinstance(spans, list):
+            raise DataError(f"{where}: expected {{\"doc\": id, \"spans\": [[start, end, label], ...]}}")
+        document = by_id.get(doc_id)
+        if document is None:
+            unknown += 1
+            continue
+        entities = []
+        for span in spans:
+            if not isinstance(span, list) or len(span) != 3 or not isinstance(span[2], str):
+                raise DataError(f"{where}: span {span!r} is not [start, end, label]")
+            start, end = check_span(document.text, span[0], span[1], f"{where} (document {doc_id})")
+            entities.append(EntitySpan(start, end, span[2], document.text[start:end], ((start, end),)))
+        document.entities = sorted(entities, key=lambda e: (e.start, e.end, e.label))
+    if unknown:
+        notes.append(f"{path.name}: {unknown} entity line(s) name documents that were not loaded")
+
+
+def seeded_permutation(keys: list[str], seed: int, salt: str) -> list[str]:
+    """``keys`` in a seeded order that depends only on the sorted keys, the seed and ``salt``."""
+    from mlmh.seeding import sample_seed
+
+    ordered = sorted(keys)
+    rng = np.random.default_rng(sample_seed(seed, salt, "split"))
+    return [ordered[i] for i in rng.permutation(len(ordered))]
+
+
+def seeded_test_set(keys: list[str], seed: int, fraction: float, salt: str) -> set[str]:
+    """The keys in the test split: a seeded ``fraction`` of them (at least one, never all)."""
+    if len(keys) < 2:
+        return set()
+    count = min(len(keys) - 1, max(1, round(fraction * len(keys))))
+    return set(seeded_permutation(keys, seed, salt)[:count])
+
+
+SPLIT_PARAMS_HELP = {
+    "seed": "seed of the train/test split (the split depends on nothing else)",
+    "test_fraction": "share of the data held out as the test split",
+}
