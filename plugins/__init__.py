@@ -4,4 +4,6 @@
 BUILTIN_MODULES = [
     "mlmh.plugins.presets",
     "mlmh.plugins.datasets_pan",
+    "mlmh.plugins.datasets_mpst",
+    "mlmh.plugins.datasets_mimic",
 ]

@@ -1,0 +1,166 @@
+"""The ``mimic`` dataset: MIMIC-III discharge summaries with n2c2-2018-style brat annotations.
+
+Input: a directory (or the ``NOTEEVENTS.csv``/``NOTEEVENTS.csv.gz`` file itself) holding MIMIC-III's
+``NOTEEVENTS.csv``, of which rows with CATEGORY "Discharge summary" are kept, and/or brat standoff pairs
+``<ROW_ID>.txt`` + ``<ROW_ID>.ann`` anywhere below it (as the n2c2 2018 medication-extraction release
+names them). Entity lines ``T1<TAB>Drug 10 15;20 25<TAB>text`` become EntitySpans (discontinuous
+fragments kept); relation, attribute and note lines are counted and skipped. When a note has brat files
+the ``.txt`` is its text (the offsets refer to it); a brat pair without a CSV row is a document too.
+MIMIC data cannot be redistributed: the bundled sample is synthetic, every note says so in its first line.
+
+Split rule: a seeded ``test_fraction`` of the notes (by ROW_ID) is the test split.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import sys
+from pathlib import Path
+from typing import IO
+
+from mlmh import hookimpl
+from mlmh.components import Dataset
+from mlmh.errors import DataError
+from mlmh.params import Param
+from mlmh.plugins.dataset_support import BUNDLED_SOURCE, SPLIT_PARAMS_HELP, bundled_dir, check_span, seeded_test_set
+from mlmh.types import Corpus, Document, EntitySpan
+
+NOTES_FILES = ("NOTEEVENTS.csv", "NOTEEVENTS.csv.gz")
+REQUIRED_COLUMNS = ("ROW_ID", "CATEGORY", "TEXT")
+DISCHARGE = "discharge summary"
+
+
+def read_brat(ann_path: Path, text: str) -> tuple[list[EntitySpan], int]:
+    """Entities of a brat ``.ann`` over ``text`` and the number of non-entity lines skipped."""
+    entities: list[EntitySpan] = []
+    skipped = 0
+    with ann_path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                continue
+            if not line.startswith("T"):
+                skipped += 1  # relations (R), events (E), attributes (A/M), normalizations (N), notes (#)
+                continue
+            where = f"{ann_path}:{number}"
+            parts = line.split("\t")
+            if len(parts) < 2:
+                raise DataError(f"{where}: expected 'T<id><TAB><label> <start> <end>[;<start> <end>]<TAB><text>'")
+            label, _, offsets = parts[1].partition(" ")
+            fragments = []
+            for piece in offsets.split(";"):
+                bounds = piece.split()
+                if len(bounds) != 2 or not all(b.isdigit() for b in bounds):
+                    raise DataError(f"{where}: bad offsets {offsets!r}")
+                fragments.append(check_span(text, int(bounds[0]), int(bounds[1]), where))
+            fragments.sort()
+            covered = " ".join(text[s:e] for s, e in fragments)
+            stated = parts[2] if len(parts) > 2 else None
+            if stated is not None and " ".join(stated.split()) != " ".join(covered.split()):
+                raise DataError(f"{where}: entity text {stated!r} does not match the text at its offsets ({covered!r})")
+            entities.append(EntitySpan(fragments[0][0], fragments[-1][1], label, covered, tuple(fragments)))
+    entities.sort(key=lambda e: (e.start, e.end, e.label))
+    return entities, skipped
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def read_noteevents(path: Path, notes: list[str]) -> dict[str, tuple[str, dict]]:
+    """ROW_ID -> (text, meta) for the discharge summaries of a NOTEEVENTS file."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    kept: dict[str, tuple[str, dict]] = {}
+    other = errors = empty = 0
+    with _open_text(path) as handle:
+        reader = csv.DictReader(handle)
+        columns = [c.strip() for c in reader.fieldnames or []]
+        missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+        if missing:
+            raise DataError(f"{path}:1: missing column(s) {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
+        reader.fieldnames = columns
+        for row_number, row in enumerate(reader, start=2):
+            if (row.get("CATEGORY") or "").strip().lower() != DISCHARGE:
+                other += 1
+                continue
+            where = f"{path}:{reader.line_num} (row {row_number})"
+            row_id = (row.get("ROW_ID") or "").strip()
+            if not row_id:
+                raise DataError(f"{where}: empty ROW_ID")
+            if row_id in kept:
+                raise DataError(f"{where}: duplicate ROW_ID {row_id}")
+            if (row.get("ISERROR") or "").strip() == "1":
+                errors += 1
+                continue
+            text = row.get("TEXT") or ""
+            if not text.strip():
+                empty += 1
+                continue
+            meta = {k.lower(): (row.get(k) or "").strip() for k in ("SUBJECT_ID", "HADM_ID", "CHARTDATE", "DESCRIPTION") if k in columns}
+            kept[row_id] = (text, meta)
+    notes.append(f"{path.name}: {len(kept)} discharge summaries kept; {other} note(s) of other categories skipped")
+    if errors:
+        notes.append(f"{path.name}: {errors} discharge summary row(s) marked ISERROR=1 dropped")
+    if empty:
+        notes.append(f"{path.name}: {empty} discharge summary row(s) with empty TEXT dropped")
+    return kept
+
+
+class MimicDataset(Dataset):
+    name = "mimic"
+    description = "MIMIC-III discharge summaries (NOTEEVENTS.csv) + brat medication entities (n2c2 2018); bundled synthetic sample"
+    parameters = (
+        Param("seed", int, 0, SPLIT_PARAMS_HELP["seed"]),
+        Param("test_fraction", float, 0.3, SPLIT_PARAMS_HELP["test_fraction"], min=0.05, max=0.95),
+    )
+
+    def load(self, path: str | None) -> Corpus:
+        source = BUNDLED_SOURCE if path is None else str(path)
+        root = bundled_dir("mimic") if path is None else Path(path).expanduser()
+        if not root.exists():
+            raise DataError(f"{root}: MIMIC data not found (expected NOTEEVENTS.csv and/or brat .txt/.ann files)")
+        notes: list[str] = []
+        csv_path = root if root.is_file() else next((root / n for n in NOTES_FILES if (root / n).is_file()), None)
+        records = read_noteevents(csv_path, notes) if csv_path else {}
+        brat_root = root.parent if root.is_file() else root
+        ann_files = sorted(brat_root.rglob("*.ann"))
+        if not records and not ann_files:
+            raise DataError(f"{root}: no NOTEEVENTS.csv and no brat .ann files found")
+        documents: dict[str, Document] = {}
+        for row_id, (text, meta) in records.items():
+            documents[row_id] = Document(id=row_id, text=text, meta=meta)
+        skipped = brat_only = 0
+        for ann_path in ann_files:
+            txt_path = ann_path.with_suffix(".txt")
+            if not txt_path.is_file():
+                raise DataError(f"{ann_path}: brat annotation without its text file {txt_path.name}")
+            text = txt_path.read_text(encoding="utf-8")
+            entities, lines_skipped = read_brat(ann_path, text)
+            skipped += lines_skipped
+            doc_id = ann_path.stem
+            if doc_id not in documents:
+                brat_only += 1
+                documents[doc_id] = Document(id=doc_id, text=text, meta={})
+            document = documents[doc_id]
+            document.text = text
+            document.entities = entities
+            document.meta["annotations"] = ann_path.name
+        if ann_files:
+            notes.append(f"brat: {len(ann_files)} annotated note(s), {sum(len(d.entities) for d in documents.values())} entities; {skipped} relation/attribute line(s) not used")
+        if brat_only:
+            where = f"without a row in {csv_path.name}" if csv_path else "(no NOTEEVENTS.csv)"
+            notes.append(f"brat: {brat_only} note(s) read from their brat text files {where}")
+        ordered = [documents[k] for k in sorted(documents, key=lambda k: (len(k), k))]
+        test = seeded_test_set([d.id for d in ordered], self.params["seed"], self.params["test_fraction"], "mimic-notes")
+        for doc in ordered:
+            doc.split = "test" if doc.id in test else "train"
+        notes.append(f"split: seeded {self.params['test_fraction']:.0%} of notes held out")
+        return Corpus(dataset="mimic", documents=ordered, source=source, notes=notes)
+
+
+@hookimpl
+def register_datasets(register):
+    register(MimicDataset())
