@@ -1,0 +1,26 @@
+"""``mlmh report RUN_DIR``: rebuild report.md and the plots from a run's results.json."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(name="report")
+@click.argument("run_dir", type=click.Path(file_okay=True, dir_okay=True))
+def report(run_dir: str) -> None:
+    """Rebuild report.md and plots (PNG) of RUN_DIR from its results.json; no model or data needed.
+
+    \b
+    Examples:
+      mlmh report runs/20260101-120000-pan
+      mlmh report runs/20260101-120000-pan/results.json
+    """
+    from pathlib import Path
+
+    from mlmh.report import load_results, write_report
+
+    results = load_results(run_dir)
+    target = Path(run_dir)
+    out = target if target.is_dir() else target.parent
+    path = write_report(results, out)
+    click.echo(f"wrote {path}")

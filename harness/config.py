@@ -1,0 +1,240 @@
+"""Presets parsed safely into a typed run configuration, with command-line overrides.
+
+A preset is a TOML table (``tomllib``: data only, nothing executes). Every key is checked: an unknown
+key or a bad value is a :class:`~mlmh.errors.SpecError` naming the key and the file, and every
+component spec is validated against the registry before anything runs, so a typo fails in a second
+instead of after training three models.
+
+Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``samplers``)::
+
+    description = "..."
+    dataset     = "pan"              # a registered dataset
+    data        = "path"             # official-format files; leave out for the bundled sample
+    models      = ["trained-mlm:size=tiny", {name = "hf-mlm", path = "bert-base-uncased"}]
+    maskings    = ["random:ratio=0.3", "stopwords"]
+    samplers    = ["one-shot", "mask-predict:steps=4", "clm-infill"]
+    metrics     = ["bleu", "rouge"]
+    tasks       = ["authorship-verification"]
+    seeds       = [0]
+    limit       = 40                 # documents per condition: N, a fraction 0.x, or 0 for all
+    batch_size  = 8
+    log_samples = false
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlmh.errors import SpecError
+from mlmh.params import unknown_message
+
+#: list keys holding component specs, with the registry kind of each
+COMPONENT_LISTS = {"models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric", "tasks": "task"}
+KEYS = {"description", "dataset", "data", "seeds", "limit", "batch_size", "log_samples", *COMPONENT_LISTS}
+REQUIRED_LISTS = ("models", "maskings", "samplers")
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs, resolved: what the runner reads and what results.json records."""
+
+    preset: str
+    source: str
+    dataset: str
+    data: str | None = None
+    models: list[str] = field(default_factory=list)
+    maskings: list[str] = field(default_factory=list)
+    samplers: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=lambda: [0])
+    limit: int | float = 0
+    batch_size: int = 8
+    log_samples: bool = False
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def experiment(self) -> dict[str, Any]:
+        """The keys that decide results (batch size and logging do not), for resume checks."""
+        out = self.to_dict()
+        for key in ("batch_size", "log_samples", "source", "description"):
+            out.pop(key)
+        return out
+
+    def to_toml(self) -> str:
+        """The resolved configuration as a preset file (``--show-config``)."""
+        lines = [f"# resolved from {self.source}"]
+        for key, value in self.to_dict().items():
+            if key in ("preset", "source") or value is None:
+                continue
+            lines.append(f"{key} = {_toml_value(value)}")
+        return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + "".join(f"    {_toml_value(v)},\n" for v in value) + "]"
+    raise TypeError(value)
+
+
+def load_preset(name_or_path: str) -> tuple[dict[str, Any], str, str]:
+    """(raw table, preset name, where it came from) for a registered preset name or a ``.toml`` path."""
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or path.is_file():
+        if not path.is_file():
+            raise SpecError(f"preset file '{name_or_path}' does not exist")
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise SpecError(f"{path}: invalid TOML: {exc}") from None
+        return table, path.stem, str(path)
+    from mlmh.registry import get_registry
+
+    preset = get_registry().get("preset", name_or_path)
+    source = preset.source
+    if source.startswith("<preset"):
+        source = f"preset '{preset.name}'"
+    return dict(preset.config), preset.name, source
+
+
+def resolve(name_or_path: str, overrides: dict[str, Any] | None = None, *, validate: bool = True) -> RunConfig:
+    """Parse a preset, apply command-line ``overrides`` (same keys as the file) and check it all."""
+    table, name, source = load_preset(name_or_path)
+    return from_table(table, name=name, source=source, overrides=overrides, validate=validate)
+
+
+def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict[str, Any] | None = None,
+               validate: bool = True) -> RunConfig:
+    for key in table:
+        if key not in KEYS:
+            raise SpecError(f"{source}: " + unknown_message("key", key, KEYS))
+    merged = {**table}
+    for key, value in (overrides or {}).items():
+        if key not in KEYS:
+            raise SpecError(unknown_message("override", key, KEYS))
+        if value is not None:
+            merged[key] = value
+    config = RunConfig(preset=name, source=source, dataset=_string(merged, "dataset", source, required=True))
+    config.description = _string(merged, "description", source) or ""
+    config.data = _string(merged, "data", source)
+    for key in COMPONENT_LISTS:
+        setattr(config, key, _specs(merged, key, source))
+    for key in REQUIRED_LISTS:
+        if not getattr(config, key):
+            raise SpecError(f"{source}: key '{key}' must list at least one {COMPONENT_LISTS[key]}")
+    config.seeds = _seeds(merged.get("seeds", [0]), source)
+    config.limit = _limit(merged.get("limit", 0), source)
+    config.batch_size = _positive_int(merged.get("batch_size", 8), "batch_size", source)
+    log = merged.get("log_samples", False)
+    if not isinstance(log, bool):
+        raise SpecError(f"{source}: key 'log_samples' must be true or false, got {log!r}")
+    config.log_samples = log
+    if validate:
+        check_components(config)
+    return config
+
+
+def check_components(config: RunConfig) -> None:
+    """Build every component once so unknown names and bad parameters fail before the run starts."""
+    from mlmh.registry import get_registry
+
+    registry = get_registry()
+    try:
+        registry.get("dataset", config.dataset)
+    except SpecError as exc:
+        raise SpecError(f"{config.source}: key 'dataset': {exc}") from None
+    for key, kind in COMPONENT_LISTS.items():
+        for spec in getattr(config, key):
+            try:
+                registry.build(kind, spec)
+            except SpecError as exc:
+                raise SpecError(f"{config.source}: key '{key}': {exc}") from None
+
+
+def _string(table: dict[str, Any], key: str, source: str, required: bool = False) -> str | None:
+    value = table.get(key)
+    if value is None or value == "":
+        if required:
+            raise SpecError(f"{source}: key '{key}' is required")
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"{source}: key '{key}' must be a string, got {value!r}")
+    return value
+
+
+def _specs(table: dict[str, Any], key: str, source: str) -> list[str]:
+    """Component specs from a list of strings and/or inline tables ``{name = ..., param = ...}``."""
+    value = table.get(key, [])
+    if isinstance(value, (str, dict)):
+        value = [value]
+    if not isinstance(value, list):
+        raise SpecError(f"{source}: key '{key}' must be a list of component specs, got {value!r}")
+    out: list[str] = []
+    for item in value:
+        if isinstance(item, str) and item.strip():
+            out.append(item.strip())
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            params = ",".join(f"{k}={_param_text(v)}" for k, v in item.items() if k != "name")
+            out.append(f"{item['name']}:{params}" if params else item["name"])
+        else:
+            raise SpecError(f"{source}: key '{key}' has a bad entry {item!r}; expected \"name:k=v\" or {{name = ...}}")
+    return out
+
+
+def _param_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _seeds(value: Any, source: str) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise SpecError(f"{source}: key 'seeds' must be a non-empty list of integers, got {value!r}")
+    seeds = []
+    for seed in value:
+        if isinstance(seed, str) and seed.strip().lstrip("-").isdigit():
+            seed = int(seed)
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise SpecError(f"{source}: key 'seeds' must hold integers >= 0, got {seed!r}")
+        if seed not in seeds:
+            seeds.append(seed)
+    return seeds
+
+
+def _limit(value: Any, source: str) -> int | float:
+    """``N`` documents, a fraction ``0 < x < 1`` of them, or 0 for all."""
+    if isinstance(value, str):
+        try:
+            value = float(value) if "." in value else int(value)
+        except ValueError:
+            raise SpecError(f"{source}: key 'limit' must be a number of documents or a fraction 0.x, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise SpecError(f"{source}: key 'limit' must be a number of documents or a fraction 0.x, got {value!r}")
+    if isinstance(value, float):
+        if value.is_integer() and value >= 1:
+            return int(value)
+        if not 0 < value < 1:
+            raise SpecError(f"{source}: key 'limit' fraction must be between 0 and 1, got {value!r}")
+    return value
+
+
+def _positive_int(value: Any, key: str, source: str) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SpecError(f"{source}: key '{key}' must be an integer >= 1, got {value!r}")
+    return value

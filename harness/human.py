@@ -1,0 +1,156 @@
+"""Human evaluation as in the paper: blinded rating sheets for coherence and grammar (1-5), merged back
+into a run with means, bootstrap CIs and inter-rater agreement (Krippendorff's alpha, ordinal).
+
+The sheet hides which condition produced a text behind an item id; the key stays in the run directory
+(``human_key.json``), so raters see only shuffled texts, originals mixed among generations.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlmh.errors import DataError, SpecError
+
+CRITERIA = ("coherence", "grammar")
+KEY_FILE = "human_key.json"
+SHEET_FILE = "human_sheet.csv"
+RESULT_FILE = "human.json"
+ORIGINAL = "original (human-written)"
+
+
+def _generations(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "generations.jsonl"
+    if not path.is_file():
+        raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval")
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise DataError(f"{path}:{number}: not valid JSON") from None
+    return rows
+
+
+def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | Path | None = None) -> Path:
+    """Write a shuffled, blinded sheet of ``n`` texts drawn evenly across conditions plus the originals."""
+    run = Path(run_dir)
+    if n < 1:
+        raise SpecError(f"--n must be >= 1, got {n}")
+    rows = _generations(run)
+    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    originals: dict[str, str] = {}
+    for row in rows:
+        by_condition[row["condition"]].append(row)
+        originals.setdefault(row["doc_id"], row["original"])
+    pools = {ORIGINAL: [{"doc_id": d, "text": t} for d, t in sorted(originals.items())]}
+    pools.update({c: [{"doc_id": r["doc_id"], "text": r["text"]} for r in rs] for c, rs in by_condition.items()})
+    rng = np.random.default_rng(seed)
+    queues = {c: [pool[i] for i in rng.permutation(len(pool))] for c, pool in pools.items()}
+    chosen: list[tuple[str, dict[str, Any]]] = []
+    while len(chosen) < n and any(queues.values()):
+        for condition in list(queues):
+            if queues[condition] and len(chosen) < n:
+                chosen.append((condition, queues[condition].pop()))
+    order = rng.permutation(len(chosen))
+    key: dict[str, dict[str, str]] = {}
+    sheet = Path(out) if out else run / SHEET_FILE
+    with open(sheet, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["item", "text", *CRITERIA, "comment"])
+        for position, index in enumerate(order, 1):
+            condition, sample = chosen[index]
+            item = f"h{position:04d}"
+            key[item] = {"condition": condition, "doc_id": sample["doc_id"]}
+            writer.writerow([item, sample["text"], "", "", ""])
+    (run / KEY_FILE).write_text(json.dumps({"seed": seed, "criteria": list(CRITERIA), "items": key}, indent=2),
+                                encoding="utf-8")
+    return sheet
+
+
+def read_sheet(path: str | Path, items: set[str]) -> tuple[str, dict[str, dict[str, int]]]:
+    """(rater name, {item: {criterion: rating}}) from one filled sheet; blanks are skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"rating sheet {path} does not exist")
+    ratings: dict[str, dict[str, int]] = {}
+    rater = path.stem
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in ("item", *CRITERIA) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected item,text,coherence,grammar")
+        for number, row in enumerate(reader, 2):
+            item = (row.get("item") or "").strip()
+            if item not in items:
+                raise DataError(f"{path}:{number}: item '{item}' is not in this run's key ({KEY_FILE})")
+            if row.get("rater"):
+                rater = row["rater"].strip()
+            for criterion in CRITERIA:
+                raw = (row.get(criterion) or "").strip()
+                if not raw:
+                    continue
+                if raw not in {"1", "2", "3", "4", "5"}:
+                    raise DataError(f"{path}:{number}: {criterion} must be an integer 1-5, got {raw!r}")
+                ratings.setdefault(item, {})[criterion] = int(raw)
+    return rater, ratings
+
+
+def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 0) -> dict[str, Any]:
+    """Merge raters' sheets: per-condition means with bootstrap CIs, and ordinal Krippendorff's alpha."""
+    import krippendorff
+
+    from mlmh.stats import mean_ci
+
+    run = Path(run_dir)
+    key_path = run / KEY_FILE
+    if not key_path.is_file():
+        raise SpecError(f"{key_path} does not exist: run `mlmh human export {run}` first")
+    key = json.loads(key_path.read_text(encoding="utf-8"))["items"]
+    raters: dict[str, dict[str, dict[str, int]]] = {}
+    for sheet in sheets:
+        name, ratings = read_sheet(sheet, set(key))
+        while name in raters:
+            name += "'"
+        raters[name] = ratings
+    items = sorted(key)
+    conditions: dict[str, dict[str, Any]] = {}
+    per_condition: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for ratings in raters.values():
+        for item, scores in ratings.items():
+            for criterion, value in scores.items():
+                per_condition[key[item]["condition"]][criterion].append(value)
+    for condition, scores in sorted(per_condition.items()):
+        conditions[condition] = {}
+        for criterion in CRITERIA:
+            mean, low, high = mean_ci(scores.get(criterion, []), seed=seed)
+            conditions[condition][criterion] = {"value": mean, "ci_low": low, "ci_high": high,
+                                                "n": len(scores.get(criterion, [])), "higher_is_better": True}
+    agreement: dict[str, float | None] = {}
+    for criterion in CRITERIA:
+        matrix = np.array([[raters[r].get(i, {}).get(criterion, np.nan) for i in items] for r in raters], dtype=float)
+        rated_twice = np.sum(~np.isnan(matrix), axis=0) >= 2
+        values = matrix[:, rated_twice]
+        if len(raters) < 2 or values.shape[1] == 0 or len(np.unique(values[~np.isnan(values)])) < 2:
+            agreement[criterion] = None
+        else:
+            agreement[criterion] = float(krippendorff.alpha(reliability_data=values, level_of_measurement="ordinal"))
+    human = {"criteria": list(CRITERIA), "n_raters": len(raters), "raters": sorted(raters), "n_items": len(items),
+             "conditions": conditions, "agreement": agreement,
+             "agreement_method": "Krippendorff's alpha, ordinal (krippendorff package); None with fewer than 2 raters"}
+    (run / RESULT_FILE).write_text(json.dumps(human, indent=2), encoding="utf-8")
+    results_path = run / "results.json"
+    if results_path.is_file():
+        from mlmh.report import write_report
+
+        results = json.loads(results_path.read_text(encoding="utf-8"))
+        results["human"] = human
+        results_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_report(results, run)
+    return human
