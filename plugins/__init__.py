@@ -3,6 +3,9 @@
 #: Loaded in this order, always, before any entry-point plugin.
 BUILTIN_MODULES = [
     "mlmh.plugins.presets",
+    "mlmh.plugins.models_hf",
+    "mlmh.plugins.maskings",
+    "mlmh.plugins.samplers",
     "mlmh.plugins.datasets_pan",
     "mlmh.plugins.datasets_mpst",
     "mlmh.plugins.datasets_mimic",

@@ -1,0 +1,542 @@
+"""Uniform adapters around a Hugging Face model + fast tokenizer, one per model kind.
+
+Samplers (builtin and third-party) talk only to these: they turn masked *words* into model tokens the
+same way for every kind, batch with padding, and count forward passes and tokens processed.
+
+Word-to-token mapping: the text is cut at the boundaries of every masked word (the whitespace before
+a masked word travels with it, so byte-level BPE keeps its ``Ġword`` tokens) and the pieces are
+tokenized in one batched call; the fast tokenizer's offset mapping then names the word of every token.
+Cutting guarantees that no token straddles a masked and an unmasked word (byte-level BPE merges runs
+of punctuation), so generation can never change an unmasked word.
+
+Texts longer than the model window are truncated at a word boundary: the masked words beyond the
+window are not generated (they keep their original text), and the count of dropped tokens is kept in
+:attr:`Encoding.truncated_tokens` and said in ``Generation.info``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import inspect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from mlmh.errors import ModelError
+from mlmh.types import MaskPlan, Words
+
+MODEL_KINDS = ("mlm", "clm", "seq2seq")
+_DTYPES = ("float32", "bfloat16", "float16")
+#: The marker shown in ``Generation.masked_text`` for every masked word, whatever the model.
+MASK_MARKER = "[MASK]"
+
+
+@dataclass
+class Encoding:
+    """One item as model tokens. ``ids`` holds a placeholder (the mask id) at every masked position."""
+
+    ids: list[int]
+    masked: list[int]  # positions of masked tokens, ascending
+    word_of: list[int]  # word index of every position; -1 for special tokens
+    filled_words: tuple[int, ...]  # masked words inside the window: these get generated
+    dropped_words: tuple[int, ...] = ()  # masked words beyond the window: kept as they were
+    truncated_tokens: int = 0
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Maximal runs ``[start, end)`` of consecutive masked positions."""
+        runs: list[tuple[int, int]] = []
+        for pos in self.masked:
+            if runs and runs[-1][1] == pos:
+                runs[-1] = (runs[-1][0], pos + 1)
+            else:
+                runs.append((pos, pos + 1))
+        return runs
+
+
+@dataclass
+class Seq2SeqEncoding(Encoding):
+    """Seq2seq item: ``ids``/``masked`` describe the decoder target; the encoder sees ``source_ids``."""
+
+    source_ids: list[int] = field(default_factory=list)
+
+
+class BaseAdapter:
+    """What every adapter shares: tokenizer, window, counters, special-token handling."""
+
+    kind = ""
+
+    def __init__(self, model: Any, tokenizer: Any, *, identity: str = "", device: str = "cpu") -> None:
+        import torch
+
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelError(f"model '{identity}': a fast (Rust) tokenizer is needed for offset mapping")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.identity = identity or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        self.device = torch.device(device)
+        self.forward_passes = 0
+        self.tokens_processed = 0
+        self.max_length = _model_window(model.config, tokenizer)
+        self.prefix_ids, self.suffix_ids = _special_affixes(tokenizer)
+        self.mask_id = self._placeholder_id()
+        special = sorted({i for i in tokenizer.all_special_ids if i is not None} | set(_added_special_ids(tokenizer)))
+        vocab = int(self.model.get_output_embeddings().weight.shape[0]) if self.model.get_output_embeddings() is not None else len(tokenizer)
+        self.vocab_size = vocab
+        #: ids a sampler must never generate (specials, mask, sentinels, padding rows of the embedding)
+        banned = torch.zeros(vocab, dtype=torch.bool)
+        banned[[i for i in special if i < vocab]] = True
+        if len(tokenizer) < vocab:
+            banned[len(tokenizer):] = True
+        self.banned_ids = banned.to(self.device)
+
+    # -- counters ---------------------------------------------------------------------------
+    def reset_counters(self) -> None:
+        self.forward_passes = 0
+        self.tokens_processed = 0
+
+    def _count(self, attention_mask: Any) -> None:
+        self.forward_passes += 1
+        self.tokens_processed += int(attention_mask.sum())
+
+    # -- encoding -----------------------------------------------------------------------------
+    def _placeholder_id(self) -> int:
+        tok = self.tokenizer
+        for candidate in (tok.mask_token_id, tok.unk_token_id, tok.pad_token_id, tok.eos_token_id):
+            if candidate is not None:
+                return int(candidate)
+        return 0
+
+    def encode(self, words: Words, plan: MaskPlan) -> Encoding:
+        """Tokens of ``words`` with every sub-token of the plan's masked words replaced by a placeholder."""
+        content, content_words, masked_flags, truncated, dropped = self._content_tokens(words, plan)
+        prefix, suffix = list(self.prefix_ids), list(self.suffix_ids)
+        ids = prefix + [self.mask_id if m else t for t, m in zip(content, masked_flags)] + suffix
+        word_of = [-1] * len(prefix) + content_words + [-1] * len(suffix)
+        masked = [len(prefix) + i for i, m in enumerate(masked_flags) if m]
+        filled = tuple(sorted({content_words[i] for i, m in enumerate(masked_flags) if m}))
+        return Encoding(ids, masked, word_of, filled, dropped, truncated)
+
+    def _content_tokens(self, words: Words, plan: MaskPlan) -> tuple[list[int], list[int], list[bool], int, tuple[int, ...]]:
+        """Token ids, word index and masked flag of every content token, truncated to the window."""
+        masked_words = set(plan.word_indices)
+        pieces: list[tuple[int, int, int]] = []  # (char start, char end, masked word index or -1)
+        cursor = 0
+        for i in sorted(masked_words):
+            if not 0 <= i < len(words):
+                raise ModelError(f"mask plan '{plan.masking}' names word {i} but the text has {len(words)} words")
+            start = words.spans[i - 1][1] if i > 0 else 0  # the whitespace before travels with the word
+            start = max(start, cursor)
+            if start > cursor:
+                pieces.append((cursor, start, -1))
+            pieces.append((start, words.spans[i][1], i))
+            cursor = words.spans[i][1]
+        if cursor < len(words.text):
+            pieces.append((cursor, len(words.text), -1))
+        pieces = [p for p in pieces if words.text[p[0]:p[1]].strip() or p[2] >= 0]
+        starts = [s for s, _ in words.spans]
+        ids: list[int] = []
+        word_of: list[int] = []
+        flags: list[bool] = []
+        if pieces:
+            batch = self.tokenizer(
+                [words.text[s:e] for s, e, _ in pieces], add_special_tokens=False, return_offsets_mapping=True
+            )
+            for (s, _e, wi), piece_ids, offsets in zip(pieces, batch["input_ids"], batch["offset_mapping"]):
+                for tid, (a, b) in zip(piece_ids, offsets):
+                    if wi >= 0:
+                        word = wi
+                    else:
+                        char = s + (a if b > a else max(a - 1, 0))
+                        word = max(bisect.bisect_right(starts, char) - 1, 0) if starts else -1
+                    ids.append(int(tid))
+                    word_of.append(word)
+                    flags.append(wi >= 0)
+        budget = self.max_length - len(self.prefix_ids) - len(self.suffix_ids) - self._extra_window_tokens()
+        truncated = 0
+        dropped: tuple[int, ...] = ()
+        if len(ids) > budget:
+            cut = max(budget, 0)
+            # never split a word: back off to the first token of the word at the cut
+            while 0 < cut < len(ids) and word_of[cut] == word_of[cut - 1] and word_of[cut] >= 0:
+                cut -= 1
+            dropped = tuple(sorted({word_of[i] for i in range(cut, len(ids)) if flags[i]}))
+            truncated = len(ids) - cut
+            ids, word_of, flags = ids[:cut], word_of[:cut], flags[:cut]
+        return ids, word_of, flags, truncated, dropped
+
+    def _extra_window_tokens(self) -> int:
+        return 0
+
+    def suppress(self, logits: Any) -> Any:
+        """Float32 logits with the banned ids (specials, mask, padding rows) set to -inf."""
+        return logits.float().masked_fill(self.banned_ids[: logits.shape[-1]], float("-inf"))
+
+    def decode_words(self, token_lists: Sequence[Sequence[int]]) -> list[str]:
+        """Decode each list of ids as one word: one batched call, WordPiece ``##`` and spaces stripped."""
+        texts = self.tokenizer.batch_decode([list(t) for t in token_lists], skip_special_tokens=True,
+                                            clean_up_tokenization_spaces=False)
+        prefix = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
+        continuing = getattr(prefix, "continuing_subword_prefix", None) or "##"
+        out = []
+        for text in texts:
+            text = text.strip()
+            if continuing and text.startswith(continuing):
+                text = text[len(continuing):]
+            out.append(text)
+        return out
+
+    def tokens_to_strings(self, ids: Sequence[int]) -> list[str]:
+        return self.tokenizer.convert_ids_to_tokens(list(ids))
+
+
+class MaskedLMAdapter(BaseAdapter):
+    """kind "mlm": logits for every position of a right-padded batch."""
+
+    kind = "mlm"
+
+    def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
+        super().__init__(model, tokenizer, **kwargs)
+        if tokenizer.mask_token_id is None:
+            raise ModelError(f"model '{self.identity}' has no mask token, so it cannot fill masks (use hf-clm or hf-seq2seq)")
+
+    def batch(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        """Right-padded ids and attention mask for ``sequences``."""
+        import torch
+
+        width = max(len(s) for s in sequences)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, seq in enumerate(sequences):
+            ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
+            mask[row, : len(seq)] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def logits(self, input_ids: Any, attention_mask: Any) -> Any:
+        """(batch, length, vocab) float32 logits, banned ids suppressed; one forward pass."""
+        import torch
+
+        with torch.inference_mode():
+            out = self.suppress(self.model(input_ids=input_ids, attention_mask=attention_mask).logits)
+        self._count(attention_mask)
+        return out
+
+
+class _IncrementalAdapter(BaseAdapter):
+    """Shared by CLM and seq2seq decoders: next-token logits for a batch of growing prefixes."""
+
+    #: whether rows may carry padding holes in the middle (needs explicit position ids)
+    supports_holes = False
+
+    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
+        raise NotImplementedError
+
+    def next_logits(self, chunks: Sequence[Sequence[int]], state: "PrefixState", rows: Sequence[int]) -> Any:
+        """Feed each row's ``chunk`` and return (rows, vocab) logits of its last token.
+
+        With ``state.use_cache`` the chunks extend the KV cache: one chunk per row of the state, in
+        order (an empty chunk for a row that is done). Without, ``chunks`` are the full prefixes and
+        all is recomputed (the no-cache path the bench compares against). ``rows`` names the items
+        (seq2seq: which encoder outputs to attend to).
+        """
+        import torch
+
+        width = max(len(c) for c in chunks)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(chunks), width), pad, dtype=torch.long)
+        new_mask = torch.zeros((len(chunks), width), dtype=torch.long)
+        positions = torch.zeros((len(chunks), width), dtype=torch.long)
+        for row, (chunk, done) in enumerate(zip(chunks, state.fed if state.use_cache else [0] * len(chunks))):
+            n = len(chunk)
+            # cached: left-pad the chunk so every row's last token is the last column (holes need
+            # explicit position ids); uncached: right-pad, positions stay 0..n-1 with no holes
+            cols = slice(width - n, width) if state.use_cache else slice(0, n)
+            ids[row, cols] = torch.as_tensor(list(chunk), dtype=torch.long)
+            new_mask[row, cols] = 1
+            positions[row, cols] = torch.arange(done, done + n)
+        mask = new_mask if not state.use_cache or state.mask is None else torch.cat([state.mask, new_mask], dim=1)
+        ids, mask_d, positions = ids.to(self.device), mask.to(self.device), positions.to(self.device)
+        with torch.inference_mode():
+            out = self._target_forward(ids, mask_d, positions, state.cache if state.use_cache else None, rows)
+        self._count(new_mask)
+        if state.use_cache:
+            state.cache = out.past_key_values
+            state.mask = mask
+            for row, chunk in enumerate(chunks):
+                state.fed[row] += len(chunk)
+            last_logits = out.logits[:, -1, :]
+        else:
+            last = torch.as_tensor([len(c) - 1 for c in chunks], device=out.logits.device)
+            last_logits = out.logits[torch.arange(len(chunks), device=last.device), last, :]
+        with torch.inference_mode():
+            return self.suppress(last_logits)
+
+
+@dataclass
+class PrefixState:
+    """Bookkeeping of an incremental decode over a fixed set of rows: cache + attention history."""
+
+    use_cache: bool
+    fed: list[int]  # real tokens fed so far per row (= next position id)
+    cache: Any = None
+    mask: Any = None
+
+
+class CausalLMAdapter(_IncrementalAdapter):
+    """kind "clm": prefill, then next-token logits one token per step with a ``DynamicCache``."""
+
+    kind = "clm"
+
+    def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
+        super().__init__(model, tokenizer, **kwargs)
+        params = inspect.signature(model.forward).parameters
+        self.supports_holes = "position_ids" in params
+
+    def encode(self, words: Words, plan: MaskPlan) -> Encoding:
+        """As the base, plus a BOS token in front when the very first token is masked (a prefix is needed)."""
+        enc = super().encode(words, plan)
+        if enc.masked and enc.masked[0] == 0:
+            bos = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+            if bos is None:
+                raise ModelError(f"model '{self.identity}' has no BOS/EOS token to start a text whose first word is masked")
+            enc.ids.insert(0, int(bos))
+            enc.word_of.insert(0, -1)
+            enc.masked = [p + 1 for p in enc.masked]
+        return enc
+
+    def _extra_window_tokens(self) -> int:
+        return 0 if self.prefix_ids else 1
+
+    def new_state(self, rows: int, use_cache: bool) -> PrefixState:
+        from transformers import DynamicCache
+
+        return PrefixState(use_cache=use_cache, fed=[0] * rows, cache=DynamicCache(config=self.model.config) if use_cache else None)
+
+    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": cache is not None}
+        if self.supports_holes:
+            kwargs["position_ids"] = position_ids
+        if cache is not None:
+            kwargs["past_key_values"] = cache
+        return self.model(**kwargs)
+
+
+class Seq2SeqAdapter(_IncrementalAdapter):
+    """kind "seq2seq": T5 sentinel or BART ``<mask>``-span infilling.
+
+    The encoder sees the text with one mask token (or one sentinel) per masked span; the decoder is
+    teacher-forced on the known tokens and generates exactly the span's token count. Decoders with
+    learned absolute positions take no position ids, so cached decoding runs one row per cache.
+    """
+
+    kind = "seq2seq"
+    supports_holes = False
+
+    def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
+        super().__init__(model, tokenizer, **kwargs)
+        config = model.config
+        start = getattr(config, "decoder_start_token_id", None)
+        if start is None:
+            start = config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_token_id
+        if start is None:
+            raise ModelError(f"model '{self.identity}' has no decoder_start_token_id")
+        self.decoder_start_id = int(start)
+        sentinel = tokenizer.convert_tokens_to_ids("<extra_id_0>")
+        self.style = "sentinel" if sentinel is not None and sentinel != tokenizer.unk_token_id else "mask"
+        if self.style == "mask" and tokenizer.mask_token_id is None:
+            raise ModelError(f"model '{self.identity}': tokenizer has neither T5 sentinels nor a mask token")
+        self._encoder_out: Any = None
+        self._encoder_mask: Any = None
+
+    def sentinel_id(self, k: int) -> int:
+        tid = self.tokenizer.convert_tokens_to_ids(f"<extra_id_{k}>")
+        if tid is None or tid == self.tokenizer.unk_token_id:
+            raise ModelError(f"model '{self.identity}': text has more masked spans than sentinels (<extra_id_{k}>)")
+        return int(tid)
+
+    def encode(self, words: Words, plan: MaskPlan) -> Seq2SeqEncoding:
+        base = super().encode(words, plan)
+        spans = base.spans()
+        source: list[int] = []
+        cursor = 0
+        for k, (s, e) in enumerate(spans):
+            source += base.ids[cursor:s]
+            source.append(self.sentinel_id(k) if self.style == "sentinel" else int(self.tokenizer.mask_token_id))
+            cursor = e
+        source += base.ids[cursor:]
+        if self.style == "mask":  # BART: the decoder rebuilds the whole text
+            ids = [self.decoder_start_id] + base.ids
+            masked = [p + 1 for p in base.masked]
+            word_of = [-1] + base.word_of
+        else:  # T5: the decoder writes "<extra_id_0> span0 <extra_id_1> span1 ..."
+            ids, masked, word_of = [self.decoder_start_id], [], [-1]
+            for k, (s, e) in enumerate(spans):
+                ids.append(self.sentinel_id(k))
+                word_of.append(-1)
+                masked += list(range(len(ids), len(ids) + e - s))
+                ids += base.ids[s:e]
+                word_of += base.word_of[s:e]
+        return Seq2SeqEncoding(ids, masked, word_of, base.filled_words, base.dropped_words, base.truncated_tokens,
+                               source_ids=source)
+
+    def encode_sources(self, sources: Sequence[Sequence[int]]) -> None:
+        """Run the encoder once over a right-padded batch; later decoder calls attend to it."""
+        import torch
+
+        width = max(len(s) for s in sources)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(sources), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(sources), width), dtype=torch.long)
+        for row, seq in enumerate(sources):
+            ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
+            mask[row, : len(seq)] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        with torch.inference_mode():
+            self._encoder_out = self.model.get_encoder()(input_ids=ids, attention_mask=mask)
+        self._encoder_mask = mask
+        self._count(mask)
+
+    def new_state(self, rows: int, use_cache: bool) -> PrefixState:
+        from transformers import DynamicCache, EncoderDecoderCache
+
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache()) if use_cache else None
+        return PrefixState(use_cache=use_cache, fed=[0] * rows, cache=cache)
+
+    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
+        from transformers.modeling_outputs import BaseModelOutput
+
+        index = list(rows)
+        hidden = self._encoder_out.last_hidden_state[index]
+        kwargs: dict[str, Any] = {
+            "encoder_outputs": BaseModelOutput(last_hidden_state=hidden),
+            "attention_mask": self._encoder_mask[index],
+            "decoder_input_ids": input_ids,
+            "decoder_attention_mask": attention_mask,
+            "use_cache": cache is not None,
+        }
+        if cache is not None:
+            kwargs["past_key_values"] = cache
+        return self.model(**kwargs)
+
+
+ADAPTERS: dict[str, type[BaseAdapter]] = {"mlm": MaskedLMAdapter, "clm": CausalLMAdapter, "seq2seq": Seq2SeqAdapter}
+
+
+def _model_window(config: Any, tokenizer: Any) -> int:
+    """The longest input the model takes: position table size, else the tokenizer's limit, else 512."""
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and 0 < limit < 1_000_000:
+        return limit
+    return 512
+
+
+def _special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The special tokens the tokenizer puts before and after a text (e.g. [CLS] ... [SEP]; none for GPT-2)."""
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    for start in range(len(full) - len(bare) + 1):
+        if full[start : start + len(bare)] == bare:
+            return list(full[:start]), list(full[start + len(bare) :])
+    return [], []
+
+
+def _added_special_ids(tokenizer: Any) -> list[int]:
+    decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    return [int(i) for i, tok in decoder.items() if getattr(tok, "special", False)]
+
+
+_AUTO = {"mlm": "AutoModelForMaskedLM", "clm": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM"}
+_SUGGEST = {"mlm": "hf-mlm", "clm": "hf-clm", "seq2seq": "hf-seq2seq"}
+
+
+def load_adapter(
+    kind: str,
+    path: str | os.PathLike,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    threads: int | None = None,
+    identity: str | None = None,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+) -> BaseAdapter:
+    """Load a transformers checkpoint (hub name or local directory) as the adapter of ``kind``.
+
+    Every failure is a one-line :class:`ModelError` naming the path and what to do.
+    """
+    import torch
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    if kind not in ADAPTERS:
+        raise ModelError(f"unknown model kind '{kind}' (valid: {', '.join(MODEL_KINDS)})")
+    if dtype not in _DTYPES:
+        raise ModelError(f"dtype '{dtype}' not supported (valid: {', '.join(_DTYPES)})")
+    if threads:
+        torch.set_num_threads(int(threads))
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    name = str(path)
+    local = Path(name).expanduser()
+    is_local = local.exists()
+    if is_local:
+        if not local.is_dir() or not (local / "config.json").is_file():
+            raise ModelError(f"'{name}' is not a model directory (no config.json); pass a directory saved with save_pretrained")
+        name = str(local)
+    common: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if revision and not is_local:
+        common["revision"] = revision
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(name, use_fast=True, **common)
+        auto = getattr(transformers, _AUTO[kind])
+        model = auto.from_pretrained(name, dtype=getattr(torch, dtype), use_safetensors=_has_safetensors(local) if is_local else None, **common)
+    except ValueError as exc:
+        text = str(exc)
+        if "Unrecognized configuration class" in text or "Unrecognized model" in text:
+            model_type = _model_type(local) if is_local else "?"
+            others = [k for k in MODEL_KINDS if k != kind]
+            raise ModelError(
+                f"model '{name}' (type {model_type}) does not support the {kind} objective; "
+                f"try {' or '.join(_SUGGEST[k] for k in others)}"
+            ) from None
+        raise ModelError(f"cannot load model '{name}': {text.splitlines()[0]}") from None
+    except OSError as exc:
+        if not is_local:
+            raise ModelError(
+                f"model '{name}' is not cached locally and no network is reachable; pass a local directory with path=..."
+            ) from None
+        raise ModelError(f"cannot load model '{name}': {str(exc).splitlines()[0]}") from None
+    model.to(device)
+    return ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
+
+
+def _has_safetensors(directory: Path) -> bool | None:
+    return True if any(directory.glob("*.safetensors")) else None
+
+
+def _model_type(directory: Path) -> str:
+    import json
+
+    try:
+        return str(json.loads((directory / "config.json").read_text(encoding="utf-8")).get("model_type", "?"))
+    except (OSError, ValueError):
+        return "?"
+
+
+def weights_fingerprint(directory: str | os.PathLike) -> str:
+    """A short hash of a local model directory's weight files (content), for cache identities."""
+    root = Path(directory)
+    digest = hashlib.blake2b(digest_size=8)
+    files = sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    for path in files:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,94 @@
+"""Model plugins ``hf-mlm``, ``hf-clm``, ``hf-seq2seq``: any transformers checkpoint by hub name or local directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mlmh import hookimpl
+from mlmh.components import LoadContext, Model
+from mlmh.errors import SpecError
+from mlmh.params import Param
+
+_fingerprints: dict[tuple[str, float, int], str] = {}
+
+
+class HuggingFaceModel(Model):
+    """A checkpoint loaded with the Auto class of its kind; safetensors preferred, remote code off by default."""
+
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("path", str, "", "hub name (must be cached offline) or local directory saved with save_pretrained"),
+        Param("revision", str, "", "hub revision (branch, tag or commit); ignored for local directories"),
+        Param("device", str, "cpu", "torch device, e.g. cpu or cuda:0"),
+        Param("dtype", str, "float32", "weights dtype", choices=("float32", "bfloat16", "float16")),
+        Param("threads", int, 0, "torch CPU threads (0 = torch default)", min=0),
+        Param("trust_remote_code", bool, False, "run model code shipped with the checkpoint (off unless you trust it)"),
+    )
+
+    def _path(self) -> str:
+        path = self.params["path"]
+        if not path:
+            raise SpecError(f"model '{self.name}' needs path=<hub name or local directory>, e.g. {self.name}:path=./my-model")
+        return path
+
+    def identity(self, context: LoadContext) -> str:
+        """Path + revision, plus a content hash of the weights (local) or the snapshot commit (hub cache)."""
+        path = self._path()
+        local = Path(path).expanduser()
+        if local.is_dir():
+            return f"{self.name}:{local.resolve()}@{_local_fingerprint(local)}"
+        return f"{self.name}:{path}@{self.params['revision'] or 'main'}#{_hub_commit(path, self.params['revision']) or 'uncached'}"
+
+    def load(self, context: LoadContext) -> Any:
+        from mlmh.adapters import load_adapter
+
+        return load_adapter(
+            self.model_kind, self._path(), device=self.params["device"], dtype=self.params["dtype"],
+            threads=self.params["threads"] or None, identity=self.identity(context),
+            trust_remote_code=self.params["trust_remote_code"], revision=self.params["revision"] or None,
+        )
+
+
+def _local_fingerprint(directory: Path) -> str:
+    """Content hash of the weight files, memoised on (path, mtime, size) so it is computed once."""
+    from mlmh.adapters import weights_fingerprint
+
+    weights = sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".bin"))
+    stamp = (str(directory.resolve()), max((p.stat().st_mtime for p in weights), default=0.0), sum(p.stat().st_size for p in weights))
+    if stamp not in _fingerprints:
+        _fingerprints[stamp] = weights_fingerprint(directory)
+    return _fingerprints[stamp]
+
+
+def _hub_commit(name: str, revision: str) -> str | None:
+    """The commit hash of a hub model's locally cached snapshot, if any (no network)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, revision=revision or None, local_files_only=True)).name
+    except Exception:  # not cached, or not a valid repo id: identity says "uncached"
+        return None
+
+
+class HfMaskedLM(HuggingFaceModel):
+    name = "hf-mlm"
+    model_kind = "mlm"
+    description = "A masked LM checkpoint (BERT/RoBERTa...) via AutoModelForMaskedLM."
+
+
+class HfCausalLM(HuggingFaceModel):
+    name = "hf-clm"
+    model_kind = "clm"
+    description = "A causal LM checkpoint (GPT-2...) via AutoModelForCausalLM."
+
+
+class HfSeq2SeqLM(HuggingFaceModel):
+    name = "hf-seq2seq"
+    model_kind = "seq2seq"
+    description = "A seq2seq denoiser (T5/BART...) via AutoModelForSeq2SeqLM."
+
+
+@hookimpl
+def register_models(register):
+    for model in (HfMaskedLM, HfCausalLM, HfSeq2SeqLM):
+        register(model())

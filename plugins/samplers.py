@@ -1,0 +1,13 @@
+"""Builtin samplers, registered through the public hook exactly as a third-party plugin would."""
+
+from __future__ import annotations
+
+from mlmh import hookimpl
+from mlmh.plugins.samplers_infill import ClmInfill, Seq2SeqInfill
+from mlmh.plugins.samplers_mlm import Confidence, Gibbs, LeftToRight, MaskPredict, OneShot
+
+
+@hookimpl
+def register_samplers(register):
+    for sampler in (OneShot, LeftToRight, MaskPredict, Confidence, Gibbs, ClmInfill, Seq2SeqInfill):
+        register(sampler())

@@ -1,0 +1,100 @@
+"""Prefix-only infilling for causal LMs and seq2seq decoders.
+
+Each masked span is written left to right, conditioned on everything before it (original unmasked
+tokens and the spans already written), with exactly the span's token count as budget. Tokens after
+the span are kept as they were. With the KV cache each span costs one prefill (which also predicts
+the span's first token) plus one pass per further token; a seq2seq decoder additionally attends to
+its encoder, which sees the whole text with one mask/sentinel per span (so it knows the right context).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar, Sequence
+
+from mlmh.components import Sampler
+from mlmh.params import Param
+from mlmh.types import Generation, MaskedItem
+
+from mlmh.plugins.samplers_common import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_tokens,
+                                          draw_uniforms, item_generators)
+
+USE_CACHE = Param("use_cache", bool, True, "reuse the KV cache (false: recompute the whole prefix every step)")
+
+
+class PrefixInfill(Sampler):
+    """Shared loop of ``clm-infill`` and ``seq2seq-infill``."""
+
+    parameters = (USE_CACHE, *SAMPLING_PARAMS)
+
+    def generate(self, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
+        started = time.perf_counter()
+        encodings = [adapter.encode(item.words, item.plan) for item in items]
+        sequences = [list(e.ids) for e in encodings]
+        trace = TraceRecorder.for_encodings(encodings)
+        counters = ItemCounters.zeros(len(items))
+        generators = item_generators(items)
+        active = [n for n, e in enumerate(encodings) if e.masked]
+        use_cache = self.params["use_cache"]
+        if active and adapter.kind == "seq2seq":
+            adapter.encode_sources([e.source_ids for e in encodings])
+            for n in active:  # the encoder pass, counted for every item it served
+                counters.add(n, len(encodings[n].source_ids))
+        groups = [active] if (adapter.supports_holes or not use_cache) else [[n] for n in active]
+        for group in groups:
+            if group:
+                self._fill(adapter, group, encodings, sequences, generators, trace, counters, use_cache)
+        info = {"use_cache": use_cache, "prefills": {items[n].doc_id: len(encodings[n].spans()) for n in active}}
+        return build_generations(adapter, self.spec, items, encodings, sequences, trace, counters, started, info)
+
+    def _fill(self, adapter: Any, group: list[int], encodings: Sequence[Any], sequences: list[list[int]],
+              generators: list[Any], trace: TraceRecorder, counters: ItemCounters, use_cache: bool) -> None:
+        """Generate every masked position of the items in ``group``, one token per item per pass."""
+        temperature, top_k, top_p = self.params["temperature"], self.params["top_k"], self.params["top_p"]
+        state = adapter.new_state(len(group), use_cache)
+        targets = [list(encodings[n].masked) for n in group]
+        cursor = [0] * len(group)  # next target index per row
+        fed = [0] * len(group)  # tokens already in the cache per row
+        while True:
+            live = [i for i in range(len(group)) if cursor[i] < len(targets[i])]
+            if not live:
+                return
+            chunks: list[list[int]] = []
+            for i in range(len(group)) if use_cache else live:
+                seq = sequences[group[i]]
+                if cursor[i] >= len(targets[i]):
+                    chunks.append([])
+                    continue
+                position = targets[i][cursor[i]]
+                chunks.append(seq[fed[i]:position] if use_cache else seq[:position])
+                fed[i] = position
+            rows = [group[i] for i in (range(len(group)) if use_cache else live)]
+            logits = adapter.next_logits(chunks, state, rows)
+            if use_cache:
+                logits = logits[live]
+                chunks = [chunks[i] for i in live]
+            uniforms = draw_uniforms(generators, [group[i] for i in live], [1] * len(live), temperature > 0)
+            ids, probs = choose_tokens(logits, uniforms, temperature, top_k, top_p)
+            for i, chunk, tid, prob in zip(live, chunks, ids.tolist(), probs.tolist()):
+                n = group[i]
+                position = targets[i][cursor[i]]
+                sequences[n][position] = tid
+                cursor[i] += 1
+                counters.add(n, len(chunk))
+                trace.step(n, [position], [tid], [prob])
+
+
+class ClmInfill(PrefixInfill):
+    """Causal-LM infilling conditioned on the prefix only (the paper's CLM generation), KV-cached."""
+
+    name = "clm-infill"
+    description = "Fill each masked span left to right from its prefix, keeping unmasked tokens; KV cache."
+    model_kinds: ClassVar[frozenset[str]] = frozenset({"clm"})
+
+
+class Seq2SeqInfill(PrefixInfill):
+    """Denoising infilling (T5 sentinels or BART <mask> spans): the decoder writes each span's tokens."""
+
+    name = "seq2seq-infill"
+    description = "Encoder sees one sentinel/<mask> per span; the decoder writes each span (T5/BART denoising)."
+    model_kinds: ClassVar[frozenset[str]] = frozenset({"seq2seq"})

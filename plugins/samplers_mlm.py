@@ -1,0 +1,340 @@
+"""Samplers for masked LMs: one-shot, left-to-right, mask-predict, confidence (MaskGIT/LLaDA), Gibbs.
+
+All share :class:`MaskedBatch`: the batch as tensors, a forward pass over the rows still working,
+and vectorised token choice at selected positions. Only originally masked positions ever change.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar, Sequence
+
+from mlmh.adapters import MaskedLMAdapter
+from mlmh.components import Sampler
+from mlmh.params import Param
+from mlmh.types import Generation, MaskedItem
+
+from mlmh.plugins.samplers_common import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_tokens,
+                                          draw_uniforms, item_generators)
+
+STUTTER = Param("stutter", bool, False, "re-mask generated tokens equal to their left neighbour (Li et al. 2024)")
+
+
+class MaskedBatch:
+    """A right-padded batch of encoded items and the bookkeeping every MLM sampler needs."""
+
+    def __init__(self, adapter: MaskedLMAdapter, items: Sequence[MaskedItem]) -> None:
+        import torch
+
+        self.adapter = adapter
+        self.items = items
+        self.encodings = [adapter.encode(item.words, item.plan) for item in items]
+        self.generators = item_generators(items)
+        self.trace = TraceRecorder.for_encodings(self.encodings)
+        self.counters = ItemCounters.zeros(len(items))
+        sequences = [e.ids for e in self.encodings] or [[adapter.mask_id]]
+        self.ids, self.attention = adapter.batch(sequences)
+        self.lengths = self.attention.sum(dim=1)
+        self.original = torch.zeros_like(self.ids, dtype=torch.bool)
+        for row, enc in enumerate(self.encodings):
+            self.original[row, enc.masked] = True
+        self.n_masked = self.original.sum(dim=1)
+        self.masked = self.original.clone()  # positions currently holding the mask token
+
+    def rows_with_masks(self) -> Any:
+        return (self.n_masked > 0).nonzero().flatten()
+
+    def forward(self, rows: Any) -> Any:
+        """Logits (len(rows), width, vocab) for ``rows``, trimmed to their longest length; one pass."""
+        width = int(self.lengths[rows].max())
+        logits = self.adapter.logits(self.ids[rows, :width], self.attention[rows, :width])
+        for row, length in zip(rows.tolist(), self.lengths[rows].tolist()):
+            self.counters.add(row, length)
+        return logits
+
+    def choose(self, rows: Any, logits: Any, select: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any, Any]:
+        """Pick tokens where ``select`` (len(rows), width) is True; returns (row-local index, ids, probs)."""
+        where = select.nonzero()
+        counts = select.sum(dim=1).tolist()
+        uniforms = draw_uniforms(self.generators, rows.tolist(), counts, temperature > 0)
+        ids, probs = choose_tokens(logits[where[:, 0], where[:, 1]], uniforms, temperature, top_k, top_p)
+        return where, ids, probs
+
+    def commit(self, rows: Any, where: Any, ids: Any, probs: Any, remasked: Any = None) -> None:
+        """Write chosen tokens into the batch and record one trace step per row of ``rows``."""
+        global_rows = rows[where[:, 0]]
+        self.ids[global_rows, where[:, 1]] = ids
+        self.masked[global_rows, where[:, 1]] = False
+        per_row_pos = [[] for _ in range(len(rows))]
+        per_row_ids = [[] for _ in range(len(rows))]
+        per_row_conf = [[] for _ in range(len(rows))]
+        for (local, pos), tid, prob in zip(where.tolist(), ids.tolist(), probs.tolist()):
+            per_row_pos[local].append(pos)
+            per_row_ids[local].append(tid)
+            per_row_conf[local].append(prob)
+        remasked_rows: list[list[int]] = [[] for _ in range(len(rows))]
+        if remasked is not None:
+            for local, pos in remasked.nonzero().tolist():
+                remasked_rows[local].append(pos)
+        for local, row in enumerate(rows.tolist()):
+            self.trace.step(row, per_row_pos[local], per_row_ids[local], per_row_conf[local], remasked_rows[local])
+
+    def remask(self, rows: Any, positions: Any) -> None:
+        """Put the mask token back at ``positions`` (len(rows), width) of ``rows``."""
+        width = positions.shape[1]
+        block = self.ids[rows, :width]
+        block[positions] = self.adapter.mask_id
+        self.ids[rows, :width] = block
+        sub = self.masked[rows, :width]
+        sub |= positions
+        self.masked[rows, :width] = sub
+
+    def stutters(self, rows: Any) -> Any:
+        """Originally masked, filled positions whose token equals their left neighbour (Li et al. 2024)."""
+        import torch
+
+        ids = self.ids[rows]
+        same = torch.zeros_like(ids, dtype=torch.bool)
+        same[:, 1:] = ids[:, 1:] == ids[:, :-1]
+        return same & self.original[rows] & ~self.masked[rows]
+
+    def finish(self, sampler_spec: str, started: float, info: dict[str, Any] | None = None) -> list[Generation]:
+        return build_generations(self.adapter, sampler_spec, self.items, self.encodings, self.ids.tolist(), self.trace,
+                                 self.counters, started, info)
+
+
+class MaskedSampler(Sampler):
+    """Base of the MLM samplers: builds the batch, runs :meth:`run`, assembles Generations."""
+
+    model_kinds: ClassVar[frozenset[str]] = frozenset({"mlm"})
+
+    def generate(self, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
+        started = time.perf_counter()
+        batch = MaskedBatch(adapter, items)
+        info = self.run(batch) or {}
+        return batch.finish(self.spec, started, info)
+
+    def run(self, batch: MaskedBatch) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _sampling(self) -> tuple[float, int, float]:
+        return self.params["temperature"], self.params["top_k"], self.params["top_p"]
+
+
+class OneShot(MaskedSampler):
+    """Fill every mask in a single forward pass (the paper's MLM generation)."""
+
+    name = "one-shot"
+    description = "Fill all masked tokens at once: one forward pass."
+    parameters = SAMPLING_PARAMS
+
+    def run(self, batch: MaskedBatch) -> None:
+        rows = batch.rows_with_masks()
+        if len(rows) == 0:
+            return
+        logits = batch.forward(rows)
+        select = batch.masked[rows, : logits.shape[1]]
+        batch.commit(rows, *batch.choose(rows, logits, select, *self._sampling()))
+
+
+class LeftToRight(MaskedSampler):
+    """Fill the leftmost remaining mask, one per forward pass: as many passes as masked tokens."""
+
+    name = "left-to-right"
+    description = "Fill masks one at a time from left to right: one pass per masked token."
+    parameters = SAMPLING_PARAMS
+
+    def run(self, batch: MaskedBatch) -> None:
+        import torch
+
+        while True:
+            rows = batch.masked.any(dim=1).nonzero().flatten()
+            if len(rows) == 0:
+                return
+            logits = batch.forward(rows)
+            current = batch.masked[rows, : logits.shape[1]]
+            first = current.float().argmax(dim=1)
+            select = torch.zeros_like(current)
+            select[torch.arange(len(rows)), first] = True
+            batch.commit(rows, *batch.choose(rows, logits, select, *self._sampling()))
+
+
+def _lowest(scores: Any, count: Any) -> Any:
+    """Boolean mask of the ``count[r]`` lowest scores of each row (ties: leftmost first)."""
+    import torch
+
+    order = torch.sort(scores, dim=1, stable=True).indices
+    ranks = torch.empty_like(order)
+    ranks.scatter_(1, order, torch.arange(scores.shape[1]).expand_as(order).contiguous())
+    return ranks < count.unsqueeze(1)
+
+
+class MaskPredict(MaskedSampler):
+    """Mask-Predict (Ghazvininejad et al., 2019): predict all, then re-mask the least confident and repeat."""
+
+    name = "mask-predict"
+    description = "Predict all masks, then T-1 times re-mask the n = N(T-t)/T least confident and re-predict."
+    parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1), *SAMPLING_PARAMS, STUTTER)
+
+    def run(self, batch: MaskedBatch) -> None:
+        import torch
+
+        rows = batch.rows_with_masks()
+        if len(rows) == 0:
+            return
+        total = self.params["steps"]
+        width = int(batch.lengths[rows].max())
+        original = batch.original[rows, :width]
+        confidence = torch.zeros(original.shape, dtype=torch.float32)
+        n_masked = batch.n_masked[rows]
+        select = original
+        for t in range(total):
+            if t > 0:
+                count = torch.div(n_masked * (total - t), total, rounding_mode="floor")
+                select = _lowest(confidence.masked_fill(~original, float("inf")), count) & original
+                if self.params["stutter"]:
+                    select = select | batch.stutters(rows)[:, :width]
+                batch.remask(rows, select)
+            logits = batch.forward(rows)
+            where, ids, probs = batch.choose(rows, logits, select, *self._sampling())
+            confidence[where[:, 0], where[:, 1]] = probs
+            batch.commit(rows, where, ids, probs)
+
+
+class Confidence(MaskedSampler):
+    """MaskGIT (Chang et al., 2022) / LLaDA (Nie et al., 2025): commit the most confident predictions per step.
+
+    After step t of T, ``N * schedule((t+1)/T)`` positions stay masked (linear: 1-x, cosine: cos(pi x / 2));
+    at least one is committed per step and every position by the last. With ``threshold`` > 0 every
+    prediction at least that probable is committed too (so fewer than T passes may be needed).
+    """
+
+    name = "confidence"
+    description = "Commit the k most confident predictions per step (MaskGIT/LLaDA), linear or cosine schedule."
+    parameters = (
+        Param("steps", int, 8, "T: at most this many forward passes", min=1),
+        Param("schedule", str, "cosine", "how many masks remain after each step", choices=("linear", "cosine")),
+        Param("threshold", float, 0.0, "also commit every prediction with probability >= this (0 = off)", min=0.0, max=1.0),
+        *SAMPLING_PARAMS,
+        STUTTER,
+    )
+
+    def _remaining(self, n: Any, step: int, total: int) -> Any:
+        import torch
+
+        x = (step + 1) / total
+        fraction = 1.0 - x if self.params["schedule"] == "linear" else math.cos(math.pi / 2 * x)
+        return torch.floor(n.float() * max(fraction, 0.0)).long()
+
+    def run(self, batch: MaskedBatch) -> None:
+        import torch
+
+        total = self.params["steps"]
+        threshold = self.params["threshold"]
+        for t in range(total):
+            rows = batch.masked.any(dim=1).nonzero().flatten()
+            if len(rows) == 0:
+                return
+            logits = batch.forward(rows)
+            width = logits.shape[1]
+            current = batch.masked[rows, :width]
+            where, ids, probs = batch.choose(rows, logits, current, *self._sampling())
+            scores = torch.full(current.shape, float("inf"))
+            scores[where[:, 0], where[:, 1]] = -probs  # lowest score = most confident
+            still = current.sum(dim=1)
+            keep_masked = torch.zeros_like(still) if t == total - 1 else self._remaining(batch.n_masked[rows], t, total)
+            count = (still - keep_masked).clamp(min=1)
+            commit = _lowest(scores, count) & current
+            if threshold > 0:
+                commit |= (scores <= -threshold) & current
+            chosen = commit[where[:, 0], where[:, 1]]
+            if self.params["stutter"] and t < total - 1:  # repeats stay masked for the next step
+                before = batch.ids[rows, :width].clone()
+                before[where[chosen][:, 0], where[chosen][:, 1]] = ids[chosen]
+                repeat = torch.zeros_like(commit)
+                repeat[:, 1:] = (before[:, 1:] == before[:, :-1]) & commit[:, 1:]
+                chosen = chosen & ~repeat[where[:, 0], where[:, 1]]
+            batch.commit(rows, where[chosen], ids[chosen], probs[chosen])
+
+
+class Gibbs(MaskedSampler):
+    """Parallel-sequential Gibbs sampling (Wang & Cho, 2019): resample one random masked position per step.
+
+    Starts from all masks (each position is first visited once, in a random order) or from a
+    one-shot fill. During burn-in tokens are sampled from the full distribution at ``burnin_temperature``;
+    afterwards with ``temperature`` / ``top_k`` / ``top_p`` (temperature 0 = argmax, as in the paper's code).
+    """
+
+    name = "gibbs"
+    description = "Wang & Cho 2019 parallel-sequential Gibbs: re-mask and resample one random masked position per step."
+    parameters = (
+        Param("steps", int, 0, "resampling steps per item (0 = twice its masked token count)", min=0),
+        Param("burnin", float, 0.5, "fraction of steps sampled from the full distribution", min=0.0, max=1.0),
+        Param("burnin_temperature", float, 1.0, "temperature during burn-in", min=0.01),
+        Param("init", str, "mask", "start from all masks or from a one-shot fill", choices=("mask", "one-shot")),
+        *SAMPLING_PARAMS,
+        STUTTER,
+    )
+
+    def run(self, batch: MaskedBatch) -> dict[str, Any]:
+        import torch
+
+        rows_all = batch.rows_with_masks()
+        info: dict[str, Any] = {"gibbs_start": "all positions masked" if self.params["init"] == "mask" else "one-shot fill"}
+        if len(rows_all) == 0:
+            return info
+        n_masked = batch.n_masked.tolist()
+        steps = [0] * len(n_masked)
+        positions: list[list[int]] = [[] for _ in n_masked]
+        orders: list[list[int]] = [[] for _ in n_masked]
+        for row in rows_all.tolist():
+            positions[row] = batch.original[row].nonzero().flatten().tolist()
+            n = n_masked[row]
+            wanted = self.params["steps"] or 2 * n
+            steps[row] = max(wanted, n) if self.params["init"] == "mask" else wanted
+            if self.params["init"] == "mask":
+                orders[row] = torch.randperm(n, generator=batch.generators[row]).tolist()
+        if self.params["init"] == "mask" and self.params["steps"] and any(self.params["steps"] < n for n in n_masked):
+            info["gibbs_steps_raised"] = "steps raised to the masked token count so that every mask gets filled"
+        if self.params["init"] == "one-shot":
+            OneShot(temperature=self.params["temperature"], top_k=self.params["top_k"], top_p=self.params["top_p"]).run(batch)
+        burnin = [int(self.params["burnin"] * s) for s in steps]
+        t = 0
+        while True:
+            rows = [r for r in rows_all.tolist() if t < steps[r]]
+            if not rows:
+                return info
+            picks = [self._pick(batch, r, t, positions[r], orders[r]) for r in rows]
+            row_index = torch.as_tensor(rows)
+            select = torch.zeros((len(rows), batch.ids.shape[1]), dtype=torch.bool)
+            select[torch.arange(len(rows)), torch.as_tensor(picks)] = True
+            batch.remask(row_index, select)
+            logits = batch.forward(row_index)
+            select = select[:, : logits.shape[1]]
+            in_burnin = [t < burnin[r] for r in rows]
+            self._sample(batch, row_index, logits, select, in_burnin)
+            t += 1
+
+    def _pick(self, batch: MaskedBatch, row: int, t: int, positions: list[int], order: list[int]) -> int:
+        import torch
+
+        gen = batch.generators[row]
+        if t < len(order):
+            return positions[order[t]]
+        if self.params["stutter"]:
+            repeats = batch.stutters(torch.as_tensor([row]))[0].nonzero().flatten().tolist()
+            if repeats:
+                return repeats[int(torch.randint(len(repeats), (1,), generator=gen))]
+        return positions[int(torch.randint(len(positions), (1,), generator=gen))]
+
+    def _sample(self, batch: MaskedBatch, rows: Any, logits: Any, select: Any, in_burnin: list[bool]) -> None:
+        """One token per row: burn-in rows from the full tempered distribution, the others as configured."""
+        import torch
+
+        temperature, top_k, top_p = self._sampling()
+        burn = torch.as_tensor(in_burnin)
+        for group, settings in ((burn, (self.params["burnin_temperature"], 0, 1.0)), (~burn, (temperature, top_k, top_p))):
+            if group.any():
+                sub = rows[group]
+                batch.commit(sub, *batch.choose(sub, logits[group], select[group], *settings))
