@@ -9,4 +9,7 @@ BUILTIN_MODULES = [
     "mlmh.plugins.datasets_pan",
     "mlmh.plugins.datasets_mpst",
     "mlmh.plugins.datasets_mimic",
+    "mlmh.plugins.tasks_av",
+    "mlmh.plugins.tasks_classification",
+    "mlmh.plugins.tasks_ner",
 ]
