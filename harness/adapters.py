@@ -485,6 +485,8 @@ def load_adapter(
     name = str(path)
     local = Path(name).expanduser()
     is_local = local.exists()
+    if not is_local and (name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name):
+        raise ModelError(f"model directory '{name}' does not exist")
     if is_local:
         if not local.is_dir() or not (local / "config.json").is_file():
             raise ModelError(f"'{name}' is not a model directory (no config.json); pass a directory saved with save_pretrained")

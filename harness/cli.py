@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("mlmh.commands.plugins_cmd:plugins", "Show installed plugins and their hooks as JSON."),
     "ls": ("mlmh.commands.ls:ls", "List registered components of one kind, with their parameters."),
     "doctor": ("mlmh.commands.doctor:doctor", "Check what is installed and ready offline, with the fix for each."),
+    "generate": ("mlmh.commands.generate:generate", "Mask a text, regenerate it with one model and sampler, show every step."),
     "eval": ("mlmh.commands.eval:eval_command", "Run a preset's experiment: generate, score, downstream, report."),
     "report": ("mlmh.commands.report:report", "Rebuild report.md and plots of a run from its results.json."),
     "human": ("mlmh.commands.human:human", "Blinded human rating sheets: export, then import ratings."),

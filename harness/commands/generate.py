@@ -1,0 +1,131 @@
+"""``mlmh generate``: mask a text (or some dataset documents), regenerate it with one model and sampler,
+and show the masked input, every refinement step and the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+EPILOG = """\b
+Examples:
+  mlmh generate --model hf-mlm:path=./bert-tiny --masking random:ratio=0.3 \\
+                --sampler mask-predict:steps=4 --text "The cat sat on the mat." --trace
+  mlmh generate --model trained-clm --masking stopwords --sampler clm-infill --dataset pan --limit 3
+  mlmh generate --model hf-seq2seq:path=./bart --masking span:ratio=0.3 --sampler seq2seq-infill \\
+                --text "A quick brown fox jumps over the lazy dog." --json
+"""
+
+
+@click.command(epilog=EPILOG)
+@click.option("--model", "model_spec", required=True, help="Model spec, e.g. hf-mlm:path=DIR or trained-mlm.")
+@click.option("--masking", "masking_spec", default="random:ratio=0.15", show_default=True, help="Masking spec.")
+@click.option("--sampler", "sampler_spec", default=None, help="Sampler spec (default: one-shot / clm-infill / seq2seq-infill by model kind).")
+@click.option("--text", default=None, help="The text to mask and regenerate.")
+@click.option("--dataset", default=None, help="Take documents from this dataset instead (test split first).")
+@click.option("--data", "data_path", default=None, type=click.Path(), help="Dataset files (default: the bundled sample).")
+@click.option("--limit", default=1, show_default=True, type=click.IntRange(min=1), help="Documents to take from --dataset.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Run seed: fixes the masks and the sampling.")
+@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Items per batch.")
+@click.option("--json", "as_json", is_flag=True, help="Print the Generation(s) as JSON.")
+@click.option("--trace", is_flag=True, help="Show every refinement step with the changed tokens highlighted.")
+def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text: str | None, dataset: str | None,
+             data_path: str | None, limit: int, seed: int, batch_size: int, as_json: bool, trace: bool) -> None:
+    """Mask a text, regenerate the masked words with one model and sampler, and show how."""
+    import json
+
+    from mlmh.components import LoadContext
+    from mlmh.errors import SpecError
+    from mlmh.generation import check_compatible, generate as run_generation, prepare_items
+    from mlmh.registry import get_registry
+    from mlmh.types import Document, to_dict
+
+    if (text is None) == (dataset is None):
+        raise SpecError("give exactly one of --text or --dataset")
+    if data_path and not dataset:
+        raise SpecError("--data goes with --dataset")
+    registry = get_registry()
+    model = registry.build("model", model_spec)
+    masking = registry.build("masking", masking_spec)
+    default_sampler = {"mlm": "one-shot", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}.get(model.model_kind, "one-shot")
+    sampler = registry.build("sampler", sampler_spec or default_sampler)
+    check_compatible(sampler, model.model_kind)
+    corpus = None
+    if dataset is not None:
+        corpus = registry.build("dataset", dataset).load(data_path)
+        documents = (corpus.split("test") or corpus.documents)[:limit]
+    else:
+        documents = [Document(id="text", text=text or "")]
+    context = LoadContext(dataset=dataset, data_path=data_path, corpus=corpus, seed=seed, progress=_progress_printer())
+    adapter = model.load(context)
+    items = prepare_items(documents, masking, seed, condition=f"{masking.spec}|{sampler.spec}")
+    generations = run_generation(adapter, sampler, items, batch_size=batch_size)
+    if as_json:
+        payload: Any = [to_dict(g) for g in generations]
+        click.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, ensure_ascii=False))
+        return
+    _show(generations, trace)
+
+
+def _progress_printer():
+    """A LoadContext progress callback that prints training progress (for trained-* models) to stderr."""
+    def report(event: dict[str, Any]) -> None:
+        step, total = event.get("step"), event.get("total")
+        if step is not None and total:
+            loss = event.get("loss")
+            suffix = f" loss {loss:.3f}" if isinstance(loss, (int, float)) else ""
+            click.echo(f"\rtraining {step}/{total}{suffix}", err=True, nl=step >= total)
+
+    return report
+
+
+def _show(generations: list[Any], trace: bool) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for generation in generations:
+        console.rule(f"[bold]{generation.doc_id}[/] · {generation.model_kind} · {generation.sampler.split(':')[0]}")
+        console.print(Text("masked:    ") + Text(generation.masked_text, style="yellow"))
+        if trace:
+            for number, step in enumerate(generation.steps, 1):
+                console.print(Text(f"step {number:>3}: ", style="dim") + _step_text(step))
+        console.print(Text("generated: ") + _result_text(generation))
+        facts = [f"{len(generation.masked_words)} masked words", f"{generation.generated_tokens} tokens",
+                 f"{generation.forward_passes} forward passes", f"{generation.tokens_processed} tokens processed",
+                 f"{generation.seconds * 1000:.1f} ms"]
+        console.print(Text(" · ".join(facts), style="dim"))
+        for key in ("truncated", "masking_note", "gibbs_start"):
+            if key in generation.info:
+                console.print(Text(f"{key}: {generation.info[key]}", style="dim"))
+
+
+def _step_text(step: Any):
+    """The step's tokens with changed ones highlighted and still-masked ones dimmed; padding left out."""
+    from rich.text import Text
+
+    changed, masked = set(step.changed), set(step.masked)
+    out = Text()
+    for pos, token in enumerate(step.tokens):
+        style = "bold green" if pos in changed else ("dim" if pos in masked else "")
+        out.append(token, style=style)
+        out.append(" ")
+    return out
+
+
+def _result_text(generation: Any):
+    """The generated text with the regenerated words highlighted."""
+    from rich.text import Text
+
+    from mlmh.words import split_words
+
+    words = split_words(generation.original)
+    out = Text()
+    cursor = 0
+    for index, (start, end) in enumerate(words.spans):
+        if index in generation.output_words:
+            out.append(generation.original[cursor:start])
+            out.append(generation.output_words[index], style="bold green")
+            cursor = end
+    out.append(generation.original[cursor:])
+    return out
