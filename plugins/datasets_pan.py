@@ -196,7 +196,7 @@ class PanDataset(Dataset):
         for side in ("train", "test"):
             labels = {p.same for p in pairs if p.split == side}
             if len(labels) < 2:
-                raise DataError(f"{truth_path}: the {side} split has only {'same' if True in labels else 'different'}-author pairs; try another seed or test_fraction")
+                notes.append(f"warning: the {side} split has only {'same' if True in labels else 'different'}-author pairs; verification cannot be scored on it (try another seed or test_fraction)")
         attach_entity_file(root / ENTITIES_FILE if root.is_dir() else pairs_path.with_name(ENTITIES_FILE), documents, notes)
         return Corpus(dataset="pan", documents=documents, source=source, pairs=pairs, notes=notes)
 
