@@ -1,0 +1,108 @@
+"""Downstream tasks: PAN's measures on known inputs, baselines on the bundled samples, failure modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlmh.plugins.tasks_av import AuthorshipVerification, pan_scores
+from mlmh.plugins.tasks_classification import TextClassification
+from mlmh.plugins.tasks_ner import NamedEntityRecognition, bio_sequences
+from mlmh.registry import get_registry
+from mlmh.types import Corpus, Document, EntitySpan, Pair
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return {name: get_registry().build("dataset", name).load(None) for name in ("pan", "mpst", "mimic")}
+
+
+# -- PAN measures -------------------------------------------------------------------------------
+
+
+def test_pan_scores_on_known_inputs():
+    truth = np.array([True, True, False, False, True])
+    probability = np.array([0.9, 0.52, 0.2, 0.7, 0.3])  # one non-answer (0.52), one FP, one FN, two right
+    scores = pan_scores(truth, probability, margin=0.05)
+    # c@1 = (nc + nu * nc / n) / n = (2 + 1 * 2 / 5) / 5
+    assert scores["c@1"] == pytest.approx((2 + 2 / 5) / 5)
+    # F1 over answered pairs: tp=1, fp=1, fn=1
+    assert scores["f1"] == pytest.approx(0.5)
+    # F0.5u = 1.25 tp / (1.25 tp + 0.25 (fn + nu) + fp)
+    assert scores["f_05_u"] == pytest.approx(1.25 / (1.25 + 0.25 * 2 + 1))
+    answers = np.array([0.9, 0.5, 0.2, 0.7, 0.3])
+    assert scores["brier"] == pytest.approx(1 - np.mean((answers - truth) ** 2))
+    assert scores["overall"] == pytest.approx(np.mean([scores[k] for k in ("auc", "c@1", "f1", "f_05_u", "brier")]))
+    assert pan_scores(truth, truth.astype(float), margin=0.0)["c@1"] == 1.0
+
+
+# -- baselines on the bundled samples (numbers in the docs come from these runs) ------------------
+
+
+def test_authorship_verification_baseline_beats_chance(samples):
+    corpus = samples["pan"]
+    result = AuthorshipVerification().run(corpus, corpus, seed=0)
+    assert result.error is None and result.n_test >= 50
+    assert result.scores["auc"] > 0.85 and result.scores["c@1"] > 0.75, result.scores
+    assert result.info["chance"]["auc"] == 0.5
+
+
+def test_text_classification_baseline_beats_chance(samples):
+    corpus = samples["mpst"]
+    task = TextClassification()
+    result = task.run(corpus, corpus, seed=0)
+    assert result.error is None
+    chance = result.info["chance"]
+    assert result.scores["micro_f1"] > chance["micro_f1"] + 0.3 and result.scores["macro_f1"] > chance["macro_f1"] + 0.3, (result.scores, chance)
+    assert task.run(corpus, corpus, seed=0).scores == result.scores
+
+
+def test_ner_baseline_on_discharge_summaries(samples):
+    corpus = samples["mimic"]
+    result = NamedEntityRecognition().run(corpus, corpus, seed=0)
+    assert result.error is None
+    assert result.scores["f1"] > 0.8, result.scores
+    assert {"Drug", "Strength", "Route", "Frequency"} <= set(result.info["per_label_f1"])
+
+
+def test_tasks_declare_what_they_need(samples):
+    registry = get_registry()
+    applies = {t.name: {n for n, c in samples.items() if t.applies_to(c)} for t in registry.all("task")}
+    assert applies["authorship-verification"] == {"pan"}
+    assert applies["text-classification"] == {"mpst"}
+    assert applies["ner"] == {"pan", "mpst", "mimic"}
+
+
+# -- failure modes and details ------------------------------------------------------------------
+
+
+def _pair_corpus(same_values: list[bool], split: str) -> Corpus:
+    docs, pairs = [], []
+    for i, same in enumerate(same_values):
+        docs += [Document(f"{i}a", f"text number {i} one", split), Document(f"{i}b", f"text number {i} two", split)]
+        pairs.append(Pair(str(i), f"{i}a", f"{i}b", same, split))
+    return Corpus("pan", docs, "test", pairs)
+
+
+def test_one_class_training_data_gives_a_clear_error():
+    test = _pair_corpus([True, False, True, False], "test")
+    result = AuthorshipVerification().run(_pair_corpus([True] * 4, "train"), test)
+    assert result.error and "all same-author" in result.error
+    train = Corpus("mpst", [Document(str(i), "plot", "train", ["murder"]) for i in range(4)], "x")
+    result = TextClassification().run(train, Corpus("mpst", [Document("t", "plot", "test", ["murder"])], "x"))
+    assert result.error and "1 distinct tag" in result.error
+    result = NamedEntityRecognition().run(Corpus("m", [Document("a", "no entities here", "train")], "x"), Corpus("m", [], "x"))
+    assert result.error and "no entities" in result.error
+
+
+def test_bio_sequences_handle_discontinuous_overlap_and_decimals():
+    text = "Vitamin D and B12 given.\nTake 12.5 mg PO."
+    doc = Document("d", text, entities=[
+        EntitySpan(0, 9, "Drug", "Vitamin D", ((0, 9),)),
+        EntitySpan(0, 17, "Drug", "Vitamin B12", ((0, 7), (14, 17))),
+        EntitySpan(30, 37, "Strength", "12.5 mg", ((30, 37),)),
+    ])
+    words, tags, overlapping = bio_sequences(doc)
+    assert words == [["Vitamin", "D", "and", "B12", "given", "."], ["Take", "12", ".", "5", "mg", "PO", "."]]
+    assert tags == [["B-Drug", "I-Drug", "O", "B-Drug", "O", "O"], ["O", "B-Strength", "I-Strength", "I-Strength", "I-Strength", "O", "O"]]
+    assert overlapping == 1  # "Vitamin" of the discontinuous entity was already tagged
