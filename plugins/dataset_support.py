@@ -6,6 +6,7 @@ Not a plugin module itself (it registers nothing); the loaders import it.
 
 from __future__ import annotations
 
+import csv
 import json
 from importlib import resources
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from mlmh.errors import DataError
+from mlmh.params import Param
 from mlmh.types import Document, EntitySpan
 
 #: What ``Corpus.source`` says when no path was given, so the runner can print one honest line.
@@ -109,7 +111,19 @@ def seeded_test_set(keys: list[str], seed: int, fraction: float, salt: str) -> s
     return set(seeded_permutation(keys, seed, salt)[:count])
 
 
-SPLIT_PARAMS_HELP = {
-    "seed": "seed of the train/test split (the split depends on nothing else)",
-    "test_fraction": "share of the data held out as the test split",
-}
+def split_params(test_fraction: float, when: str = "") -> tuple[Param, Param]:
+    """The ``seed`` and ``test_fraction`` parameters every loader's seeded split takes."""
+    return (
+        Param("seed", int, 0, "seed of the train/test split (the split depends on nothing else)" + when),
+        Param("test_fraction", float, test_fraction, "share of the data held out as the test split" + when, min=0.05, max=0.95),
+    )
+
+
+def checked_columns(reader: csv.DictReader, path: Path, required: tuple[str, ...]) -> list[str]:
+    """The header of a CSV (names stripped, set back on ``reader``); missing columns name file and line 1."""
+    columns = [c.strip() for c in reader.fieldnames or []]
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise DataError(f"{path}:1: missing column(s) {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
+    reader.fieldnames = columns
+    return columns

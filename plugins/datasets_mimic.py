@@ -22,8 +22,7 @@ from typing import IO
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
-from mlmh.params import Param
-from mlmh.plugins.dataset_support import BUNDLED_SOURCE, SPLIT_PARAMS_HELP, bundled_dir, check_span, seeded_test_set
+from mlmh.plugins.dataset_support import BUNDLED_SOURCE, bundled_dir, check_span, checked_columns, seeded_test_set, split_params
 from mlmh.types import Corpus, Document, EntitySpan
 
 NOTES_FILES = ("NOTEEVENTS.csv", "NOTEEVENTS.csv.gz")
@@ -77,11 +76,7 @@ def read_noteevents(path: Path, notes: list[str]) -> dict[str, tuple[str, dict]]
     other = errors = empty = 0
     with _open_text(path) as handle:
         reader = csv.DictReader(handle)
-        columns = [c.strip() for c in reader.fieldnames or []]
-        missing = [c for c in REQUIRED_COLUMNS if c not in columns]
-        if missing:
-            raise DataError(f"{path}:1: missing column(s) {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
-        reader.fieldnames = columns
+        columns = checked_columns(reader, path, REQUIRED_COLUMNS)
         for row_number, row in enumerate(reader, start=2):
             if (row.get("CATEGORY") or "").strip().lower() != DISCHARGE:
                 other += 1
@@ -113,8 +108,7 @@ class MimicDataset(Dataset):
     name = "mimic"
     description = "MIMIC-III discharge summaries (NOTEEVENTS.csv) + brat medication entities (n2c2 2018); bundled synthetic sample"
     parameters = (
-        Param("seed", int, 0, SPLIT_PARAMS_HELP["seed"]),
-        Param("test_fraction", float, 0.3, SPLIT_PARAMS_HELP["test_fraction"], min=0.05, max=0.95),
+        *split_params(0.3),
     )
 
     def load(self, path: str | None) -> Corpus:

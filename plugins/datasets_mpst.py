@@ -18,15 +18,15 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
-from mlmh.params import Param
 from mlmh.plugins.dataset_support import (
     BUNDLED_SOURCE,
     ENTITIES_FILE,
-    SPLIT_PARAMS_HELP,
     attach_entity_file,
     bundled_dir,
+    checked_columns,
     require_file,
     seeded_test_set,
+    split_params,
 )
 from mlmh.types import Corpus, Document
 
@@ -49,8 +49,7 @@ class MpstDataset(Dataset):
     name = "mpst"
     description = "MPST movie plot synopses with multi-label tags (mpst_full_data.csv); bundled sample of 180 project-written plots"
     parameters = (
-        Param("seed", int, 0, SPLIT_PARAMS_HELP["seed"] + " (used only when the file has no split column)"),
-        Param("test_fraction", float, 0.2, SPLIT_PARAMS_HELP["test_fraction"] + " (only without a split column)", min=0.05, max=0.95),
+        *split_params(0.2, " (only when the file has no split column)"),
     )
 
     def load(self, path: str | None) -> Corpus:
@@ -70,11 +69,7 @@ class MpstDataset(Dataset):
         untagged = 0
         with csv_path.open(encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
-            columns = [c.strip() for c in reader.fieldnames or []]
-            missing = [c for c in REQUIRED_COLUMNS if c not in columns]
-            if missing:
-                raise DataError(f"{csv_path}:1: missing column(s) {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
-            reader.fieldnames = columns
+            columns = checked_columns(reader, csv_path, REQUIRED_COLUMNS)
             has_split = "split" in columns
             for row_number, row in enumerate(reader, start=2):
                 where = f"{csv_path}:{reader.line_num} (row {row_number})"

@@ -26,13 +26,13 @@ from mlmh.params import Param
 from mlmh.plugins.dataset_support import (
     BUNDLED_SOURCE,
     ENTITIES_FILE,
-    SPLIT_PARAMS_HELP,
     attach_entity_file,
     bundled_dir,
     read_jsonl,
     require_file,
     seeded_permutation,
     seeded_test_set,
+    split_params,
 )
 from mlmh.types import Corpus, Document, Pair
 
@@ -145,8 +145,7 @@ class PanDataset(Dataset):
     name = "pan"
     description = "PAN authorship verification pairs (pairs.jsonl + truth.jsonl); bundled sample of 16 project-written authors"
     parameters = (
-        Param("seed", int, 0, SPLIT_PARAMS_HELP["seed"]),
-        Param("test_fraction", float, 0.3, SPLIT_PARAMS_HELP["test_fraction"], min=0.05, max=0.95),
+        *split_params(0.3),
         Param("protocol", str, "open", "open: no author in both splits (PAN 2021); closed: pairs split, authors shared (PAN 2020)", choices=("open", "closed")),
     )
 

@@ -18,7 +18,7 @@ import random
 import re
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 SEED = 20240520
