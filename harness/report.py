@@ -182,14 +182,24 @@ def ratio_series(results: dict[str, Any]) -> dict[str, dict[tuple[str, str], lis
 
 
 def correlation_findings(results: dict[str, Any]) -> list[str]:
+    """One line per main quality metric and downstream score: rho, CI and the verdict in words."""
+    main = set(main_metrics(results))
     lines = []
     for item in results.get("correlations", []):
-        summary = item.get("summary") or item.get("text")
-        if summary:
-            lines.append(str(summary))
-        else:
-            lines.append(", ".join(f"{k}={v}" for k, v in item.items() if not isinstance(v, (dict, list))))
+        if item.get("metric") in main:
+            lines.append(f"{item['metric']} vs {item.get('task')} {item.get('score')}: {item.get('summary', '')}")
     return lines
+
+
+def correlation_table(results: dict[str, Any]) -> list[str]:
+    rows = []
+    for item in results.get("correlations", []):
+        ci = item.get("spearman_ci")
+        rows.append([str(item.get("metric")), f"{item.get('task')} {item.get('score')}", str(item.get("n")),
+                     "n/a" if item.get("spearman") is None else f"{item['spearman']:+.2f}",
+                     "n/a" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
+                     "n/a" if item.get("pearson") is None else f"{item['pearson']:+.2f}"])
+    return _table(["metric", "downstream score", "n", "Spearman rho", "95% CI", "Pearson r"], rows) if rows else []
 
 
 # -- markdown ----------------------------------------------------------------------------------------
@@ -282,6 +292,10 @@ def render_markdown(results: dict[str, Any], plots: list[str]) -> str:
     if down:
         lines += ["", "## Downstream tasks", "", "Trained on the (synthetic) train documents, tested on the real test split.", ""]
         lines += down
+    correlations = correlation_table(results)
+    if correlations:
+        lines += ["", "## Quality vs downstream correlations", "", "Across conditions; bootstrap CIs over conditions.", ""]
+        lines += correlations
     lines += [""] + human_section(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]

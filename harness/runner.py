@@ -150,6 +150,8 @@ class Runner:
         self.conditions = self._expand_grid()
         self.bus.emit(RunStarted(run_id=self.out.name, config=self.config.to_dict(), n_conditions=len(self.conditions),
                                  output_path=str(self.out)))
+        for note in self.state.notes:  # the grid's notes, held back until the run has started
+            self.bus.emit(Message(level="info", text=note))
         cache = self._open_cache()
         try:
             self._stage("data", self._load_data)
@@ -182,10 +184,11 @@ class Runner:
             raise RunCancelled(f"run cancelled; resume with: mlmh eval --preset {self.config.preset} --resume "
                                f"--output-path {self.out}")
 
-    def _note(self, text: str, level: str = "info") -> None:
+    def _note(self, text: str, level: str = "info", emit: bool = True) -> None:
         if text not in self.state.notes:
             self.state.notes.append(text)
-        self.bus.emit(Message(level=level, text=text))
+        if emit:
+            self.bus.emit(Message(level=level, text=text))
 
     # -- setup ---------------------------------------------------------------------------------
     def _prepare_output(self) -> None:
@@ -219,7 +222,7 @@ class Runner:
 
         registry = get_registry()
         for message in registry.errors:
-            self._note(message, "warning")
+            self._note(message, "warning", emit=False)
         build = registry.build
         models = _unique(build("model", s) for s in self.config.models)
         maskings = _unique(build("masking", s) for s in self.config.maskings)
@@ -227,10 +230,10 @@ class Runner:
         conditions = []
         for model in models:
             usable = [s for s in samplers if model.model_kind in s.model_kinds]
-            for sampler in samplers:
-                if sampler not in usable:
-                    self._note(f"skipped sampler {sampler.short_spec} for {model.short_spec}: it drives "
-                               f"{'/'.join(sorted(sampler.model_kinds)) or 'no'} models, not {model.model_kind}")
+            unfit = [s.short_spec for s in samplers if s not in usable]
+            if unfit:
+                self._note(f"{model.short_spec}: skipped sampler(s) {', '.join(unfit)} (they do not drive "
+                           f"{model.model_kind} models)", emit=False)
             for masking in maskings:
                 for sampler in usable:
                     for seed in self.config.seeds:
@@ -422,7 +425,7 @@ class Runner:
         if any(row["downstream"] for row in rows):
             from mlmh.analysis import correlate
 
-            self.state.correlations = correlate(rows)
+            self.state.correlations = correlate(rows, seed=self.config.seeds[0])
         self.bus.emit(Progress(stage="correlation", completed=1, total=1))
 
     # -- results -------------------------------------------------------------------------------

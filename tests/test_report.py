@@ -41,7 +41,9 @@ def results():
         rows.append(condition("clm", masking, ratio, "clm-infill", base - 10, 0.6, down=0.5))
     return {"run_id": "r1", "config": {"preset": "t", "seeds": [0]}, "dataset": {"name": "pan", "source": "x"},
             "n_samples": 8, "conditions": rows, "baseline": {"av": {"auc": 0.8}},
-            "correlations": [{"summary": "bleu vs av auc: Spearman rho 0.71 [0.2, 0.9], n=16"}], "notes": ["a note"],
+            "correlations": [{"metric": "bleu", "task": "av", "score": "auc", "n": 16, "spearman": 0.71,
+                              "spearman_ci": [0.2, 0.9], "pearson": 0.6,
+                              "summary": "strong positive correlation (rho=+0.71, 95% CI +0.20..+0.90, n=16)"}], "notes": ["a note"],
             "versions": {"mlmh": "0.1.0"}}
 
 
@@ -61,7 +63,8 @@ def test_comparison_uses_the_best_mlm_sampler(results):
 def test_ratio_trend_and_correlation_in_words(results):
     text = render_markdown(results, [])
     assert "**bleu** as the masking ratio grows" in text and "falls" in text
-    assert "Spearman rho 0.71" in text and "a note" in text
+    assert "bleu vs av auc: strong positive correlation (rho=+0.71" in text and "a note" in text
+    assert "| bleu | av auc | 16 | +0.71 | [+0.20, +0.90] | +0.60 |" in text
 
 
 def test_best_per_column_respects_direction(results):

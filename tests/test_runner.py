@@ -1,0 +1,161 @@
+"""The runner's bookkeeping on fast fake components: grid, events, notes, cache, cancel, batch size."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import runner_fakes
+from mlmh.config import from_table
+from mlmh.errors import SpecError
+from mlmh.events import Message, Progress, RunFinished, RunStarted, SampleGenerated, StageFinished, StageStarted
+from mlmh.runner import RunCancelled, run_experiment, select_documents, strip_timings
+
+
+@pytest.fixture(autouse=True)
+def fakes():
+    runner_fakes.install()
+
+
+def config(**overrides):
+    return from_table({**runner_fakes.FAKE_PRESET, **overrides}, name="fake", source="fake.toml")
+
+
+def run(tmp_path, name="run", listener=None, **kwargs):
+    kwargs.setdefault("cache_path", tmp_path / "cache.sqlite")
+    cfg = kwargs.pop("cfg", None) or config()
+    return run_experiment(cfg, listener, output_path=tmp_path / name, **kwargs)
+
+
+def test_grid_skips_samplers_that_do_not_fit_the_model(tmp_path):
+    events = []
+    results = run(tmp_path, listener=events.append)
+    ids = [c["id"] for c in results["conditions"]]
+    assert len(ids) == 3 * 2 + 3 * 1  # mlm: 3 maskings x 2 samplers; clm: 3 maskings x clm sampler
+    assert not any("fake-clm-fill" in i and i.startswith("fake-mlm") for i in ids)
+    notes = " ".join(results["notes"])
+    assert "fake-mlm: skipped sampler(s) fake-clm-fill (they do not drive mlm models)" in notes
+    assert "fake-clm: skipped sampler(s) fake-fill, fake-fill:steps=4 (they do not drive clm models)" in notes
+    assert "task author-task skipped" in notes
+    assert any(isinstance(e, Message) and "bundled sample" in e.text for e in events)
+
+
+def test_events_come_in_stage_order(tmp_path):
+    events = []
+    results = run(tmp_path, listener=events.append)
+    assert isinstance(events[0], RunStarted) and events[0].n_conditions == 9
+    assert isinstance(events[-1], RunFinished) and events[-1].results is not None
+    started = [e.stage for e in events if isinstance(e, StageStarted)]
+    assert started == ["data", "models", "mask", "generate", "metrics", "downstream", "correlation", "report"]
+    finished = [e.stage for e in events if isinstance(e, StageFinished)]
+    assert finished == started
+    samples = [e for e in events if isinstance(e, SampleGenerated)]
+    assert len(samples) == 9 * results["n_samples"] and all(e.generation.doc_id for e in samples)
+    training = [e for e in events if isinstance(e, Progress) and e.stage == "train"]
+    assert training and training[-1].info["loss"] == pytest.approx(1 / 3)
+    generate = [e for e in events if isinstance(e, Progress) and e.stage == "generate"]
+    assert generate[-1].completed == generate[-1].total == 9 * results["n_samples"]
+
+
+def test_results_have_the_documented_shape(tmp_path):
+    results = run(tmp_path)
+    assert {"config", "versions", "n_samples", "conditions", "baseline", "correlations", "notes"} <= set(results)
+    assert results["n_samples"] == 8 and results["versions"]["mlmh"]
+    row = results["conditions"][0]
+    assert {"id", "model", "model_kind", "masking", "masking_ratio", "sampler", "seed", "metrics", "downstream",
+            "generation"} <= set(row)
+    assert row["masking_ratio"] == 0.3 and row["model_kind"] == "mlm"
+    match = row["metrics"]["word-match"]
+    assert {"value", "ci_low", "ci_high", "higher_is_better"} <= set(match) and match["ci_low"] <= match["value"]
+    assert row["generation"]["forward_passes"] == 8 and row["generation"]["samples"] == 8
+    assert "label-task" in results["baseline"] and "label-task" in row["downstream"]
+    steps = {r["sampler"]: r.get("steps") for r in results["conditions"]}
+    assert steps["fake-fill:steps=4"] == 4
+    out = tmp_path / "run"
+    for name in ("results.json", "report.md", "generations.jsonl", "config.json"):
+        assert (out / name).is_file(), name
+    assert not (out / "samples.jsonl").exists()
+
+
+def test_log_samples_writes_traces_and_per_sample_metrics(tmp_path):
+    import json
+
+    run(tmp_path, cfg=config(log_samples=True))
+    lines = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert len(lines) == 9 * 8
+    first = lines[0]
+    assert {"condition", "generation", "metrics"} <= set(first)
+    assert first["generation"]["original"] and "word-match" in first["metrics"]
+
+
+def test_higher_masking_ratio_lowers_word_match(tmp_path):
+    results = run(tmp_path)
+    mlm = {r["masking_ratio"]: r["metrics"]["word-match"]["value"] for r in results["conditions"]
+           if r["sampler"] == "fake-fill" and r["model"] == "fake-mlm"}
+    assert mlm[0.3] > mlm[0.6] > mlm[0.9]
+
+
+def test_second_run_reuses_the_cache_and_gives_the_same_results(tmp_path):
+    first = run(tmp_path, "a")
+    events = []
+    second = run(tmp_path, "b", listener=events.append)
+    assert not [e for e in events if isinstance(e, SampleGenerated)]
+    assert strip_timings(first) | {"run_id": 0} == strip_timings(second) | {"run_id": 0}
+
+
+def test_results_do_not_depend_on_batch_size(tmp_path):
+    one = run(tmp_path, "a", cfg=config(batch_size=1), use_cache=False, cache_path=None)
+    five = run(tmp_path, "b", cfg=config(batch_size=5), use_cache=False, cache_path=None)
+    normalise = lambda r: {**strip_timings(r), "run_id": 0, "config": 0}  # noqa: E731
+    assert normalise(one) == normalise(five)
+    assert (tmp_path / "a" / "samples.sqlite").is_file()  # --no-cache: private cache inside the run
+
+
+def test_cancel_then_resume_matches_an_uninterrupted_run(tmp_path):
+    reference = run(tmp_path, "ref", use_cache=False, cache_path=None)
+    cancel = threading.Event()
+    seen = []
+
+    def stop_after_some(event):
+        if isinstance(event, SampleGenerated):
+            seen.append(event)
+            if len(seen) == 20:
+                cancel.set()
+
+    with pytest.raises(RunCancelled, match="--resume"):
+        run(tmp_path, "cut", listener=stop_after_some, cancel=cancel, use_cache=False, cache_path=None)
+    assert not (tmp_path / "cut" / "results.json").exists()
+    events = []
+    resumed = run(tmp_path, "cut", listener=events.append, resume=True, use_cache=False, cache_path=None)
+    regenerated = [e for e in events if isinstance(e, SampleGenerated)]
+    assert 0 < len(regenerated) <= 72 - 16  # at least two finished batches of 8 were kept
+    assert {**strip_timings(resumed), "run_id": 0} == {**strip_timings(reference), "run_id": 0}
+
+
+def test_resume_refuses_a_changed_configuration(tmp_path):
+    run(tmp_path, "a", cfg=config(limit=4))
+    (tmp_path / "a" / "results.json").unlink()
+    with pytest.raises(SpecError, match="changed: limit"):
+        run(tmp_path, "a", cfg=config(limit=5), resume=True)
+
+
+def test_existing_run_directory_is_not_overwritten(tmp_path):
+    run(tmp_path, "a", cfg=config(limit=2))
+    with pytest.raises(SpecError, match="already holds a run"):
+        run(tmp_path, "a", cfg=config(limit=2))
+    with pytest.raises(SpecError, match="no interrupted run"):
+        run(tmp_path, "fresh", resume=True)
+
+
+def test_no_fitting_sampler_is_a_spec_error(tmp_path):
+    with pytest.raises(SpecError, match="no condition left"):
+        run(tmp_path, cfg=config(models=["fake-clm"], samplers=["fake-fill"]))
+
+
+def test_selection_takes_a_fraction_and_is_stable():
+    corpus = runner_fakes.FakeData().load(None)
+    assert len(select_documents(corpus, 0)) == 12
+    assert len(select_documents(corpus, 0.5)) == 6
+    assert [d.id for d in select_documents(corpus, 5)] == [d.id for d in select_documents(corpus, 5)]
+    assert all(d.split == "train" for d in select_documents(corpus, 5))
