@@ -28,7 +28,9 @@ class Check:
 CHECKS: list[Check] = []
 
 #: Modules that register more checks when imported (WordNet, BERTScore model, model cache...).
-CHECK_MODULES: list[str] = []
+CHECK_MODULES: list[str] = [
+    "mlmh.plugins.dataset_support",
+]
 
 
 def check(name: str, fixer: Callable[[], str] | None = None):

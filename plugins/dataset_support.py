@@ -127,3 +127,26 @@ def checked_columns(reader: csv.DictReader, path: Path, required: tuple[str, ...
         raise DataError(f"{path}:1: missing column(s) {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
     reader.fieldnames = columns
     return columns
+
+
+#: The files each bundled sample must ship (checked by ``mlmh doctor``).
+BUNDLED_FILES = {
+    "pan": ("pairs.jsonl", "truth.jsonl", ENTITIES_FILE),
+    "mpst": ("mpst_full_data.csv", ENTITIES_FILE),
+    "mimic": ("NOTEEVENTS.csv", "brat"),
+}
+
+
+def _register_doctor_check() -> None:
+    from mlmh.doctor import CheckResult, check
+
+    @check("bundled samples")
+    def _bundled_samples() -> CheckResult:
+        root = Path(str(resources.files("mlmh.plugins").joinpath("data")))
+        missing = [f"{name}/{item}" for name, items in BUNDLED_FILES.items() for item in items if not (root / name / item).exists()]
+        if missing:
+            return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh.plugins/data)")
+        return CheckResult("bundled samples", True, f"{', '.join(BUNDLED_FILES)} under {root}")
+
+
+_register_doctor_check()
