@@ -14,6 +14,7 @@ from mlmh import __version__
 
 # name -> "module:attribute"; each command is one module of mlmh.commands
 COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("mlmh.commands.train:train", "Train a small MLM, CLM or seq2seq model (matched size and budget) on a dataset."),
     "plugins": ("mlmh.commands.plugins_cmd:plugins", "Show installed plugins and their hooks as JSON."),
     "ls": ("mlmh.commands.ls:ls", "List registered components of one kind, with their parameters."),
     "doctor": ("mlmh.commands.doctor:doctor", "Check what is installed and ready offline, with the fix for each."),

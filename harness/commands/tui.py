@@ -1,0 +1,44 @@
+"""``mlmh tui``: the Textual UI — playground, run and results screens."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(name="tui")
+@click.option("--preset", "preset", metavar="NAME", help="Open the run screen and start this preset.")
+@click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory or results.json.")
+@click.option("--model", "models", metavar="SPEC", multiple=True,
+              help="Playground model (give twice for the left and right side). Default: trained-mlm and trained-clm.")
+@click.option("--text", metavar="TEXT", help="Playground text to mask (default: a built-in example).")
+def tui(preset: str | None, run_dir: str | None, models: tuple[str, ...], text: str | None) -> None:
+    """Watch masked and causal LMs regenerate the same masked text step by step, run presets with live
+    progress, and compare results.
+
+    Keys: q quits, ? lists the keys of the current screen, F1/F2/F3 switch between playground, run and
+    results. In the playground: space plays/pauses, left/right step, +/- change the speed, m draws a new mask.
+
+    \b
+    Examples:
+      mlmh tui                                    # playground: trained-mlm vs trained-clm
+      mlmh tui --model hf-mlm:path=./my-bert --model hf-clm:path=./my-gpt2
+      mlmh tui --preset quick                     # start a run and watch it
+      mlmh tui --run runs/20240101-120000-pan     # browse a finished run
+    """
+    from mlmh.errors import SpecError
+    from mlmh.registry import get_registry
+
+    registry = get_registry()
+    if preset is not None:
+        registry.get("preset", preset)
+    if len(models) > 2:
+        raise SpecError(f"--model given {len(models)} times; the playground has two sides (give it at most twice)")
+    for spec in models:
+        registry.build("model", spec)
+    if run_dir is not None:
+        from mlmh.tui.run_files import load_run
+
+        load_run(run_dir)
+    from mlmh.tui import create_app
+
+    create_app(preset=preset, run_dir=run_dir, models=models or None, text=text).run()

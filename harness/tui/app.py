@@ -1,0 +1,83 @@
+"""The Textual app: three modes (playground, run, results) over the same engine and events as the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+
+from mlmh.tui.playground_job import DEFAULT_MODELS, AdapterCache
+
+
+@dataclass
+class TuiOptions:
+    """What ``mlmh tui`` was started with."""
+
+    preset: str | None = None
+    run_dir: str | None = None
+    models: tuple[str, ...] = DEFAULT_MODELS
+    text: str | None = None
+    autorun: bool = True  # generate the default example as soon as the playground opens
+
+
+class MlmhApp(App):
+    """mlmh's terminal UI. Start with :func:`create_app`."""
+
+    CSS_PATH = "mlmh.tcss"
+    TITLE = "mlmh"
+    SUB_TITLE = "masked vs causal generation"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Keys", key_display="?"),
+        Binding("f1", "switch_mode('playground')", "Playground"),
+        Binding("f2", "switch_mode('run')", "Run"),
+        Binding("f3", "switch_mode('results')", "Results"),
+    ]
+
+    def __init__(self, options: TuiOptions | None = None) -> None:
+        super().__init__()
+        self.options = options or TuiOptions()
+        self.adapters = AdapterCache()
+        from mlmh.tui.screens.playground import PlaygroundScreen
+        from mlmh.tui.screens.results import ResultsScreen
+        from mlmh.tui.screens.run import RunScreen
+
+        self.add_mode("playground", PlaygroundScreen)
+        self.add_mode("run", RunScreen)
+        self.add_mode("results", ResultsScreen)
+
+    def on_mount(self) -> None:
+        if self.options.run_dir:
+            self.switch_mode("results")
+        elif self.options.preset:
+            self.switch_mode("run")
+        else:
+            self.switch_mode("playground")
+
+    def action_help(self) -> None:
+        from mlmh.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def open_results(self, path: str | Path) -> None:
+        """Switch to the results screen and load ``path`` (a run directory or results.json)."""
+        from mlmh.tui.screens.results import ResultsScreen
+
+        self.options.run_dir = str(path)
+        self.switch_mode("results")
+        screen = self.screen
+        if isinstance(screen, ResultsScreen):
+            screen.load(str(path))
+
+
+def create_app(preset: str | None = None, run_dir: str | None = None, models: tuple[str, ...] | list[str] | None = None,
+               *, text: str | None = None, autorun: bool = True) -> MlmhApp:
+    """The app, configured: ``preset`` opens the run screen, ``run_dir`` the results screen, ``models``
+    overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``)."""
+    chosen = tuple(models) if models else DEFAULT_MODELS
+    if len(chosen) == 1:
+        chosen = (chosen[0], DEFAULT_MODELS[1])
+    return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun))

@@ -1,0 +1,1 @@
+"""Screens of the TUI: playground, run, results and the keys help."""

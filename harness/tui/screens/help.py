@@ -1,0 +1,46 @@
+"""``?``: the keys of the screen underneath, read from its live bindings so the list never goes stale."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Static
+
+
+def binding_rows(screen: Screen) -> list[tuple[str, str]]:
+    """(key, description) of every shown binding active on ``screen``, app bindings included."""
+    rows: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for key, active in screen.active_bindings.items():
+        binding = active.binding
+        if not binding.description or binding.description in seen:
+            continue
+        seen.add(binding.description)
+        rows.append((binding.key_display or screen.app.get_key_display(binding), binding.description))
+    return rows
+
+
+class HelpScreen(ModalScreen[None]):
+    """A table of keys; any of escape, q or ? closes it."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close", show=False),
+        Binding("q", "dismiss", "Close", show=False),
+        Binding("question_mark", "dismiss", "Close", show=False),
+    ]
+
+    def __init__(self, under: Screen) -> None:
+        super().__init__()
+        self.rows = binding_rows(under)
+        self.under_title = type(under).__name__.replace("Screen", "")
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(f"Keys — {self.under_title}   (esc closes)", id="help-title")
+            table: DataTable = DataTable(cursor_type="none", show_header=False)
+            table.add_columns("key", "action")
+            for key, description in self.rows:
+                table.add_row(key, description)
+            yield table

@@ -1,0 +1,85 @@
+"""Terminal plots of a results.json (textual-plotext): a metric against the masking ratio, one line
+per model, and text quality against downstream score, one point per condition."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from textual_plotext import PlotextPlot
+
+
+def metric_value(condition: dict[str, Any], metric: str) -> float | None:
+    result = (condition.get("metrics") or {}).get(metric)
+    value = result.get("value") if isinstance(result, dict) else result
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def downstream_value(scores: dict[str, Any] | None, key: str) -> float | None:
+    """``key`` is ``task:metric``; ``scores`` is ``{task: {metric: value}}``."""
+    task, _, metric = key.partition(":")
+    value = ((scores or {}).get(task) or {}).get(metric)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def downstream_keys(conditions: list[dict[str, Any]]) -> list[str]:
+    keys: list[str] = []
+    for condition in conditions:
+        for task, scores in (condition.get("downstream") or {}).items():
+            for metric in scores or {}:
+                if f"{task}:{metric}" not in keys:
+                    keys.append(f"{task}:{metric}")
+    return keys
+
+
+def series_label(condition: dict[str, Any]) -> str:
+    return f"{condition.get('model', '?')} {condition.get('sampler', '')}".strip()
+
+
+def ratio_series(conditions: list[dict[str, Any]], metric: str) -> dict[str, list[tuple[float, float]]]:
+    """``{model sampler: [(masking ratio, metric value), ...]}`` sorted by ratio; conditions without a ratio are left out."""
+    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for condition in conditions:
+        ratio, value = condition.get("masking_ratio"), metric_value(condition, metric)
+        if isinstance(ratio, (int, float)) and value is not None:
+            series[series_label(condition)].append((float(ratio), value))
+    return {label: sorted(points) for label, points in series.items()}
+
+
+class MetricByRatioPlot(PlotextPlot):
+    """``metric`` against masking ratio, one line per model (and sampler)."""
+
+    def show(self, conditions: list[dict[str, Any]], metric: str) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        series = ratio_series(conditions, metric)
+        for label, points in series.items():
+            plt.plot([x for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
+            plt.scatter([x for x, _ in points], [y for _, y in points], marker="dot")
+        plt.title(f"{metric} vs masking ratio" if series else f"{metric}: no conditions with a masking ratio")
+        plt.xlabel("masking ratio")
+        self.refresh()
+
+
+class QualityDownstreamPlot(PlotextPlot):
+    """Text quality (``metric``) against downstream score (``task:metric``); the real-data baseline as a line."""
+
+    def show(self, conditions: list[dict[str, Any]], metric: str, downstream: str, baseline: dict[str, Any] | None) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for condition in conditions:
+            x, y = metric_value(condition, metric), downstream_value(condition.get("downstream"), downstream)
+            if x is not None and y is not None:
+                groups[series_label(condition)].append((x, y))
+        for label, points in groups.items():
+            plt.scatter([x for x, _ in points], [y for _, y in points], label=label[:28])
+        base = downstream_value(baseline, downstream)
+        if base is not None:
+            plt.horizontal_line(base, color="gray")
+        title = f"{downstream.rpartition(':')[2] or 'downstream'} vs {metric}" + ("" if groups else " (no data)")
+        plt.title(title + (f" · base {base:.3f}" if base is not None else ""))
+        plt.xlabel(metric)
+        self.refresh()

@@ -1,0 +1,149 @@
+"""Conditions × metrics with confidence intervals, the best value of each column starred; a click
+on a column header (or ``s``) sorts by it, again to reverse."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+LABEL_COLUMNS = ("model", "masking", "sampler")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    higher_is_better: bool | None  # None: a label column, never starred
+
+
+def _value(cell: Any) -> float | None:
+    if isinstance(cell, dict):
+        cell = cell.get("value")
+    return float(cell) if isinstance(cell, (int, float)) and not isinstance(cell, bool) else None
+
+
+def columns_of(conditions: list[dict[str, Any]]) -> list[Column]:
+    """Label columns, then every metric, then every downstream ``task:metric``, in first-seen order."""
+    columns = [Column(k, k, None) for k in LABEL_COLUMNS]
+    seen: set[str] = set()
+    for condition in conditions:
+        for name, result in (condition.get("metrics") or {}).items():
+            if name not in seen:
+                seen.add(name)
+                hib = result.get("higher_is_better", True) if isinstance(result, dict) else True
+                columns.append(Column(f"metric:{name}", name, bool(hib)))
+    for condition in conditions:
+        for task, scores in (condition.get("downstream") or {}).items():
+            for metric in scores or {}:
+                key = f"downstream:{task}:{metric}"
+                if key not in seen:
+                    seen.add(key)
+                    columns.append(Column(key, f"{task}:{metric}", True))
+    return columns
+
+
+def cell_of(condition: dict[str, Any], column: Column) -> Any:
+    """The raw value of ``column`` for ``condition``: a label, a metric dict or a number."""
+    if column.higher_is_better is None:
+        return str(condition.get(column.key, "") or "")
+    kind, _, rest = column.key.partition(":")
+    if kind == "metric":
+        return (condition.get("metrics") or {}).get(rest)
+    task, _, metric = rest.partition(":")
+    return ((condition.get("downstream") or {}).get(task) or {}).get(metric)
+
+
+def best_of(conditions: list[dict[str, Any]], column: Column) -> float | None:
+    values = [v for v in (_value(cell_of(c, column)) for c in conditions) if v is not None]
+    if not values or column.higher_is_better is None:
+        return None
+    return max(values) if column.higher_is_better else min(values)
+
+
+def format_cell(cell: Any, best: float | None) -> Text:
+    if not isinstance(cell, (dict, int, float)) or isinstance(cell, bool):
+        return Text(str(cell) if cell is not None else "–", style="" if cell is not None else "dim")
+    value = _value(cell)
+    if value is None:
+        return Text("–", style="dim")
+    text = Text(f"{value:.3f}")
+    if isinstance(cell, dict) and _value(cell.get("ci_low")) is not None and _value(cell.get("ci_high")) is not None:
+        text.append(f" [{cell['ci_low']:.3f},{cell['ci_high']:.3f}]", style="dim")
+    if best is not None and value == best:
+        text.stylize("bold green")
+        text.append(" ★", style="bold yellow")
+    return text
+
+
+class ResultsTable(DataTable):
+    """The comparison table of a results.json; rows are keyed by condition id."""
+
+    BINDINGS = [
+        Binding("s", "sort_next", "Sort next column"),
+        Binding("r", "sort_reverse", "Reverse sort"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.conditions: list[dict[str, Any]] = []
+        self.table_columns: list[Column] = []
+        self.sort_key: str | None = None
+        self.sort_reverse = False
+
+    def show_conditions(self, conditions: list[dict[str, Any]]) -> None:
+        self.conditions = list(conditions)
+        self.table_columns = columns_of(self.conditions)
+        self.sort_key, self.sort_reverse = None, False
+        self._fill()
+
+    def sort_by(self, key: str) -> None:
+        """Sort by column ``key``; sorting by the same column again reverses. Missing values go last."""
+        if key == self.sort_key:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            column = next(c for c in self.table_columns if c.key == key)
+            self.sort_key, self.sort_reverse = key, bool(column.higher_is_better)
+        self._fill()
+
+    def ordered(self) -> list[dict[str, Any]]:
+        if self.sort_key is None:
+            return list(self.conditions)
+        column = next(c for c in self.table_columns if c.key == self.sort_key)
+        if column.higher_is_better is None:
+            return sorted(self.conditions, key=lambda c: str(cell_of(c, column)), reverse=self.sort_reverse)
+        present = [c for c in self.conditions if _value(cell_of(c, column)) is not None]
+        missing = [c for c in self.conditions if _value(cell_of(c, column)) is None]
+        present.sort(key=lambda c: _value(cell_of(c, column)) or 0.0, reverse=self.sort_reverse)
+        return present + missing
+
+    def _fill(self) -> None:
+        self.clear(columns=True)
+        for column in self.table_columns:
+            arrow = ""
+            if column.key == self.sort_key:
+                arrow = " ▼" if self.sort_reverse else " ▲"
+            self.add_column(column.label + arrow, key=column.key)
+        bests = {c.key: best_of(self.conditions, c) for c in self.table_columns}
+        for condition in self.ordered():
+            cells = [format_cell(cell_of(condition, c), bests[c.key]) for c in self.table_columns]
+            self.add_row(*cells, key=str(condition.get("id", "")))
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(str(event.column_key.value))
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column (metrics first, best first); wraps around to the labels."""
+        keys = [c.key for c in self.table_columns]
+        if not keys:
+            return
+        start = keys.index(self.sort_key) + 1 if self.sort_key in keys else len(LABEL_COLUMNS)
+        self.sort_by(keys[start % len(keys)])
+
+    def action_sort_reverse(self) -> None:
+        if self.sort_key is not None:
+            self.sort_by(self.sort_key)

@@ -1,0 +1,118 @@
+"""A deterministic finished run (results.json + samples.jsonl) for the TUI tests, and the tests of
+reading runs back and of drawing trace frames."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlmh.errors import DataError
+from mlmh.tui.run_files import load_run
+from mlmh.tui.widgets.token_view import MASK_GLYPH, Frame, confidence_color, frames_of, render_frame
+from mlmh.types import Generation, Step, to_dict
+
+TOKENS_FINAL = ["[CLS]", "everything", "is", "very", "fast", "in", "foot", "##ball", ".", "[SEP]"]
+
+
+def mlm_generation(doc_id: str = "d1", model: str = "hf-mlm") -> Generation:
+    """Mask-predict style: positions 2 and 6-7 masked, filled over three steps (one re-masked)."""
+    m = "[MASK]"
+    steps = [
+        Step(tokens=["[CLS]", "everything", "football", "very", "fast", "in", "foot", m, ".", "[SEP]"],
+             changed=[2, 6], confidences={2: 0.21, 6: 0.9}, masked=[7]),
+        Step(tokens=["[CLS]", "everything", m, "very", "fast", "in", "foot", "##ball", ".", "[SEP]"],
+             changed=[7], confidences={7: 0.8}, masked=[2]),
+        Step(tokens=list(TOKENS_FINAL), changed=[2], confidences={2: 0.7}, masked=[]),
+    ]
+    return Generation(doc_id=doc_id, model=model, model_kind="mlm", sampler="mask-predict:steps=3", masking="random:ratio=0.3",
+                      seed=0, original="Everything is very fast in football.", masked_text="Everything [MASK] very fast in [MASK].",
+                      text="everything is very fast in football.", masked_words=[1, 5], output_words={1: "is", 5: "football"},
+                      steps=steps, forward_passes=3, generated_tokens=3, seconds=0.5)
+
+
+def condition(cid: str, model: str, ratio: float, bleu: float, rouge: float, accuracy: float) -> dict:
+    return {
+        "id": cid, "model": model, "model_kind": "mlm" if "mlm" in model else "clm", "masking": f"random:ratio={ratio}",
+        "masking_ratio": ratio, "sampler": "mask-predict" if "mlm" in model else "clm-infill", "steps": 3, "seed": 0,
+        "metrics": {
+            "bleu": {"value": bleu, "ci_low": bleu - 0.05, "ci_high": bleu + 0.05, "higher_is_better": True},
+            "stutter": {"value": 1 - rouge, "ci_low": None, "ci_high": None, "higher_is_better": False},
+        },
+        "downstream": {"authorship-verification": {"accuracy": accuracy}},
+        "generation": {"forward_passes": 30, "tokens_per_s": 100.0, "seconds": 1.0, "samples": 2},
+    }
+
+
+CONDITIONS = [
+    condition("hf-mlm | random:ratio=0.15 | mask-predict | seed=0", "hf-mlm", 0.15, 0.61, 0.70, 0.71),
+    condition("hf-mlm | random:ratio=0.3 | mask-predict | seed=0", "hf-mlm", 0.3, 0.52, 0.66, 0.68),
+    condition("hf-clm | random:ratio=0.15 | clm-infill | seed=0", "hf-clm", 0.15, 0.40, 0.60, 0.64),
+    condition("hf-clm | random:ratio=0.3 | clm-infill | seed=0", "hf-clm", 0.3, 0.33, 0.50, 0.60),
+]
+
+
+def write_run(directory: Path, *, samples: bool = True) -> Path:
+    """A run directory as the runner writes it, with fixed numbers."""
+    directory.mkdir(parents=True, exist_ok=True)
+    results = {"config": {"preset": "fixture", "dataset": "pan"}, "versions": {}, "n_samples": 2, "conditions": CONDITIONS,
+               "baseline": {"authorship-verification": {"accuracy": 0.7}}, "correlations": [], "notes": []}
+    (directory / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    if samples:
+        with (directory / "samples.jsonl").open("w", encoding="utf-8") as fh:
+            for c in CONDITIONS:
+                for doc in ("d1", "d2"):
+                    fh.write(json.dumps({"condition": c["id"], "generation": to_dict(mlm_generation(doc, c["model"])),
+                                         "metrics": {"bleu": 0.5}}) + "\n")
+    return directory
+
+
+def test_load_run_reads_results_and_samples_with_traces(tmp_path):
+    run = load_run(write_run(tmp_path / "run"))
+    assert [c["id"] for c in run.conditions] == [c["id"] for c in CONDITIONS]
+    samples = run.samples_of(CONDITIONS[0]["id"])
+    assert [s.generation.doc_id for s in samples] == ["d1", "d2"]
+    assert samples[0].generation.steps[0].confidences == {2: 0.21, 6: 0.9}
+    assert load_run(tmp_path / "run" / "results.json").path == run.path
+
+
+def test_load_run_names_the_bad_file(tmp_path):
+    with pytest.raises(DataError, match="no such results file"):
+        load_run(tmp_path / "missing")
+    run = write_run(tmp_path / "run")
+    (run / "samples.jsonl").write_text('{"condition": "x"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"samples\.jsonl:1: bad sample line"):
+        load_run(run)
+    (run / "results.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataError, match="results.json: not a readable"):
+        load_run(run)
+
+
+def test_frames_start_from_the_masked_input_and_carry_confidence():
+    frames = frames_of(mlm_generation().steps)
+    assert len(frames) == 4
+    assert frames[0].masked == {2, 6, 7} and frames[0].changed == set()
+    assert frames[1].changed == {2, 6} and frames[1].confidences == {2: 0.21, 6: 0.9}
+    # position 2 is re-masked at step 2: its old confidence is dropped, position 6 keeps its own
+    assert frames[2].masked == {2} and frames[2].confidences == {6: 0.9, 7: 0.8}
+    assert frames[3].confidences == {2: 0.7, 6: 0.9, 7: 0.8}
+
+
+def test_render_frame_joins_subwords_hides_specials_and_styles_changes():
+    frames = frames_of(mlm_generation().steps)
+    assert render_frame(frames[0]).plain == f"everything {MASK_GLYPH} very fast in {MASK_GLYPH} {MASK_GLYPH} ."
+    final = render_frame(frames[3])
+    assert final.plain == "everything is very fast in football ."
+    styles = {final.plain[span.start:span.end]: span.style for span in final.spans}
+    assert styles["is"].bold and styles["is"].underline  # changed at this step
+    assert "very" not in styles or not styles["very"]  # untouched original: no style
+    assert str(styles["foot"].color.name) == confidence_color(0.9).replace(" ", "")
+    gpt = render_frame(Frame(tokens=["The", "Ġcat", "Ġsat", "."], changed={2}))
+    assert gpt.plain == "The cat sat."
+
+
+def test_confidence_colour_goes_from_red_to_green():
+    assert confidence_color(0.0) == "rgb(220,60,60)"
+    assert confidence_color(1.0) == "rgb(40,220,60)"
+    assert confidence_color(2.0) == confidence_color(1.0)

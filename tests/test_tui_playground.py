@@ -1,0 +1,118 @@
+"""Playground driven with Pilot on tiny models: pick options, run, step through the traces."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlmh.tui import create_app
+from mlmh.tui.screens.playground import PlaygroundScreen
+from mlmh.tui.widgets.token_view import MASK_GLYPH
+from mlmh.tui.widgets.trace_view import TraceView
+
+pytestmark = pytest.mark.anyio
+
+TEXT = "The cat sat on the mat and looked at the door, again and again."
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def specs(tiny_mlm, tiny_clm):
+    return [f"hf-mlm:path={tiny_mlm}", f"hf-clm:path={tiny_clm}"]
+
+
+async def wait_for_traces(pilot, screen: PlaygroundScreen, timeout: float = 60.0) -> list[TraceView]:
+    """Until both sides have a generation (the worker posts them) or the run failed."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    traces = list(screen.query(TraceView))
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if all(t.generation is not None for t in traces) and not screen.query_one("#pg-run").disabled:
+            return traces
+    raise AssertionError(f"no generations within {timeout}s: {[t.status for t in traces]}")
+
+
+async def test_playground_runs_mlm_and_clm_on_the_same_masked_input(specs):
+    app = create_app(models=specs, text=TEXT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, PlaygroundScreen)
+        traces = await wait_for_traces(pilot, screen)
+        mlm, clm = (t.generation for t in traces)
+        assert (mlm.model_kind, clm.model_kind) == ("mlm", "clm")
+        assert mlm.sampler.startswith("mask-predict") and clm.sampler.startswith("clm-infill")
+        assert mlm.masked_words == clm.masked_words and mlm.masked_words  # same MaskPlan
+        assert mlm.masked_text == clm.masked_text
+        for trace in traces:
+            assert trace.frames and trace.frames[0].masked
+            assert "passes" in str(trace.query_one(".trace-stats").render())
+        assert MASK_GLYPH in str(traces[0].query_one(".token-view").render()) or traces[0].index > 0
+
+
+async def test_step_back_and_forward_play_pause_and_speed(specs):
+    app = create_app(models=specs, text=TEXT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        traces = await wait_for_traces(pilot, screen)
+        await pilot.press("end")
+        assert not screen.playing and all(t.at_end for t in traces)
+        last = [t.index for t in traces]
+        await pilot.press("left")
+        assert [t.index for t in traces] == [max(0, i - 1) for i in last]
+        await pilot.press("home")
+        assert [t.index for t in traces] == [0, 0]
+        assert MASK_GLYPH in str(traces[0].query_one(".token-view").render())
+        await pilot.press("right")
+        assert [t.index for t in traces] == [min(1, t.last) for t in traces]
+        speed = screen.speed_index
+        await pilot.press("plus")
+        assert screen.speed_index == speed + 1
+        await pilot.press("minus", "minus")
+        assert screen.speed_index == speed - 1
+        await pilot.press("space")
+        assert screen.playing
+        await pilot.press("space")
+        assert not screen.playing
+
+
+async def test_choosing_masking_ratio_and_sampler_changes_the_run(specs):
+    app = create_app(models=specs, text=TEXT, autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        screen.query_one("#pg-masking").value = "stopwords"
+        await pilot.pause()
+        assert screen.query_one("#pg-ratio").disabled == ("ratio" not in [p.name for p in _masking("stopwords").parameters])
+        screen.query_one("#pg-masking").value = "random"
+        screen.query_one("#pg-ratio").value = "0.5"
+        screen.query_one("#pg-sampler-0").value = "one-shot"
+        await pilot.pause()
+        assert screen.masking_spec() == "random:ratio=0.5"
+        await pilot.press("ctrl+r")
+        traces = await wait_for_traces(pilot, screen)
+        assert traces[0].generation.sampler.startswith("one-shot")
+        assert traces[0].generation.masking.startswith("random") and "ratio=0.5" in traces[0].generation.masking
+
+
+async def test_unknown_model_leaves_no_sampler_and_refuses_to_run(specs):
+    app = create_app(models=specs, text=TEXT, autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        screen.query_one("#pg-model-1").value = "hf-clmm"
+        await pilot.pause()
+        assert not screen.query_one("#pg-sampler-1")._options[1:]  # only the blank entry
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        traces = list(screen.query(TraceView))
+        assert all(t.generation is None for t in traces)
+        assert "model 2 'hf-clmm': no sampler can drive it" in str(traces[1].query_one(".token-view").render())
+
+
+def _masking(name: str):
+    from mlmh.registry import get_registry
+
+    return get_registry().get("masking", name)
