@@ -1,0 +1,61 @@
+"""``mlmh score``: metric plugins on their own, on a file of predictions and a file of references."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command(name="score")
+@click.option("--metric", "-m", "metric_values", multiple=True, required=True, metavar="SPEC[,SPEC...]",
+              help="Metric spec(s); repeat the option or separate with commas (see: mlmh ls metrics).")
+@click.option("--pred", "pred_path", required=True, type=click.Path(dir_okay=False), help="Predictions: one text a line, or .jsonl.")
+@click.option("--ref", "ref_path", required=True, type=click.Path(dir_okay=False), help="References, paired line by line with --pred.")
+@click.option("--field", default="text", show_default=True, help="Text field of .jsonl/.ndjson files.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap confidence intervals.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results (with per-sample values) as JSON.")
+def score(metric_values: tuple[str, ...], pred_path: str, ref_path: str, field: str, seed: int, as_json: bool) -> None:
+    """Score predictions against references with one or more metrics.
+
+    Files hold one text a line (UTF-8, no empty lines); files ending in .jsonl or .ndjson hold one
+    JSON object a line with the text under --field. Every metric reports its corpus value with a
+    seeded bootstrap 95% confidence interval.
+
+    \b
+    Examples:
+      mlmh score --metric bleu,rouge,meteor --pred gen.txt --ref orig.txt
+      mlmh score -m bleu -m rouge:use_stemmer=true,lsum_split=newline --pred gen.txt --ref orig.txt
+      mlmh score -m bertscore:layer=4 --pred gen.jsonl --ref orig.jsonl --field text --json
+      mlmh score -m gen-ppl:path=./my-gpt2 -m stutter -m distinct-n:n=2 --pred gen.txt --ref orig.txt
+    """
+    from mlmh.scoring import read_pairs, score_texts, split_metric_specs
+    from mlmh.types import to_dict
+
+    specs = split_metric_specs(metric_values)
+    predictions, references = read_pairs(pred_path, ref_path, field=field)
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    with err.status("scoring...") as status:
+        results = score_texts(
+            specs, predictions, references, seed=seed,
+            on_metric=lambda name: status.update(f"scoring {name} on {len(predictions)} pairs..."),
+        )
+    if as_json:
+        click.echo(json.dumps({"pairs": len(predictions), "seed": seed, "results": [to_dict(r) for r in results]}, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(predictions)} pairs  ({pred_path} vs {ref_path})")
+    table.add_column("metric", style="bold cyan", no_wrap=True)
+    table.add_column("value", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("better", justify="center")
+    table.add_column("notes", style="dim")
+    for r in results:
+        value = "-" if r.value is None else f"{r.value:.4f}"
+        ci = "-" if r.ci_low is None or r.ci_high is None else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
+        notes = f"[red]{r.error}[/red]" if r.error else str(r.info.get("signature") or r.info.get("model") or "")
+        table.add_row(r.name, value, ci, "↑" if r.higher_is_better else "↓", notes)
+    Console().print(table)

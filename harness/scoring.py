@@ -1,0 +1,184 @@
+"""Scoring texts with metric plugins outside a run: reading prediction/reference files, parsing metric
+lists, and measuring how fast each metric is (for ``mlmh score`` and ``mlmh bench``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from mlmh.errors import DataError, SpecError
+from mlmh.types import MetricResult
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+DEFAULT_TEXT_FIELD = "text"
+
+
+def split_metric_specs(values: Iterable[str]) -> list[str]:
+    """Metric specs from ``--metric`` values that may each hold several, comma-separated.
+
+    Commas separate both specs and a spec's parameters, so a piece ``key=value`` without a ``:``
+    continues the spec before it: ``bleu,rouge:use_stemmer=true,lsum_split=newline,meteor`` is
+    ``bleu``, ``rouge:use_stemmer=true,lsum_split=newline`` and ``meteor``.
+    """
+    specs: list[str] = []
+    for value in values:
+        for piece in (p.strip() for p in value.split(",")):
+            if not piece:
+                continue
+            if "=" in piece and ":" not in piece:
+                if not specs or ":" not in specs[-1]:
+                    raise SpecError(f"parameter '{piece}' in --metric {value!r} follows no 'metric:' spec")
+                specs[-1] += "," + piece
+            else:
+                specs.append(piece)
+    if not specs:
+        raise SpecError("no metric given; e.g. --metric bleu,rouge,meteor")
+    return specs
+
+
+def _decode_lines(path: Path) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()  # the newline ending the last line
+    lines = []
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            lines.append(raw.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{path}:{number}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+            ) from None
+    return lines
+
+
+def read_texts(path: str | Path, *, field: str = DEFAULT_TEXT_FIELD) -> list[str]:
+    """One text per line; ``.jsonl``/``.ndjson`` files hold one JSON object a line with the text in ``field``.
+
+    Errors name the file and line: unreadable, non-UTF-8 bytes, empty lines, bad JSON, missing field.
+    """
+    path = Path(path)
+    lines = _decode_lines(path)
+    if not lines:
+        raise DataError(f"{path}: the file is empty")
+    jsonl = path.suffix.lower() in JSONL_SUFFIXES
+    texts = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            raise DataError(f"{path}:{number}: empty line (every line must hold one text)")
+        if not jsonl:
+            texts.append(line)
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(record, dict) or not isinstance(record.get(field), str):
+            raise DataError(f"{path}:{number}: expected a JSON object with a string field '{field}'")
+        if not record[field].strip():
+            raise DataError(f"{path}:{number}: field '{field}' is empty")
+        texts.append(record[field])
+    return texts
+
+
+def read_pairs(pred: str | Path, ref: str | Path, *, field: str = DEFAULT_TEXT_FIELD) -> tuple[list[str], list[str]]:
+    """Predictions and references, checked to pair up line by line."""
+    predictions = read_texts(pred, field=field)
+    references = read_texts(ref, field=field)
+    if len(predictions) != len(references):
+        shorter, longer = (pred, ref) if len(predictions) < len(references) else (ref, pred)
+        first_unpaired = min(len(predictions), len(references)) + 1
+        raise DataError(
+            f"{pred} has {len(predictions)} lines but {ref} has {len(references)}: "
+            f"line {first_unpaired} of {longer} has no partner in {shorter}"
+        )
+    return predictions, references
+
+
+def score_texts(
+    specs: Sequence[str],
+    predictions: Sequence[str],
+    references: Sequence[str],
+    *,
+    seed: int = 0,
+    on_metric: Callable[[str], None] | None = None,
+) -> list[MetricResult]:
+    """Every result of every metric spec on the prediction/reference pairs (built through the registry)."""
+    from mlmh.components import ScoringItem
+    from mlmh.registry import get_registry
+
+    registry = get_registry()
+    metrics = [registry.build("metric", spec) for spec in specs]  # all specs checked before any work
+    items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
+    results: list[MetricResult] = []
+    for metric in metrics:
+        if on_metric:
+            on_metric(metric.short_spec)
+        results.extend(metric.score(items, seed=seed))
+    return results
+
+
+def english_vocabulary(limit: int = 8000) -> list[str]:
+    """Whole English words in frequency order from the packaged MiniLM WordPiece vocabulary (so
+    METEOR's WordNet lookups see real words), or made-up words when that package is absent."""
+    from mlmh.plugins.metrics_bertscore import minilm_path
+
+    path = minilm_path()
+    if path is not None and (path / "vocab.txt").is_file():
+        lines = (path / "vocab.txt").read_text(encoding="utf-8").split()
+        words = [w for w in lines if w.isalpha() and w.isascii() and len(w) > 1][:limit]
+        if len(words) > 100:
+            return words
+    return [f"w{i}" for i in range(limit)]
+
+
+def synthetic_pairs(n_pairs: int, words: int, *, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Reference texts of ``words`` words from a Zipf-distributed vocabulary, and predictions with 30%
+    of words replaced: cheap stand-ins with realistic overlap for timing metrics."""
+    rng = random.Random(seed)
+    vocabulary = english_vocabulary()
+    cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocabulary))))
+    references, predictions = [], []
+    for _ in range(n_pairs):
+        ref = rng.choices(vocabulary, cum_weights=cumulative, k=words)
+        swaps = rng.choices(vocabulary, cum_weights=cumulative, k=words)
+        pred = [swap if rng.random() < 0.3 else word for word, swap in zip(ref, swaps)]
+        references.append(" ".join(ref) + ".")
+        predictions.append(" ".join(pred) + ".")
+    return predictions, references
+
+
+def metric_throughput(spec: str, *, n_pairs: int = 200, words: int = 100, seed: int = 0, warmup: bool = True) -> dict[str, float | str]:
+    """Pairs per second (wall clock) of one metric on synthetic pairs; a warm-up call first loads
+    models/WordNet, whose cost is reported separately as ``warmup_seconds``. ``cpu_seconds`` is this
+    process's CPU time, a steadier number on a busy machine."""
+    from mlmh.components import ScoringItem
+    from mlmh.registry import get_registry
+
+    metric = get_registry().build("metric", spec)
+    predictions, references = synthetic_pairs(n_pairs, words, seed=seed)
+    items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
+    warmup_seconds = 0.0
+    if warmup:
+        start = time.perf_counter()
+        metric.score(items[:2], seed=seed)
+        warmup_seconds = time.perf_counter() - start
+    start, cpu_start = time.perf_counter(), time.process_time()
+    metric.score(items, seed=seed)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    return {
+        "metric": metric.short_spec,
+        "pairs": n_pairs,
+        "words_per_text": words,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "pairs_per_second": n_pairs / seconds if seconds > 0 else float("inf"),
+        "warmup_seconds": warmup_seconds,
+    }

@@ -1,0 +1,291 @@
+"""Repetition and diversity of generations: stutter, seq-rep-n, distinct-n, self-BLEU, novelty.
+
+These need no reference model; they read the generated words (and, for stutter and novelty, which
+positions were generated, from the run's :class:`mlmh.types.Generation`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+from mlmh import hookimpl
+from mlmh.components import Metric, ScoringItem
+from mlmh.params import Param
+from mlmh.stats import method_info, resample_ci
+from mlmh.types import Generation, MetricResult
+from mlmh.words import split_words
+from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, failed_result, masked_spans, mean_result, texts
+
+
+def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def scored_words(items: Sequence[ScoringItem], spans_only: bool) -> list[list[str]]:
+    """The words of each prediction, or of its generated spans only."""
+    if spans_only:
+        return [masked_spans(item)[0] for item in items]
+    return [list(split_words(item.prediction)) for item in items]
+
+
+def pooled_share_result(
+    name: str, hits: np.ndarray, totals: np.ndarray, *, higher_is_better: bool, seed: int, info: dict[str, Any]
+) -> MetricResult:
+    """Corpus value = sum(hits) / sum(totals) (position-weighted), CI by resampling samples."""
+    per_sample = [float(h / t) if t else None for h, t in zip(hits, totals)]
+    total = totals.sum()
+    value = float(hits.sum() / total) if total else None
+
+    def resampled(indices: np.ndarray) -> float:
+        t = totals[indices].sum()
+        return float(hits[indices].sum() / t) if t else float("nan")
+
+    low, high = resample_ci(len(hits), resampled, seed=seed)
+    info = {**info, "aggregation": "pooled over positions (sum of hits / sum of positions)", **method_info("resample", seed=seed)}
+    return MetricResult(name, value, higher_is_better, per_sample, low, high, info)
+
+
+# -- stutter ------------------------------------------------------------------------------------
+
+
+def word_sequence(item: ScoringItem) -> list[tuple[str, bool]]:
+    """(word, generated?) along the final text. Without a generation every word counts as generated."""
+    generation = item.generation
+    if generation is None:
+        return [(w, True) for w in split_words(item.prediction)]
+    masked = set(generation.masked_words)
+    out: list[tuple[str, bool]] = []
+    for index, word in enumerate(split_words(generation.original)):
+        if index in masked:
+            out.extend((w, True) for w in split_words(generation.output_words.get(index, "")))
+        else:
+            out.append((word, False))
+    return out
+
+
+def repeats_left_neighbour(sequence: Sequence[str], generated: Sequence[bool]) -> tuple[int, int]:
+    """(generated positions equal to their left neighbour, generated positions that have one)."""
+    hits = total = 0
+    for p in range(1, len(sequence)):
+        if generated[p]:
+            total += 1
+            hits += sequence[p] == sequence[p - 1]
+    return hits, total
+
+
+def subword_sequence(generation: Generation | None) -> tuple[list[str], list[bool]] | None:
+    """Final sub-word tokens of a step trace and which positions any step changed (were generated)."""
+    if generation is None or not generation.steps:
+        return None
+    tokens = generation.steps[-1].tokens
+    generated_positions: set[int] = set()
+    for step in generation.steps:
+        generated_positions.update(step.changed)
+        generated_positions.update(step.masked)
+    return tokens, [p in generated_positions for p in range(len(tokens))]
+
+
+class StutterMetric(Metric):
+    """Stutter: generated positions repeating their left neighbour (Li et al. 2024, ICML, "Promises and
+    pitfalls of generative masked language modeling"), at word and sub-word level."""
+
+    name = "stutter"
+    description = "share of generated positions equal to their left neighbour (word, sub-word) and % samples with any"
+    higher_is_better = False
+    parameters = (
+        Param("tokenizer", str, "", "HF tokenizer (dir or name) for sub-word stutter when generations have no step trace"),
+    )
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        info = base_info(self, "mlmh (Li et al. 2024 definition)", None, tokenizer="mlmh.words.split_words")
+        word_hits, word_totals = [], []
+        for item in items:
+            sequence = word_sequence(item)
+            hits, total = repeats_left_neighbour([w for w, _ in sequence], [g for _, g in sequence])
+            word_hits.append(hits)
+            word_totals.append(total)
+        hits_arr, totals_arr = np.asarray(word_hits), np.asarray(word_totals)
+        results = [pooled_share_result("stutter_word", hits_arr, totals_arr, higher_is_better=False, seed=seed, info=info)]
+        results.append(self._subword(items, seed, info))
+        any_stutter = [100.0 * (h > 0) if t else None for h, t in zip(word_hits, word_totals)]
+        results.append(
+            mean_result("stutter_any_pct", any_stutter, higher_is_better=False, seed=seed,
+                        info={**info, "unit": "% of samples with at least one word-level stutter"})
+        )
+        return results
+
+    def _subword(self, items: Sequence[ScoringItem], seed: int, info: dict[str, Any]) -> MetricResult:
+        traces = [subword_sequence(item.generation) for item in items]
+        source = "the generation's step trace (final tokens; positions any step changed)"
+        if any(t is None for t in traces):
+            if not self.params["tokenizer"]:
+                return failed_result(
+                    "stutter_subword", False,
+                    "no sub-word tokens: generations carry no step trace; give stutter:tokenizer=PATH",
+                    info,
+                )
+            tokenizer = load_tokenizer(self.params["tokenizer"])
+            traces = [
+                trace if trace is not None else self._tokenize(tokenizer, item.prediction)
+                for trace, item in zip(traces, items)
+            ]
+            source = f"tokenizer {self.params['tokenizer']} on the prediction (every position counted) where no step trace"
+        counts = [repeats_left_neighbour(tokens, generated) for tokens, generated in traces]  # type: ignore[misc]
+        hits, totals = np.asarray([c[0] for c in counts]), np.asarray([c[1] for c in counts])
+        return pooled_share_result(
+            "stutter_subword", hits, totals, higher_is_better=False, seed=seed, info={**info, "subword_tokens": source}
+        )
+
+    @staticmethod
+    def _tokenize(tokenizer: Any, text: str) -> tuple[list[str], list[bool]]:
+        tokens = tokenizer.tokenize(text)
+        return tokens, [True] * len(tokens)
+
+
+def load_tokenizer(name_or_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from mlmh.errors import ModelError
+
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path)
+    except (OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ModelError(f"cannot load tokenizer '{name_or_path}': {first}") from None
+
+
+# -- seq-rep-n, distinct-n ----------------------------------------------------------------------
+
+_N = Param("n", int, 4, "n-gram order", min=1, max=4)
+
+
+class SeqRepMetric(Metric):
+    """seq-rep-n = 1 - unique/total n-grams within each sequence (Welleck et al. 2020, ICLR, unlikelihood)."""
+
+    name = "seq-rep-n"
+    description = "1 - unique/total word n-grams per generation (repetition); mean over samples"
+    higher_is_better = False
+    parameters = (_N, SPANS_ONLY)
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        n = self.params["n"]
+        per_sample: list[float | None] = []
+        for words in scored_words(items, self.params["spans_only"]):
+            grams = ngrams(words, n)
+            per_sample.append(1.0 - len(set(grams)) / len(grams) if grams else None)
+        info = base_info(self, "mlmh", None, n=n, tokenizer="mlmh.words.split_words")
+        return [mean_result(f"seq-rep-{n}", per_sample, higher_is_better=False, seed=seed, info=info)]
+
+
+class DistinctMetric(Metric):
+    """distinct-n = unique/total n-grams over the whole corpus of generations (Li et al. 2016, NAACL)."""
+
+    name = "distinct-n"
+    description = "unique/total word n-grams over all generations (corpus level); per sample within each"
+    parameters = (_N, SPANS_ONLY)
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        from scipy.sparse import csr_matrix
+
+        n = self.params["n"]
+        ids: dict[tuple[str, ...], int] = {}
+        rows, cols, totals, per_sample = [], [], [], []
+        for row, words in enumerate(scored_words(items, self.params["spans_only"])):
+            grams = ngrams(words, n)
+            unique = {ids.setdefault(g, len(ids)) for g in grams}
+            rows.extend([row] * len(unique))
+            cols.extend(unique)
+            totals.append(len(grams))
+            per_sample.append(len(unique) / len(grams) if grams else None)
+        total_arr = np.asarray(totals, dtype=float)
+        value = len(ids) / total_arr.sum() if total_arr.sum() else None
+        # item x n-gram incidence: a resample's unique n-grams are those present in any drawn item.
+        incidence = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(totals), max(len(ids), 1))).T.tocsr()
+
+        def resampled(indices: np.ndarray) -> float:
+            weights = np.bincount(indices, minlength=len(totals)).astype(float)
+            total = weights @ total_arr
+            return float(np.count_nonzero(incidence @ (weights > 0)) / total) if total else float("nan")
+
+        low, high = resample_ci(len(totals), resampled, seed=seed)
+        info = base_info(
+            self, "mlmh", None, n=n, tokenizer="mlmh.words.split_words",
+            aggregation="corpus: unique n-grams of all generations / all n-grams", **method_info("resample", seed=seed),
+        )
+        return [MetricResult(f"distinct-{n}", value, True, per_sample, low, high, info)]
+
+
+# -- self-BLEU ----------------------------------------------------------------------------------
+
+
+class SelfBleuMetric(Metric):
+    """Self-BLEU: each generation scored against the others (Zhu et al. 2018, Texygen); lower = more diverse."""
+
+    name = "self-bleu"
+    description = "sacrebleu sentence BLEU of each generation against the other generations (lower = more diverse)"
+    higher_is_better = False
+    parameters = (
+        Param("max_references", int, 200, "compare with at most this many other generations (seeded choice); 0 = all", min=0),
+        SPANS_ONLY,
+    )
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        from sacrebleu.metrics import BLEU
+
+        preds, _ = texts(items, self.params["spans_only"])
+        bleu = BLEU(effective_order=True)
+        limit = self.params["max_references"]
+        rng = np.random.default_rng(seed)
+        per_sample: list[float | None] = []
+        for i, pred in enumerate(preds):
+            others = [j for j in range(len(preds)) if j != i]
+            if limit and len(others) > limit:
+                others = sorted(rng.choice(others, size=limit, replace=False).tolist())
+            if not others:
+                per_sample.append(None)
+                continue
+            per_sample.append(bleu.sentence_score(pred, [preds[j] for j in others]).score)
+        info = base_info(
+            self, "sacrebleu.metrics.BLEU.sentence_score", "sacrebleu",
+            signature=str(bleu.get_signature()) if preds[1:] else "", max_references=limit,
+            tokenizer="sacrebleu 13a",
+        )
+        return [mean_result("self-bleu", per_sample, higher_is_better=False, seed=seed, info=info)]
+
+
+# -- novelty ------------------------------------------------------------------------------------
+
+
+class NoveltyMetric(Metric):
+    """Novelty: share of masked positions whose generated word differs from the original one."""
+
+    name = "novelty"
+    description = "share of masked words the model really changed (generated != original); needs generations"
+    higher_is_better = True
+    parameters = (Param("ignore_case", bool, False, "treat 'The' and 'the' as the same word"),)
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        info = base_info(self, "mlmh", None, tokenizer="mlmh.words.split_words")
+        if any(item.generation is None for item in items):
+            return [failed_result("novelty", True, "novelty needs generations from a run (which words were masked)", info)]
+        fold = str.lower if self.params["ignore_case"] else (lambda s: s)
+        changed, totals = [], []
+        for item in items:
+            generation = item.generation
+            assert generation is not None
+            original = split_words(generation.original)
+            positions = [i for i in generation.masked_words if 0 <= i < len(original)]
+            changed.append(sum(fold(generation.output_words.get(i, "").strip()) != fold(original[i]) for i in positions))
+            totals.append(len(positions))
+        return [
+            pooled_share_result("novelty", np.asarray(changed), np.asarray(totals), higher_is_better=True, seed=seed, info=info)
+        ]
+
+
+@hookimpl
+def register_metrics(register):
+    for metric in (StutterMetric, SeqRepMetric, DistinctMetric, SelfBleuMetric, NoveltyMetric):
+        register(metric())
