@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("mlmh.commands.plugins_cmd:plugins", "Show installed plugins and their hooks as JSON."),
     "ls": ("mlmh.commands.ls:ls", "List registered components of one kind, with their parameters."),
     "doctor": ("mlmh.commands.doctor:doctor", "Check what is installed and ready offline, with the fix for each."),
+    "score": ("mlmh.commands.score:score", "Score a file of predictions against a file of references with metric plugins."),
     "generate": ("mlmh.commands.generate:generate", "Mask a text, regenerate it with one model and sampler, show every step."),
     "eval": ("mlmh.commands.eval:eval_command", "Run a preset's experiment: generate, score, downstream, report."),
     "report": ("mlmh.commands.report:report", "Rebuild report.md and plots of a run from its results.json."),

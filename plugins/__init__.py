@@ -12,4 +12,8 @@ BUILTIN_MODULES = [
     "mlmh.plugins.tasks_av",
     "mlmh.plugins.tasks_classification",
     "mlmh.plugins.tasks_ner",
+    "mlmh.plugins.metrics_overlap",
+    "mlmh.plugins.metrics_bertscore",
+    "mlmh.plugins.metrics_diversity",
+    "mlmh.plugins.metrics_ppl",
 ]
