@@ -494,6 +494,8 @@ def load_adapter(
     common: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if revision and not is_local:
         common["revision"] = revision
+    if not is_local and _offline():
+        common["local_files_only"] = True  # read now: huggingface_hub reads its env only at import
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(name, use_fast=True, **common)
         auto = getattr(transformers, _AUTO[kind])
@@ -516,6 +518,10 @@ def load_adapter(
         raise ModelError(f"cannot load model '{name}': {str(exc).splitlines()[0]}") from None
     model.to(device)
     return ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
+
+
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def _has_safetensors(directory: Path) -> bool | None:

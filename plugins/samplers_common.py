@@ -49,7 +49,7 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
     probs = torch.softmax(scaled, dim=-1)
     cdf = probs.cumsum(dim=-1)
     targets = (uniforms.to(cdf.dtype) * cdf[:, -1]).unsqueeze(-1)
-    ids = torch.searchsorted(cdf, targets).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
+    ids = torch.searchsorted(cdf, targets, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
     return ids, probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
 

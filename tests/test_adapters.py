@@ -1,0 +1,205 @@
+"""Model adapters: loading, word-to-token mapping (WordPiece and byte-level BPE), windows, caches, errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mlmh.adapters import CausalLMAdapter, Seq2SeqAdapter, load_adapter
+from mlmh.errors import ModelError
+from mlmh.types import MaskPlan
+from mlmh.words import split_words
+
+TEXT = "The quick brown fox jumps over the lazy dog, again and again."
+
+
+def plan(*indices: int) -> MaskPlan:
+    return MaskPlan(masking="test", word_indices=tuple(sorted(indices)))
+
+
+@pytest.fixture(scope="module")
+def mlm(tiny_mlm):
+    return load_adapter("mlm", tiny_mlm, threads=1)
+
+
+@pytest.fixture(scope="module")
+def clm(tiny_clm):
+    return load_adapter("clm", tiny_clm, threads=1)
+
+
+@pytest.fixture(scope="module")
+def s2s(tiny_seq2seq):
+    return load_adapter("seq2seq", tiny_seq2seq, threads=1)
+
+
+def test_load_every_kind_in_eval_mode(mlm, clm, s2s):
+    for adapter, kind in ((mlm, "mlm"), (clm, "clm"), (s2s, "seq2seq")):
+        assert adapter.kind == kind
+        assert not adapter.model.training
+        assert adapter.max_length == 128
+        assert adapter.identity
+
+
+def test_every_subtoken_of_a_masked_word_is_masked_and_nothing_else(mlm):
+    words = split_words("Patient was given aspirinology daily.")
+    index = list(words).index("aspirinology")
+    enc = mlm.encode(words, plan(index))
+    pieces = mlm.tokenizer.tokenize("aspirinology")
+    assert len(pieces) > 1  # the test needs a word split into sub-tokens
+    assert len(enc.masked) == len(pieces)
+    assert all(enc.ids[p] == mlm.tokenizer.mask_token_id for p in enc.masked)
+    assert all(enc.word_of[p] == index for p in enc.masked)
+    full = mlm.tokenizer(words.text)["input_ids"]
+    unmasked = [i for p, i in enumerate(enc.ids) if p not in enc.masked]
+    assert unmasked == [i for p, i in enumerate(full) if p not in enc.masked]
+    assert enc.filled_words == (index,)
+
+
+def test_word_of_follows_offsets(mlm):
+    words = split_words(TEXT)
+    enc = mlm.encode(words, plan())
+    content = [(p, w) for p, w in enumerate(enc.word_of) if w >= 0]
+    assert [w for _, w in content] == sorted(w for _, w in content)
+    assert {w for _, w in content} == set(range(len(words)))
+
+
+def _byte_level_clm(tmp_path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([TEXT, "Wait!!, what?! No... yes.", "again and again"] * 20, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                                   unk_token="<|endoftext|>", pad_token="<|endoftext|>")
+    config = GPT2Config(vocab_size=len(fast), n_embd=16, n_layer=1, n_head=2, n_positions=64)
+    return CausalLMAdapter(GPT2LMHeadModel(config), fast, identity="bpe")
+
+
+def test_byte_level_bpe_never_shares_a_token_between_masked_and_unmasked_words(tmp_path):
+    adapter = _byte_level_clm(tmp_path)
+    words = split_words("Wait!!, what?! No... yes.")
+    assert adapter.tokenizer.tokenize("!!,")[0] == "!!,"  # BPE merges the punctuation run
+    second_bang = [i for i, w in enumerate(words) if w == "!"][1]
+    enc = adapter.encode(words, plan(second_bang))
+    assert enc.filled_words == (second_bang,)
+    assert {enc.word_of[p] for p in enc.masked} == {second_bang}
+    assert enc.ids[0] != adapter.mask_id
+
+
+def test_clm_gets_a_bos_when_the_first_word_is_masked(tmp_path):
+    adapter = _byte_level_clm(tmp_path)
+    enc = adapter.encode(split_words("again and again"), plan(0))
+    assert enc.ids[0] == adapter.tokenizer.bos_token_id
+    assert enc.masked[0] == 1
+
+
+def test_too_long_text_is_truncated_at_a_word_boundary_and_said(mlm):
+    text = " ".join(["again and again"] * 80)
+    words = split_words(text)
+    last = len(words) - 1
+    enc = mlm.encode(words, plan(0, last))
+    assert len(enc.ids) <= mlm.max_length
+    assert enc.truncated_tokens > 0
+    assert enc.dropped_words == (last,)
+    assert enc.filled_words == (0,)
+
+
+def test_seq2seq_mask_style_collapses_each_span_to_one_mask(s2s):
+    assert s2s.style == "mask"
+    words = split_words(TEXT)
+    enc = s2s.encode(words, plan(1, 2, 5))  # "quick brown" is one span, "over" another
+    mask = s2s.tokenizer.mask_token_id
+    assert enc.source_ids.count(mask) == 2
+    assert enc.ids[0] == s2s.decoder_start_id
+    assert len(enc.masked) == len(s2s.tokenizer.tokenize("quick brown over"))
+
+
+def test_t5_sentinel_style_is_detected_and_laid_out(tmp_path):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from tiny_models import build_tokenizer
+
+    tok = build_tokenizer(tmp_path)
+    tok.add_special_tokens({"additional_special_tokens": [f"<extra_id_{k}>" for k in range(4)]})
+    config = T5Config(vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
+                      decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id)
+    adapter = Seq2SeqAdapter(T5ForConditionalGeneration(config), tok, identity="t5")
+    assert adapter.style == "sentinel"
+    words = split_words(TEXT)
+    enc = adapter.encode(words, plan(1, 5))
+    s0, s1 = adapter.sentinel_id(0), adapter.sentinel_id(1)
+    assert s0 in enc.source_ids and s1 in enc.source_ids
+    assert enc.ids[:2] == [tok.pad_token_id, s0]
+    assert all(enc.ids[p] != s1 for p in enc.masked)
+    from mlmh.registry import get_registry
+
+    from mlmh.generation import generate, prepare_items
+    from mlmh.types import Document
+
+    items = prepare_items([Document(id="a", text=TEXT)], get_registry().build("masking", "random:ratio=0.3"), 0)
+    (gen,) = generate(adapter, get_registry().build("sampler", "seq2seq-infill"), items)
+    assert gen.forward_passes == 1 + gen.generated_tokens  # encoder + one pass per token
+
+
+def test_cached_and_uncached_clm_logits_agree(clm):
+    ids = clm.tokenizer(TEXT)["input_ids"]
+    cached = clm.new_state(2, use_cache=True)
+    first = clm.next_logits([ids[:5], ids[:3]], cached, [0, 1])
+    second = clm.next_logits([ids[5:9], ids[3:4]], cached, [0, 1])
+    plain = clm.next_logits([ids[:9], ids[:4]], clm.new_state(2, use_cache=False), [0, 1])
+    assert first.shape[0] == 2
+    torch.testing.assert_close(second, plain, rtol=1e-4, atol=1e-4)
+
+
+def test_counters_count_and_reset(mlm):
+    mlm.reset_counters()
+    ids, mask = mlm.batch([[2, 5, 6, 3], [2, 7, 3]])
+    mlm.logits(ids, mask)
+    assert (mlm.forward_passes, mlm.tokens_processed) == (1, 7)
+    mlm.reset_counters()
+    assert (mlm.forward_passes, mlm.tokens_processed) == (0, 0)
+
+
+def test_special_tokens_are_never_generated(mlm):
+    ids, mask = mlm.batch([[2, 4, 4, 3]])
+    logits = mlm.logits(ids, mask)
+    for special in mlm.tokenizer.all_special_ids:
+        assert torch.isinf(logits[..., special]).all()
+
+
+@pytest.mark.parametrize("path, message", [
+    ("definitely-not/a-model", "not cached locally and no network is reachable; pass a local directory with path="),
+    ("/no/such/dir", "does not exist"),
+])
+def test_missing_models_give_one_line_errors(path, message):
+    with pytest.raises(ModelError, match=message) as info:
+        load_adapter("mlm", path)
+    assert "\n" not in str(info.value)
+
+
+def test_directory_that_is_not_a_model(tmp_path):
+    with pytest.raises(ModelError, match="not a model directory"):
+        load_adapter("mlm", tmp_path)
+
+
+def test_architecture_without_the_objective(tiny_clm):
+    with pytest.raises(ModelError, match="does not support the mlm objective"):
+        load_adapter("mlm", tiny_clm)
+
+
+def test_hf_model_plugins_load_and_name_their_weights(tiny_mlm, tmp_path):
+    from mlmh.components import LoadContext
+    from mlmh.errors import SpecError
+    from mlmh.registry import get_registry
+
+    model = get_registry().build("model", f"hf-mlm:path={tiny_mlm}")
+    identity = model.identity(LoadContext())
+    assert str(tiny_mlm.resolve()) in identity and "@" in identity
+    adapter = model.load(LoadContext())
+    assert adapter.kind == "mlm" and adapter.identity == identity
+    with pytest.raises(SpecError, match="needs path="):
+        get_registry().build("model", "hf-clm").load(LoadContext())

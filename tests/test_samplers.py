@@ -1,0 +1,248 @@
+"""Samplers on tiny models: only masked words change, forward-pass budgets follow the papers, outputs do
+not depend on batch size, and the per-step rules (mask-predict, confidence, Gibbs, stutter) hold."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mlmh.adapters import load_adapter
+from mlmh.errors import SpecError
+from mlmh.generation import generate, prepare_items
+from mlmh.plugins.samplers_common import choose_tokens
+from mlmh.plugins.samplers_mlm import MaskedBatch
+from mlmh.registry import get_registry
+from mlmh.types import Document
+from mlmh.words import split_words
+
+TEXTS = [
+    "The cat sat on the mat and looked at the door.",
+    "A quick brown fox jumps over the lazy dog, again and again.",
+    "She walked to the market; he stayed home with the children.",
+    "Patient was given aspirin 81 mg by mouth daily for chest pain.",
+    "In the film, a detective hunts a thief across the old city at night.",
+    "I think that style matters more than plot, don't you?",
+    "They said the draft belongs on the rubbish tip of history.",
+    "Everything is very fast in football, and the crowd loves it.",
+    "Short.",
+    "",
+]
+DOCS = [Document(id=f"d{i}", text=t) for i, t in enumerate(TEXTS)]
+
+MLM_SAMPLERS = [
+    "one-shot", "left-to-right", "mask-predict:steps=3", "mask-predict:steps=4,stutter=true", "confidence:steps=3",
+    "confidence:steps=4,schedule=linear,threshold=0.5,stutter=true", "gibbs:steps=0", "gibbs:init=one-shot,steps=5,top_k=5",
+    "one-shot:temperature=1.0,top_p=0.9", "mask-predict:temperature=0.7,top_k=20",
+]
+INFILL = [("clm", "clm-infill"), ("clm", "clm-infill:use_cache=false"), ("clm", "clm-infill:temperature=1.0"),
+          ("seq2seq", "seq2seq-infill"), ("seq2seq", "seq2seq-infill:use_cache=false")]
+ALL = [("mlm", s) for s in MLM_SAMPLERS] + INFILL
+
+
+@pytest.fixture(scope="module")
+def adapters(tiny_mlm, tiny_clm, tiny_seq2seq):
+    return {"mlm": load_adapter("mlm", tiny_mlm, threads=1), "clm": load_adapter("clm", tiny_clm, threads=1),
+            "seq2seq": load_adapter("seq2seq", tiny_seq2seq, threads=1)}
+
+
+def build(kind: str, spec: str):
+    return get_registry().build(kind, spec)
+
+
+def items_for(masking: str = "random:ratio=0.4", seed: int = 3, docs=DOCS):
+    return prepare_items(docs, build("masking", masking), seed)
+
+
+def assert_only_masked_words_change(items, generations, adapter):
+    for item, gen in zip(items, generations):
+        masked = set(item.plan.word_indices)
+        assert set(gen.output_words) <= masked
+        assert set(gen.masked_words) == set(gen.output_words)
+        assert gen.text == item.words.replace(gen.output_words)
+        enc = adapter.encode(item.words, item.plan)
+        fixed = [p for p in range(len(enc.ids)) if p not in set(enc.masked)]
+        fixed_tokens = adapter.tokens_to_strings([enc.ids[p] for p in fixed])
+        for step in gen.steps:  # no step ever touches an unmasked position
+            assert set(step.changed) <= set(enc.masked)
+            assert [step.tokens[p] for p in fixed] == fixed_tokens
+
+
+@pytest.mark.parametrize("kind, spec", ALL)
+def test_unmasked_words_never_change_and_batching_changes_nothing(adapters, kind, spec):
+    adapter, sampler = adapters[kind], build("sampler", spec)
+    items = items_for()
+    by_eight = generate(adapter, sampler, items, batch_size=8)
+    by_one = generate(adapter, sampler, items, batch_size=1)
+    assert_only_masked_words_change(items, by_eight, adapter)
+    assert [g.text for g in by_one] == [g.text for g in by_eight]
+    assert [g.forward_passes for g in by_one] == [g.forward_passes for g in by_eight]
+    for gen in by_eight:
+        assert gen.model_kind == kind and gen.sampler == sampler.spec
+        if gen.masked_words:
+            assert gen.forward_passes > 0 and gen.steps and gen.tokens_processed > 0
+
+
+def test_one_shot_is_one_pass_per_batch(adapters):
+    adapter = adapters["mlm"]
+    generate(adapter, build("sampler", "one-shot"), items_for()[:8], batch_size=8)
+    assert adapter.forward_passes == 1
+
+
+@pytest.mark.parametrize("steps", [1, 3, 6])
+def test_mask_predict_makes_exactly_T_passes_and_remasks_floor_N_T_minus_t_over_T(adapters, steps):
+    adapter = adapters["mlm"]
+    items = items_for("random:ratio=0.5")[:8]
+    gens = generate(adapter, build("sampler", f"mask-predict:steps={steps}"), items, batch_size=8)
+    assert adapter.forward_passes == steps
+    for gen in gens:
+        n = gen.generated_tokens
+        assert len(gen.steps) == steps
+        predicted = [len(step.confidences) for step in gen.steps]
+        assert predicted == [n] + [n * (steps - t) // steps for t in range(1, steps)]
+        assert gen.steps[-1].masked == []
+
+
+def test_left_to_right_is_one_pass_per_masked_token_in_order(adapters):
+    adapter = adapters["mlm"]
+    for item in items_for()[:4]:
+        (gen,) = generate(adapter, build("sampler", "left-to-right"), [item], batch_size=1)
+        assert adapter.forward_passes == gen.generated_tokens == gen.forward_passes
+        order = [next(iter(step.confidences)) for step in gen.steps]
+        assert order == sorted(order)
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_confidence_commits_on_schedule(adapters, schedule):
+    adapter = adapters["mlm"]
+    steps = 4
+    gens = generate(adapter, build("sampler", f"confidence:steps={steps},schedule={schedule}"), items_for("random:ratio=0.6")[:8])
+    for gen in gens:
+        n = gen.generated_tokens
+        remaining = n
+        for t, step in enumerate(gen.steps):
+            x = (t + 1) / steps
+            frac = 1 - x if schedule == "linear" else math.cos(math.pi / 2 * x)
+            keep = 0 if t == steps - 1 else int(math.floor(n * max(frac, 0.0)))
+            assert len(step.confidences) == max(remaining - keep, 1)
+            remaining -= len(step.confidences)
+            assert len(step.masked) == remaining
+        assert remaining == 0 and len(gen.steps) <= steps
+
+
+def test_confidence_threshold_commits_confident_tokens_early(adapters):
+    adapter = adapters["mlm"]
+    items = items_for("random:ratio=0.6")[:4]
+    strict = generate(adapter, build("sampler", "confidence:steps=8,threshold=0.0001"), items)
+    assert all(g.forward_passes == 1 for g in strict if g.generated_tokens)
+
+
+def test_gibbs_resamples_one_originally_masked_position_per_step(adapters):
+    adapter = adapters["mlm"]
+    items = items_for("random:ratio=0.5")[:4]
+    gens = generate(adapter, build("sampler", "gibbs"), items)
+    for item, gen in zip(items, gens):
+        enc = adapter.encode(item.words, item.plan)
+        n = len(enc.masked)
+        assert gen.forward_passes == len(gen.steps) == 2 * n
+        assert all(len(step.confidences) == 1 for step in gen.steps)
+        visited = [next(iter(step.confidences)) for step in gen.steps]
+        assert sorted(visited[:n]) == enc.masked  # the first sweep fills every mask once
+        assert set(visited) <= set(enc.masked)
+        assert gen.info["gibbs_start"] == "all positions masked"
+
+
+def test_stutter_finds_tokens_equal_to_their_left_neighbour(adapters):
+    adapter = adapters["mlm"]
+    (item,) = items_for("random:ratio=1.0", docs=[Document(id="s", text="again and again and again")])
+    batch = MaskedBatch(adapter, [item])
+    again = adapter.tokenizer.convert_tokens_to_ids("again")
+    positions = batch.original[0].nonzero().flatten()
+    batch.ids[0, positions] = again
+    batch.masked[:] = False
+    repeats = batch.stutters(torch.tensor([0]))[0].nonzero().flatten().tolist()
+    assert repeats == positions[1:].tolist()
+
+
+def test_clm_infill_with_cache_is_one_prefill_per_span_plus_one_pass_per_further_token(adapters):
+    adapter = adapters["clm"]
+    for item in items_for("random:ratio=0.5")[:6]:
+        cached = generate(adapter, build("sampler", "clm-infill"), [item], batch_size=1)[0]
+        spans = len(adapter.encode(item.words, item.plan).spans())
+        assert cached.forward_passes == adapter.forward_passes == spans + (cached.generated_tokens - spans)
+        assert cached.info["prefills"][item.doc_id] == spans
+        plain = generate(adapter, build("sampler", "clm-infill:use_cache=false"), [item], batch_size=1)[0]
+        assert plain.text == cached.text
+        if cached.generated_tokens > 1:
+            assert plain.tokens_processed > cached.tokens_processed
+
+
+def test_mlm_and_clm_see_the_same_masked_words(adapters):
+    items = items_for("random:ratio=0.3", seed=11)
+    mlm = generate(adapters["mlm"], build("sampler", "one-shot"), items)
+    clm = generate(adapters["clm"], build("sampler", "clm-infill"), items)
+    s2s = generate(adapters["seq2seq"], build("sampler", "seq2seq-infill"), items)
+    assert [g.masked_words for g in mlm] == [g.masked_words for g in clm] == [g.masked_words for g in s2s]
+    assert [g.masked_text for g in mlm] == [g.masked_text for g in clm]
+    assert any(g.masked_words for g in mlm)
+
+
+def test_sampling_is_seeded_per_item(adapters):
+    adapter = adapters["mlm"]
+    sampler = build("sampler", "one-shot:temperature=1.5")
+    first = generate(adapter, sampler, items_for(seed=1))
+    again = generate(adapter, sampler, items_for(seed=1))
+    other = generate(adapter, sampler, items_for(seed=2))
+    assert [g.text for g in first] == [g.text for g in again]
+    assert [g.text for g in first] != [g.text for g in other]
+
+
+def test_choose_tokens_greedy_top_k_top_p():
+    logits = torch.tensor([[0.0, 3.0, 1.0, 2.0], [5.0, 0.0, 0.0, 4.9]])
+    ids, probs = choose_tokens(logits, torch.zeros(2), 0.0, 0, 1.0)
+    assert ids.tolist() == [1, 0] and torch.allclose(probs, torch.softmax(logits, -1).max(-1).values)
+    for u in (0.0, 0.5, 0.999):
+        assert choose_tokens(logits, torch.full((2,), u), 1.0, 1, 1.0)[0].tolist() == [1, 0]
+        assert choose_tokens(logits, torch.full((2,), u), 1.0, 0, 0.01)[0].tolist() == [1, 0]
+        assert set(choose_tokens(logits, torch.full((2,), u), 1.0, 2, 1.0)[0].tolist()) <= {0, 1, 3}
+    spread = {choose_tokens(logits[1:], torch.tensor([u]), 1.0, 0, 1.0)[0].item() for u in (0.1, 0.9)}
+    assert spread == {0, 3}
+
+
+def test_truncated_text_says_so_and_keeps_words_beyond_the_window(adapters):
+    text = " ".join(["the cat sat on the mat"] * 40)
+    items = items_for("random:ratio=0.5", docs=[Document(id="long", text=text)])
+    for kind, spec in (("mlm", "one-shot"), ("clm", "clm-infill")):
+        (gen,) = generate(adapters[kind], build("sampler", spec), items)
+        assert gen.truncated_tokens > 0
+        assert "longer than the model window" in gen.info["truncated"]
+        unfilled = gen.info["unfilled_masked_words"]
+        assert unfilled and not set(unfilled) & set(gen.output_words)
+        assert gen.text.split()[-1] == text.split()[-1] or len(split_words(text)) - 1 not in unfilled
+
+
+def test_incompatible_sampler_is_a_spec_error_naming_the_right_ones(adapters):
+    with pytest.raises(SpecError, match="samplers for clm: clm-infill"):
+        generate(adapters["clm"], build("sampler", "mask-predict"), items_for()[:1])
+    with pytest.raises(SpecError, match="must be >= 1"):
+        build("sampler", "mask-predict:steps=0")
+
+
+WORDS = st.sampled_from(["the", "cat", "sat", "on", "mat", "again", "fox", "dog", ",", ".", ";", "quick", "children", "xyzzy"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(WORDS, min_size=0, max_size=30), ratio=st.floats(0.0, 1.0), seed=st.integers(0, 2**31))
+def test_property_random_texts_and_ratios(adapters, words, ratio, seed):
+    text = " ".join(words)
+    items = prepare_items([Document(id="p", text=text)], build("masking", f"random:ratio={ratio}"), seed)
+    n = len(split_words(text))
+    assert len(items[0].plan.word_indices) == int(round(ratio * n))
+    for kind, spec in (("mlm", "mask-predict:steps=2"), ("clm", "clm-infill")):
+        gens = generate(adapters[kind], build("sampler", spec), items)
+        assert_only_masked_words_change(items, gens, adapters[kind])
+        if not items[0].plan.word_indices:
+            assert gens[0].text == text and gens[0].forward_passes == 0
