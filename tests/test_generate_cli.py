@@ -1,0 +1,96 @@
+"""``mlmh generate`` end to end on tiny models: output, JSON, traces, datasets and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlmh.cli import main
+
+TEXT = "The cat sat on the mat and looked at the door."
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(["generate", *args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_generate_prints_masked_input_steps_and_result(capsys, tiny_mlm):
+    code, out, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking", "random:ratio=0.5",
+                         "--sampler", "mask-predict:steps=3", "--text", TEXT, "--trace", "--seed", "4")
+    assert code == 0, err
+    assert "masked:" in out and "[MASK]" in out
+    assert out.count("step ") == 3 and "generated:" in out
+    assert "3 forward passes" in out
+
+
+def test_generate_json_is_a_generation(capsys, tiny_clm):
+    code, out, err = run(capsys, "--model", f"hf-clm:path={tiny_clm},threads=1", "--masking", "random:ratio=0.3",
+                         "--text", TEXT, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["model_kind"] == "clm" and data["sampler"].startswith("clm-infill")
+    assert data["original"] == TEXT and data["forward_passes"] == data["generated_tokens"]
+    assert len(data["steps"]) == data["generated_tokens"]
+    from mlmh.types import Generation, from_dict
+
+    assert from_dict(Generation, data).output_words.keys() == {int(k) for k in data["output_words"]}
+
+
+def test_generate_same_seed_same_output(capsys, tiny_mlm):
+    args = ("--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking", "random:ratio=0.5", "--sampler",
+            "one-shot:temperature=1.0", "--text", TEXT, "--json", "--seed", "9")
+    assert json.loads(run(capsys, *args)[1])["text"] == json.loads(run(capsys, *args)[1])["text"]
+
+
+def test_generate_on_dataset_documents(capsys, tiny_seq2seq):
+    code, out, err = run(capsys, "--model", f"hf-seq2seq:path={tiny_seq2seq},threads=1", "--masking", "random:ratio=0.2",
+                         "--dataset", "pan", "--limit", "2", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert len(data) == 2 and all(g["model_kind"] == "seq2seq" for g in data)
+
+
+def test_empty_text_is_returned_unchanged(capsys, tiny_mlm):
+    code, out, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--text", "", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["text"] == "" and data["forward_passes"] == 0
+
+
+def test_ratio_zero_leaves_the_text_unchanged(capsys, tiny_mlm):
+    code, out, _ = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0", "--text", TEXT, "--json")
+    assert code == 0 and json.loads(out)["text"] == TEXT
+
+
+def test_too_long_text_says_it_was_truncated(capsys, tiny_mlm):
+    long_text = " ".join([TEXT] * 20)
+    code, out, _ = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0.3", "--text", long_text)
+    assert code == 0
+    assert "truncated: text is" in out and "longer than the model window of 128" in out
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--sampler", "mask-predict"], 2, "samplers for clm: clm-infill"),
+    (["--masking", "random:ratio=2"], 2, "must be <= 1.0"),
+    (["--sampler", "gibs"], 2, "did you mean 'gibbs'"),
+])
+def test_bad_specs_are_one_line_usage_errors(capsys, tiny_clm, args, code, message):
+    got, _, err = run(capsys, "--model", f"hf-clm:path={tiny_clm}", "--text", TEXT, *args)
+    assert got == code and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_text_or_dataset_is_required(capsys, tiny_mlm):
+    code, _, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}")
+    assert code == 2 and "exactly one of --text or --dataset" in err
+
+
+def test_missing_model_is_a_one_line_runtime_error(capsys, tmp_path):
+    code, _, err = run(capsys, "--model", f"hf-mlm:path={tmp_path}", "--text", TEXT)
+    assert code == 1 and "not a model directory" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,136 @@
+"""Masking strategies: ratios, what counts as maskable, determinism, annotations vs taggers, bad specs."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from mlmh.errors import MlmhError, SpecError
+from mlmh.generation import prepare_items
+from mlmh.registry import get_registry
+from mlmh.types import Document, EntitySpan
+from mlmh.words import is_punctuation, split_words
+
+TEXT = "Patient was given aspirin 81 mg by mouth daily, and the pain in the chest eased; he went home."
+
+
+def mask(spec: str, text: str = TEXT, seed: int = 0, document: Document | None = None):
+    masking = get_registry().build("masking", spec)
+    words = split_words(text)
+    return words, masking.mask(document or Document(id="x", text=text), words, np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("name", ["random", "stopwords", "punctuation", "span"])
+def test_ratio_zero_masks_nothing(name):
+    assert mask(f"{name}:ratio=0").__getitem__(1).word_indices == ()
+
+
+def test_ratio_one_masks_every_maskable_word():
+    words, plan = mask("random:ratio=1")
+    assert plan.word_indices == tuple(range(len(words)))
+    words, plan = mask("stopwords:ratio=1")
+    assert [words[i] for i in plan.word_indices] == [w for w in words if w.lower() in ENGLISH_STOP_WORDS]
+    words, plan = mask("punctuation:ratio=1")
+    assert [words[i] for i in plan.word_indices] == [",", ";", "."]
+    words, plan = mask("span:ratio=1")
+    assert plan.word_indices == tuple(range(len(words)))
+
+
+def test_random_ratio_counts_and_is_deterministic_under_the_seed():
+    words, plan = mask("random:ratio=0.3", seed=5)
+    assert len(plan.word_indices) == round(0.3 * len(words))
+    assert plan.word_indices == mask("random:ratio=0.3", seed=5)[1].word_indices
+    assert plan.word_indices != mask("random:ratio=0.3", seed=6)[1].word_indices
+    assert list(plan.word_indices) == sorted(set(plan.word_indices))
+    assert plan.masking == "random:ratio=0.3"
+
+
+def test_stopwords_and_punctuation_touch_only_their_words():
+    words, plan = mask("stopwords:ratio=0.5", seed=1)
+    assert plan.word_indices and all(words[i].lower() in ENGLISH_STOP_WORDS for i in plan.word_indices)
+    words, plan = mask("punctuation:ratio=0.7", seed=1)
+    assert len(plan.word_indices) == 2 and all(is_punctuation(words[i]) for i in plan.word_indices)
+
+
+def test_span_masking_makes_contiguous_spans_of_about_the_mean_length():
+    text = " ".join(f"w{i}" for i in range(400))
+    lengths = []
+    for seed in range(5):
+        words, plan = mask("span:ratio=0.15,mean_length=3", text=text, seed=seed)
+        assert len(plan.word_indices) == round(0.15 * len(words))
+        runs = np.split(np.array(plan.word_indices), np.where(np.diff(plan.word_indices) != 1)[0] + 1)
+        lengths += [len(r) for r in runs]
+    assert 2.0 <= float(np.mean(lengths)) <= 6.0  # merged neighbours make runs a little longer
+    assert max(lengths) > 1
+
+
+def test_ner_uses_dataset_annotations_and_says_so():
+    start = TEXT.index("aspirin")
+    doc = Document(id="n1", text=TEXT, entities=[EntitySpan(start, start + len("aspirin 81 mg"), "Drug")])
+    words, plan = mask("ner", document=doc)
+    if importlib.util.find_spec("spacy") is None:
+        assert [words[i] for i in plan.word_indices] == ["aspirin", "81", "mg"]
+        assert plan.note == "entities from dataset annotations (no spaCy model installed)"
+    _, half = mask("ner:ratio=0.34", document=doc)
+    assert len(half.word_indices) == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("spacy") is not None, reason="a spaCy model would tag entities itself")
+def test_ner_without_tagger_or_annotations_names_the_document():
+    with pytest.raises(MlmhError, match="document 'plain' has no entities"):
+        mask("ner", document=Document(id="plain", text=TEXT))
+
+
+def test_pos_masks_nouns_or_fails_with_the_fix():
+    try:
+        words, plan = mask("pos:tags=noun")
+    except MlmhError as exc:
+        assert "needs an offline POS tagger" in str(exc) and "pip install" in str(exc)
+        return
+    assert "chest" in [words[i] for i in plan.word_indices]
+    assert "POS from" in plan.note
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("random:ratio=1.5", "must be <= 1.0"),
+    ("random:ratio=-0.1", "must be >= 0.0"),
+    ("stopwords:ratio=abc", "expects float"),
+    ("span:mean_length=0", "must be >= 1.0"),
+    ("pos:tags=noun+adverb", "'tags' must be"),
+    ("randm", "did you mean 'random'"),
+])
+def test_bad_specs_are_spec_errors(spec, message):
+    with pytest.raises(SpecError, match=message):
+        get_registry().build("masking", spec)
+
+
+@pytest.mark.parametrize("name", ["random", "stopwords", "punctuation", "span"])
+def test_empty_text_masks_nothing(name):
+    words, plan = mask(f"{name}:ratio=0.5", text="")
+    assert len(words) == 0 and plan.word_indices == ()
+
+
+def test_prepare_items_masks_depend_on_seed_spec_and_doc_only():
+    docs = [Document(id=f"d{i}", text=TEXT) for i in range(3)]
+    masking = get_registry().build("masking", "random:ratio=0.4")
+    first = prepare_items(docs, masking, seed=7)
+    again = prepare_items(list(reversed(docs)), masking, seed=7)
+    assert [i.plan for i in first] == [i.plan for i in reversed(again)]
+    assert len({i.plan.word_indices for i in first}) > 1  # each document its own mask
+    assert [i.seed for i in first] == [i.seed for i in reversed(again)]
+    other = prepare_items(docs, masking, seed=7, condition="random|mask-predict")
+    assert [i.plan for i in other] == [i.plan for i in first] and other[0].seed != first[0].seed
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet="ab .,;'-\n", max_size=60), ratio=st.floats(0, 1), seed=st.integers(0, 2**32 - 1))
+def test_property_random_plan_is_a_sorted_sample_of_the_right_size(text, ratio, seed):
+    words, plan = mask(f"random:ratio={ratio}", text=text, seed=seed)
+    assert len(plan.word_indices) == int(round(ratio * len(words)))
+    assert all(0 <= i < len(words) for i in plan.word_indices)
+    assert list(plan.word_indices) == sorted(set(plan.word_indices))
