@@ -116,3 +116,46 @@ def _masking(name: str):
     from mlmh.registry import get_registry
 
     return get_registry().get("masking", name)
+
+
+async def test_question_mark_lists_the_keys_and_q_quits():
+    app = create_app(models=["hf-mlm:path=x", "hf-clm:path=y"], autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        from mlmh.tui.screens.help import HelpScreen
+
+        assert isinstance(app.screen, HelpScreen)
+        actions = {action for _, action in app.screen.rows}
+        assert {"Play/pause", "Back", "Forward", "Faster", "New mask", "Quit"} <= actions
+        await pilot.press("escape")
+        assert isinstance(app.screen, PlaygroundScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_dataset_documents_join_the_examples():
+    app = create_app(models=["hf-mlm:path=x", "hf-clm:path=y"], autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        select = screen.query_one("#pg-example")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if len(select._options) > 4:
+                break
+        labels = [str(label) for label, _ in select._options]
+        assert any(label.startswith("pan ") for label in labels), labels
+        value = select._options[-1][1]
+        select.value = value
+        await pilot.pause()
+        assert screen.query_one("#pg-text").value == value
+
+
+def test_example_excerpt_ends_at_a_sentence():
+    from mlmh.tui.screens.playground import example_excerpt
+
+    text = "First sentence here. " * 40
+    excerpt = example_excerpt(text, limit=100)
+    assert excerpt.endswith("here.") and len(excerpt) <= 100
+    assert example_excerpt("short  text\n") == "short text"
+    assert example_excerpt("x" * 300, limit=100) == "x" * 100

@@ -6,7 +6,7 @@ import click
 
 
 @click.command(name="tui")
-@click.option("--preset", "preset", metavar="NAME", help="Open the run screen and start this preset.")
+@click.option("--preset", "preset", metavar="NAME", help="Open the run screen and start this preset (a name or a .toml file).")
 @click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory or results.json.")
 @click.option("--model", "models", metavar="SPEC", multiple=True,
               help="Playground model (give twice for the left and right side). Default: trained-mlm and trained-clm.")
@@ -30,7 +30,9 @@ def tui(preset: str | None, run_dir: str | None, models: tuple[str, ...], text: 
 
     registry = get_registry()
     if preset is not None:
-        registry.get("preset", preset)
+        from mlmh.config import resolve
+
+        resolve(preset)  # a bad preset fails here in one line, before the screen opens
     if len(models) > 2:
         raise SpecError(f"--model given {len(models)} times; the playground has two sides (give it at most twice)")
     for spec in models:

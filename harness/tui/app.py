@@ -28,6 +28,8 @@ class MlmhApp(App):
     CSS_PATH = "mlmh.tcss"
     TITLE = "mlmh"
     SUB_TITLE = "masked vs causal generation"
+    #: the footer needs the room at 80 columns; every action has a key, listed by ``?``
+    ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Keys", key_display="?"),
@@ -64,13 +66,18 @@ class MlmhApp(App):
 
     def open_results(self, path: str | Path) -> None:
         """Switch to the results screen and load ``path`` (a run directory or results.json)."""
+        from mlmh.tui.run_files import results_path
         from mlmh.tui.screens.results import ResultsScreen
 
-        self.options.run_dir = str(path)
+        self.options.run_dir = str(path)  # a results screen made now loads it when it mounts
+
+        def load_into_existing() -> None:
+            screen = self.screen
+            if isinstance(screen, ResultsScreen) and (screen.run_files is None or screen.run_files.path != results_path(path)):
+                screen.load(str(path))
+
         self.switch_mode("results")
-        screen = self.screen
-        if isinstance(screen, ResultsScreen):
-            screen.load(str(path))
+        self.call_after_refresh(load_into_existing)
 
 
 def create_app(preset: str | None = None, run_dir: str | None = None, models: tuple[str, ...] | list[str] | None = None,

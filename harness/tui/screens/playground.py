@@ -34,6 +34,24 @@ EXAMPLES = (
 )
 
 
+EXAMPLE_CHARS = 400  # dataset examples are cut at a sentence end near here: the panes show ~15 lines
+
+
+def example_excerpt(text: str, limit: int = EXAMPLE_CHARS) -> str:
+    """The start of a document, ended at a sentence boundary when there is one."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = max(text.rfind(mark, 0, limit) for mark in (". ", "! ", "? "))
+    return text[: cut + 1] if cut > limit // 3 else text[:limit]
+
+
+class ExamplesLoaded(Message):
+    def __init__(self, examples: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.examples = examples
+
+
 class PlaygroundEvent(Message):
     """A run event (model loading / training progress) from the playground worker."""
 
@@ -153,6 +171,23 @@ class PlaygroundScreen(Screen):
         self.query_one("#pg-run", Button).focus()
         if self.app.options.autorun:  # type: ignore[attr-defined]
             self.call_after_refresh(self.action_run)
+        self._load_examples()
+
+    @work(thread=True, group="examples")
+    def _load_examples(self) -> None:
+        """Test documents of the default dataset join the built-in examples (when the dataset loads)."""
+        from mlmh.registry import get_registry
+
+        try:
+            corpus = get_registry().build("dataset", DEFAULT_DATASET).load(None)
+        except Exception:  # the built-in examples are enough; the dataset's own command reports its errors
+            return
+        documents = corpus.split("test")[:5] or corpus.documents[:5]
+        self.post_message(ExamplesLoaded([(f"{DEFAULT_DATASET} {d.id}"[:24], example_excerpt(d.text)) for d in documents]))
+
+    def on_examples_loaded(self, message: ExamplesLoaded) -> None:
+        builtin = [(f"example {i + 1}", t) for i, t in enumerate(EXAMPLES)]
+        self.query_one("#pg-example", Select).set_options(builtin + message.examples)
 
     # -- form ------------------------------------------------------------------------------------
     def _refresh_samplers(self, side: int) -> None:

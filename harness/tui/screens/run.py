@@ -71,7 +71,9 @@ class RunScreen(Screen):
 
         presets = get_registry().names("preset")
         chosen = self.app.options.preset  # type: ignore[attr-defined]
-        default = chosen if chosen in presets else ("quick" if "quick" in presets else Select.NULL)
+        if chosen and chosen not in presets:  # a preset file given by path
+            presets.append(chosen)
+        default = chosen or ("quick" if "quick" in presets else Select.NULL)
         yield Header()
         with Horizontal(id="run-controls", classes="form-row"):
             yield Label("preset", classes="form-label")
@@ -82,7 +84,9 @@ class RunScreen(Screen):
         yield Label("", id="run-status")
         with Vertical(id="run-body"):
             yield ProgressPanel(id="run-progress")
-            yield RichLog(id="run-feed", max_lines=500, wrap=False, markup=False)
+            feed = RichLog(id="run-feed", max_lines=500, wrap=True, markup=False, min_width=20)
+            feed.border_title = "samples and messages"
+            yield feed
         yield Footer()
 
     def on_mount(self) -> None:

@@ -40,7 +40,7 @@ class StageRow(Horizontal):
         yield Label("", classes="stage-info")
 
     def on_mount(self) -> None:
-        self._apply()
+        self.call_after_refresh(self._apply)  # after the bar's own mount, which resets it
 
     def advance_to(self, completed: int, total: int | None, info: dict) -> None:
         self.completed = completed
