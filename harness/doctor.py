@@ -30,6 +30,8 @@ CHECKS: list[Check] = []
 #: Modules that register more checks when imported (WordNet, BERTScore model, model cache...).
 CHECK_MODULES: list[str] = [
     "mlmh.plugins.dataset_support",
+    "mlmh.modelcache",
+    "mlmh.training",
     "mlmh.wordnet",
     "mlmh.plugins.metrics_bertscore",
 ]

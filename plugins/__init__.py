@@ -4,6 +4,7 @@
 BUILTIN_MODULES = [
     "mlmh.plugins.presets",
     "mlmh.plugins.models_hf",
+    "mlmh.plugins.models_trained",
     "mlmh.plugins.maskings",
     "mlmh.plugins.samplers",
     "mlmh.plugins.datasets_pan",

@@ -1,0 +1,216 @@
+"""The cache of trained models: one directory per training recipe, keyed by a hash of data + config +
+library versions, so a preset trains on first use and reuses the weights afterwards.
+
+Writes are atomic: a model is built in a temporary sibling directory and renamed into place only when
+it is complete, so nothing half-written is ever presented as a model (a crash, Ctrl-C or a full disk
+leaves no model directory behind). A per-key file lock keeps two processes from training the same
+model at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from mlmh.errors import ModelError
+
+#: Name of the file that marks a finished model directory (written last, before the rename).
+CARD_NAME = "training_card.json"
+_TMP_PREFIX = ".partial-"
+
+
+def library_versions() -> dict[str, str]:
+    """Versions that change what training produces; part of every cache key and training card."""
+    import mlmh
+
+    out = {"mlmh": mlmh.__version__}
+    for dist in ("torch", "transformers", "tokenizers"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "missing"
+    return out
+
+
+def data_hash(texts: Iterable[str]) -> str:
+    """SHA-256 of the training texts, length-prefixed so that boundaries between texts count."""
+    digest = hashlib.sha256()
+    for text in texts:
+        raw = text.encode("utf-8")
+        digest.update(len(raw).to_bytes(8, "little"))
+        digest.update(raw)
+    return digest.hexdigest()
+
+
+def cache_key(recipe: dict[str, Any]) -> str:
+    """Short stable hash of a JSON-serialisable recipe (data hash, config, versions...)."""
+    blob = json.dumps(recipe, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20]
+
+
+def is_model_dir(path: Path) -> bool:
+    """A finished model directory: has a config and the training card written at the very end."""
+    return (path / "config.json").is_file() and (path / CARD_NAME).is_file()
+
+
+def _disk_error(target: Path, exc: OSError) -> ModelError:
+    return ModelError(
+        f"out of disk space while writing the model to {target}; free some space or point "
+        f"MLMH_CACHE_DIR (or --out) to a larger disk ({exc.strerror})"
+    )
+
+
+def ensure_free_space(directory: Path, needed_bytes: int) -> None:
+    """Fail before training, not after, when the target disk cannot hold the model."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if free < needed_bytes:
+        raise ModelError(
+            f"not enough disk space in {directory}: need about {needed_bytes / 1e6:.0f} MB, "
+            f"{free / 1e6:.0f} MB free; free some space or choose another directory"
+        )
+
+
+@contextlib.contextmanager
+def atomic_directory(final: Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary directory next to ``final``; rename it to ``final`` only on success.
+
+    On any exception the temporary directory is removed and the exception propagates (a full disk
+    becomes a :class:`ModelError` naming the target). ``overwrite`` replaces an existing ``final``.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=final.parent))
+    try:
+        yield tmp
+        if final.exists():
+            if not overwrite:
+                raise ModelError(f"{final} already exists; choose another directory or remove it")
+            old = final.with_name(f"{_TMP_PREFIX}{final.name}-old-{os.getpid()}")
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _disk_error(final, exc) from None
+        raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+class ModelCache:
+    """Trained models under ``root`` (default: ``mlmh.paths.models_dir()``), one directory per key."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        if root is None:
+            from mlmh.paths import models_dir
+
+            root = models_dir()
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key
+
+    def lookup(self, key: str) -> Path | None:
+        """The finished model for ``key``, or None (partial directories never count)."""
+        path = self.path(key)
+        return path if is_model_dir(path) else None
+
+    @contextlib.contextmanager
+    def _lock(self, key: str) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / f".{key}.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def get_or_build(self, key: str, build: Callable[[Path], Any],
+                     complete: Callable[[Path], bool] = is_model_dir) -> tuple[Path, bool]:
+        """The entry for ``key``, building it with ``build(tmp_dir)`` on a miss.
+
+        Returns ``(path, built)``; ``built`` is False on a cache hit. Another process building the
+        same key is waited for rather than duplicated. ``complete`` says whether a directory is a
+        finished entry (default: a model with its training card).
+        """
+        path = self.path(key)
+        if complete(path):
+            return path, False
+        with self._lock(key):
+            if complete(path):
+                return path, False
+            if path.exists():  # a directory that is not complete was never finished: not an entry
+                shutil.rmtree(path)
+            with atomic_directory(path) as tmp:
+                build(tmp)
+                if not complete(tmp):
+                    raise ModelError(f"building cache entry {key} finished without writing all its files")
+            return path, True
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Training cards of every finished model in the cache (for ``mlmh doctor`` and listings)."""
+        if not self.root.is_dir():
+            return []
+        cards = []
+        for path in sorted(self.root.iterdir()):
+            if path.name.startswith(".") or not is_model_dir(path):
+                continue
+            try:
+                card = json.loads((path / CARD_NAME).read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            cards.append({"path": str(path), **card})
+        return cards
+
+    def partial_dirs(self) -> list[Path]:
+        """Leftovers of interrupted builds (safe to delete; never loaded as models)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and p.name.startswith(_TMP_PREFIX))
+
+
+# -- readiness ------------------------------------------------------------------------------------
+
+def _register_checks() -> None:
+    from mlmh.doctor import CheckResult, check
+
+    def _clear_partials() -> str:
+        leftovers = ModelCache().partial_dirs()
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+        return f"removed {len(leftovers)} unfinished model director{'y' if len(leftovers) == 1 else 'ies'}"
+
+    @check("trained models", fixer=_clear_partials)
+    def _trained_models() -> CheckResult:
+        cache = ModelCache()
+        cards = cache.entries()
+        names = [
+            f"{c.get('dataset') or '?'}/{c.get('objective')}/{c.get('size')} "
+            f"(acc {c.get('heldout_accuracy') or 0:.2f} vs {c.get('unigram_baseline_accuracy') or 0:.2f})"
+            for c in cards
+        ]
+        detail = f"{len(cards)} in {cache.root}" + (": " + "; ".join(names) if names else " (trained on first use)")
+        partial = cache.partial_dirs()
+        if partial:
+            return CheckResult("trained models", False, f"{detail}; {len(partial)} unfinished build(s) left over",
+                               "mlmh doctor --fix (removes them)")
+        return CheckResult("trained models", True, detail)
+
+
+_register_checks()

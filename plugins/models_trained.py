@@ -1,0 +1,125 @@
+"""Builtin models ``trained-mlm``, ``trained-clm``, ``trained-seq2seq``: small models that mlmh trains
+itself on the run's dataset the first time a run needs them, then reuses from the model cache.
+
+This is the offline default: no pretrained weights can be downloaded, so each preset compares an MLM,
+a CLM and a seq2seq denoiser of matched size and training budget (see :mod:`mlmh.training`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mlmh import hookimpl
+from mlmh.components import LoadContext, Model
+from mlmh.errors import SpecError
+from mlmh.params import Param
+from mlmh.types import Corpus
+
+
+class TrainedModel(Model):
+    """A model of ``model_kind`` trained by :func:`mlmh.training.train`, cached by its recipe hash."""
+
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("size", str, "tiny", "model size (matched across kinds): tiny ~1.2M, small ~6M, base ~27M parameters",
+              choices=("tiny", "small", "base")),
+        Param("dataset", str, "", "dataset to train on; empty = the run's dataset"),
+        Param("seed", int, 0, "training seed (weights, data order, masking)", min=0),
+        Param("max_steps", int, 0, "training steps; 0 = the size default", min=0),
+        Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled MiniLM-L6 encoder, "
+              "or a checkpoint directory to continue pretraining"),
+    )
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.__post_configure__()
+
+    def __post_configure__(self) -> None:
+        self._prepared: dict[tuple[Any, ...], tuple[dict[str, Any], Corpus]] = {}
+
+    # -- what to train on ------------------------------------------------------------------------
+    def _corpus(self, context: LoadContext) -> Corpus:
+        from mlmh.registry import get_registry
+
+        wanted = self.params["dataset"] or context.dataset or (context.corpus.dataset if context.corpus else "")
+        if not wanted:
+            raise SpecError(f"model '{self.name}' needs a dataset: set {self.name}:dataset=NAME or run it with a dataset")
+        if context.corpus is not None and context.corpus.dataset == wanted:
+            return context.corpus
+        path = context.data_path if wanted == context.dataset else None
+        return get_registry().build("dataset", wanted).load(path)
+
+    def _prepare(self, context: LoadContext) -> tuple[dict[str, Any], Corpus]:
+        """The recipe (everything the weights depend on) and the corpus; memoised per context."""
+        memo = (self.params["dataset"], context.dataset, context.data_path, id(context.corpus))
+        if memo in self._prepared:
+            return self._prepared[memo]
+        from mlmh.modelcache import data_hash, library_versions
+        from mlmh.training import init_fingerprint, make_config
+
+        corpus = self._corpus(context)
+        config = make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
+                             max_steps=self.params["max_steps"], init=self.params["init"])
+        recipe = {
+            "config": config.to_dict(),
+            "dataset": corpus.dataset,
+            "train_hash": data_hash(d.text for d in corpus.split("train")),
+            "heldout_hash": data_hash(d.text for d in corpus.split("test")),
+            "init_weights": init_fingerprint(config.init),
+            "versions": library_versions(),
+        }
+        self._prepared[memo] = (recipe, corpus)
+        return recipe, corpus
+
+    def cache_name(self, context: LoadContext) -> str:
+        """Directory name in the model cache: readable prefix + recipe hash."""
+        from mlmh.modelcache import cache_key
+
+        recipe, corpus = self._prepare(context)
+        return f"{corpus.dataset}-{self.model_kind}-{self.params['size']}-{cache_key(recipe)}"
+
+    def identity(self, context: LoadContext) -> str:
+        return f"{self.name}:{self.cache_name(context)}"
+
+    def load(self, context: LoadContext) -> Any:
+        """Train on first use (progress through ``context.progress``), then load the cached model."""
+        from mlmh.adapters import load_adapter
+        from mlmh.modelcache import ModelCache, ensure_free_space
+        from mlmh.training import estimated_bytes, make_config, train
+
+        recipe, corpus = self._prepare(context)
+        cache = ModelCache()
+        config = make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
+                             max_steps=self.params["max_steps"], init=self.params["init"])
+
+        def build(tmp: Any) -> None:
+            ensure_free_space(cache.root, estimated_bytes(config))
+            train([d.text for d in corpus.split("train")], config, tmp,
+                  heldout_texts=[d.text for d in corpus.split("test")], dataset=corpus.dataset,
+                  data_digest=recipe["train_hash"], progress=context.progress)
+
+        path, _ = cache.get_or_build(self.cache_name(context), build)
+        return load_adapter(self.model_kind, path, identity=self.identity(context))
+
+
+class TrainedMLM(TrainedModel):
+    name = "trained-mlm"
+    model_kind = "mlm"
+    description = "BERT-style masked LM trained offline on the run's dataset (cached after first use)"
+
+
+class TrainedCLM(TrainedModel):
+    name = "trained-clm"
+    model_kind = "clm"
+    description = "GPT-2-style causal LM trained offline on the run's dataset, matched to trained-mlm"
+
+
+class TrainedSeq2Seq(TrainedModel):
+    name = "trained-seq2seq"
+    model_kind = "seq2seq"
+    description = "BART-style text-infilling seq2seq trained offline on the run's dataset, matched to trained-mlm"
+
+
+@hookimpl
+def register_models(register):
+    for cls in (TrainedMLM, TrainedCLM, TrainedSeq2Seq):
+        register(cls())

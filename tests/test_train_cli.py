@@ -1,0 +1,130 @@
+"""``mlmh train`` end to end on a dataset plugin registered by the test, and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlmh import hookimpl
+from mlmh.components import Dataset
+from mlmh.types import Corpus, Document
+
+LINES = [
+    "Mara locked the bakery at nine and walked home along the canal .",
+    "Tomas fed the cat , read two pages , and fell asleep on the sofa .",
+    "Rain kept falling on the old bridge while the market packed away .",
+    "Nobody in the village remembered who had planted the pear trees .",
+]
+
+
+class MadeUpDataset(Dataset):
+    name = "made-up"
+    description = "a few sentences made in the test"
+
+    def load(self, path):
+        docs = [Document(id=f"d{i}", text=" ".join(LINES[i % 4:] + LINES[: i % 4]), split="test" if i % 5 == 0 else "train")
+                for i in range(15)]
+        return Corpus(dataset=self.name, documents=docs, source="test")
+
+
+class _Plugin:
+    @hookimpl
+    def register_datasets(self, register):
+        register(MadeUpDataset())
+
+
+@pytest.fixture(autouse=True)
+def made_up_dataset():
+    from mlmh.plugin_manager import get_plugin_manager
+
+    get_plugin_manager().register(_Plugin(), name="made-up-dataset")
+
+
+def run(capsys, *args):
+    from mlmh.cli import main
+
+    try:
+        main(["train", *args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("objective,auto", [("mlm", "AutoModelForMaskedLM"), ("clm", "AutoModelForCausalLM"),
+                                            ("seq2seq", "AutoModelForSeq2SeqLM")])
+def test_train_writes_a_loadable_model_and_prints_the_card(objective, auto, tmp_path, capsys):
+    import transformers
+
+    out = tmp_path / "model"
+    code, stdout, err = run(capsys, "--dataset", "made-up", "--objective", objective, "--max-steps", "2",
+                            "--threads", "1", "--out", str(out), "--json")
+    assert code == 0, err
+    card = json.loads(stdout)
+    assert card["steps"] == 2 and card["objective"] == objective and card["path"] == str(out)
+    assert card["heldout_source"] == "test split" and card["dataset"] == "made-up"
+    assert json.loads((out / "training_card.json").read_text())["data_hash"] == card["data_hash"]
+    getattr(transformers, auto).from_pretrained(out)
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary directory left
+
+
+def test_train_prints_a_card_table(tmp_path, capsys):
+    code, stdout, _ = run(capsys, "--dataset", "made-up", "--objective", "clm", "--max-steps", "1", "--threads", "1",
+                          "--out", str(tmp_path / "m"))
+    assert code == 0 and "unigram baseline accuracy" in stdout and "tokens seen" in stdout
+
+
+def test_help_has_examples(capsys):
+    code, stdout, _ = run(capsys, "--help")
+    assert code == 0 and "Examples:" in stdout and "--init" in stdout and "--epochs" in stdout
+
+
+@pytest.mark.parametrize("args,message,code", [
+    (["--objective", "xlm"], "Invalid value for '--objective'", 2),
+    (["--objective", "mlm", "--max-steps", "2", "--epochs", "1"], "either --max-steps or --epochs", 2),
+    (["--objective", "seq2seq", "--init", "minilm"], "minilm supports the mlm and clm", 2),
+    (["--objective", "mlm", "--init", "NOTADIR"], "no such directory", 2),
+])
+def test_bad_input_is_one_line(args, message, code, tmp_path, capsys):
+    args = [a.replace("NOTADIR", str(tmp_path / "nope")) for a in args]
+    got, _, err = run(capsys, "--dataset", "made-up", *args, "--out", str(tmp_path / "m"))
+    errors = [line for line in err.splitlines() if line.startswith("Error")]
+    assert got == code and len(errors) == 1 and message in errors[0] and "Traceback" not in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_init_that_is_not_a_model_or_has_the_wrong_architecture(tmp_path, tiny_seq2seq, capsys):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "readme.txt").write_text("not a model")
+    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "mlm", "--init", str(plain), "--out", str(tmp_path / "a"))
+    assert code == 2 and "not a model directory (no config.json)" in err
+    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "clm", "--init", str(tiny_seq2seq),
+                       "--out", str(tmp_path / "b"))
+    assert code == 2 and "cannot be trained with objective 'clm'; use --objective seq2seq" in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_unknown_dataset_and_existing_out(tmp_path, capsys):
+    code, _, err = run(capsys, "--dataset", "nope", "--objective", "mlm", "--out", str(tmp_path / "m"))
+    assert code == 2 and "unknown dataset 'nope'" in err
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "mlm", "--out", str(busy))
+    assert code == 2 and "already exists" in err and (busy / "keep.txt").read_text() == "mine"
+
+
+def test_failure_during_training_leaves_no_output(tmp_path, capsys, monkeypatch):
+    from mlmh import training
+
+    def broken_step(*args, **kwargs):
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(training, "evaluate", broken_step)  # after the training steps, before saving
+    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "clm", "--max-steps", "1", "--threads", "1",
+                       "--out", str(tmp_path / "m"))
+    assert code == 1 and "simulated crash" in err
+    assert list(tmp_path.iterdir()) == []
