@@ -86,12 +86,14 @@ def find_wordnet() -> str | None:
     return None
 
 
-def debian_files_present(source: Path = DEBIAN_DIR) -> bool:
+def debian_files_present(source: Path | None = None) -> bool:
+    source = source or DEBIAN_DIR
     return all((source / name).is_file() for name in DATABASE_FILES)
 
 
-def assemble_from_debian(source: Path = DEBIAN_DIR, data_dir: Path | None = None) -> Path:
+def assemble_from_debian(source: Path | None = None, data_dir: Path | None = None) -> Path:
     """Build ``<data_dir>/corpora/wordnet`` from the Debian WordNet files plus our ``lexnames``."""
+    source = source or DEBIAN_DIR
     data_dir = data_dir or nltk_data_dir()
     missing = [name for name in DATABASE_FILES if not (source / name).is_file()]
     if missing:
