@@ -187,6 +187,22 @@ class BaseAdapter:
             out.append(text)
         return out
 
+    @property
+    def pad_id(self) -> int:
+        return int(self.tokenizer.pad_token_id) if self.tokenizer.pad_token_id is not None else 0
+
+    def right_padded(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        """Right-padded ids and attention mask for ``sequences``, on the adapter's device."""
+        import torch
+
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, seq in enumerate(sequences):
+            ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
+            mask[row, : len(seq)] = 1
+        return ids.to(self.device), mask.to(self.device)
+
     def tokens_to_strings(self, ids: Sequence[int]) -> list[str]:
         return self.tokenizer.convert_ids_to_tokens(list(ids))
 
@@ -203,16 +219,7 @@ class MaskedLMAdapter(BaseAdapter):
 
     def batch(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         """Right-padded ids and attention mask for ``sequences``."""
-        import torch
-
-        width = max(len(s) for s in sequences)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
-            mask[row, : len(seq)] = 1
-        return ids.to(self.device), mask.to(self.device)
+        return self.right_padded(sequences)
 
     def logits(self, input_ids: Any, attention_mask: Any) -> Any:
         """(batch, length, vocab) float32 logits, banned ids suppressed; one forward pass."""
@@ -244,8 +251,7 @@ class _IncrementalAdapter(BaseAdapter):
         import torch
 
         width = max(len(c) for c in chunks)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        ids = torch.full((len(chunks), width), pad, dtype=torch.long)
+        ids = torch.full((len(chunks), width), self.pad_id, dtype=torch.long)
         new_mask = torch.zeros((len(chunks), width), dtype=torch.long)
         positions = torch.zeros((len(chunks), width), dtype=torch.long)
         for row, (chunk, done) in enumerate(zip(chunks, state.fed if state.use_cache else [0] * len(chunks))):
@@ -385,14 +391,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         """Run the encoder once over a right-padded batch; later decoder calls attend to it."""
         import torch
 
-        width = max(len(s) for s in sources)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        ids = torch.full((len(sources), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(sources), width), dtype=torch.long)
-        for row, seq in enumerate(sources):
-            ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
-            mask[row, : len(seq)] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
+        ids, mask = self.right_padded(sources)
         with torch.inference_mode():
             self._encoder_out = self.model.get_encoder()(input_ids=ids, attention_mask=mask)
         self._encoder_mask = mask

@@ -18,19 +18,9 @@ from mlmh.plugins.samplers_mlm import MaskedBatch
 from mlmh.registry import get_registry
 from mlmh.types import Document
 from mlmh.words import split_words
+from tiny_models import TEXTS as TINY_TEXTS
 
-TEXTS = [
-    "The cat sat on the mat and looked at the door.",
-    "A quick brown fox jumps over the lazy dog, again and again.",
-    "She walked to the market; he stayed home with the children.",
-    "Patient was given aspirin 81 mg by mouth daily for chest pain.",
-    "In the film, a detective hunts a thief across the old city at night.",
-    "I think that style matters more than plot, don't you?",
-    "They said the draft belongs on the rubbish tip of history.",
-    "Everything is very fast in football, and the crowd loves it.",
-    "Short.",
-    "",
-]
+TEXTS = [*TINY_TEXTS, "Short.", ""]
 DOCS = [Document(id=f"d{i}", text=t) for i, t in enumerate(TEXTS)]
 
 MLM_SAMPLERS = [
