@@ -34,6 +34,7 @@ CHECK_MODULES: list[str] = [
     "mlmh.training",
     "mlmh.wordnet",
     "mlmh.plugins.metrics_bertscore",
+    "mlmh.plugins.maskings",
 ]
 
 

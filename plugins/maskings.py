@@ -215,3 +215,32 @@ class SpanMasking(Masking):
 def register_maskings(register):
     for masking in (RandomMasking, StopwordMasking, PunctuationMasking, NerMasking, PosMasking, SpanMasking):
         register(masking())
+
+
+def _tagger_status() -> "Any":
+    """Doctor check: which offline tagger the pos and ner maskings will use."""
+    from mlmh.doctor import CheckResult
+
+    name = "pos/ner tagger"
+    if importlib.util.find_spec("spacy") is not None and spacy_pipeline() is not None:
+        return CheckResult(name, True, "spaCy English model installed: pos and ner maskings tag offline")
+    import nltk
+
+    for resource in ("averaged_perceptron_tagger_eng", "averaged_perceptron_tagger"):
+        try:
+            nltk.data.find(f"taggers/{resource}")
+            return CheckResult(name, True, "NLTK perceptron tagger for pos masking; ner masking uses dataset entity annotations")
+        except LookupError:
+            continue
+    # optional: everything else works without a tagger, so this is not a failure
+    return CheckResult(name, True, "no offline tagger: pos masking unavailable, ner masking uses dataset entity annotations "
+                       "(to add one: pip install spacy en_core_web_sm)")
+
+
+def _register_check() -> None:
+    from mlmh.doctor import check
+
+    check("pos/ner tagger")(_tagger_status)
+
+
+_register_check()
