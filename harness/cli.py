@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("mlmh.commands.eval:eval_command", "Run a preset's experiment: generate, score, downstream, report."),
     "report": ("mlmh.commands.report:report", "Rebuild report.md and plots of a run from its results.json."),
     "human": ("mlmh.commands.human:human", "Blinded human rating sheets: export, then import ratings."),
+    "bench": ("mlmh.commands.bench:bench", "Time samplers against bare model forward passes: overhead, speedup, batching."),
 }
 
 

@@ -1,0 +1,144 @@
+"""``mlmh bench``: generation speed of every sampler and the harness's own overhead, against bare models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mlmh.errors import SpecError
+
+
+def _int_list(value: str, option: str, *, minimum: int = 1) -> tuple[int, ...]:
+    try:
+        numbers = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise SpecError(f"{option} expects comma-separated integers, got {value!r}") from None
+    if not numbers or any(n < minimum for n in numbers):
+        raise SpecError(f"{option} expects integers >= {minimum}, got {value!r}")
+    return tuple(dict.fromkeys(numbers))
+
+
+def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise SpecError(f"{option}: unknown {', '.join(map(repr, unknown))} (valid: {', '.join(valid)})")
+    return names
+
+
+@click.command(name="bench")
+@click.option("--sizes", default="tiny", show_default=True, help="Model sizes (shapes of mlmh train): tiny, small, base.")
+@click.option("--lengths", default="64", show_default=True,
+              help="Document lengths in tokens; the middle half is masked. The speedup/crossover workload "
+                   "(256 tokens, 128 masked) is always added for mask-predict T=4 and clm-infill.")
+@click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes; batching compares the smallest and largest.")
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(5, None), help="Timed runs per figure (median); >= 5.")
+@click.option("--threads", default=0, type=click.IntRange(0, None), help="torch threads (0 = every core available).")
+@click.option("--samplers", "sampler_labels", default="", metavar="NAMES",
+              help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
+                   "left-to-right, gibbs, clm-infill, clm-infill-nocache, seq2seq-infill.")
+@click.option("--metrics", "metric_names", default="bleu,rouge,meteor,bertscore", show_default=True,
+              help="Metrics whose throughput (pairs/s) to measure; '' for none.")
+@click.option("--no-startup", is_flag=True, help="Skip the `mlmh --help` startup timing.")
+@click.option("--no-scaling", is_flag=True, help="Skip the eval scaling ratio (runs the runner 8 times).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Also write the JSON report to FILE.")
+def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampler_labels: str, metric_names: str,
+          no_startup: bool, no_scaling: bool, as_json: bool, out_path: str | None) -> None:
+    """Time every sampler against bare model forward passes doing the same work.
+
+    Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
+    `mlmh train` uses), pins torch threads, warms up once, and reports medians of --runs runs
+    (harness and bare runs interleaved): forward passes, tokens/s, latency at batch 1, samples/s
+    at the largest batch, peak memory; and the ratios overhead (goal <= 1.15), speedup (>= 6),
+    batching (>= 0.85), crossover, startup (<= 0.3 s), scaling (<= 2.2) and metric throughput.
+
+    The defaults (tiny, 64 tokens, batches 1,8,32, 5 runs) take about 5 minutes on 2 idle cores;
+    every extra length or size adds minutes (left-to-right and gibbs make one pass per token).
+
+    \b
+    Examples:
+      mlmh bench                                  # the default figures, as a table
+      mlmh bench --json --out bench.json          # one JSON object, also saved
+      mlmh bench --sizes tiny,small --lengths 32,128 --batch 1,32
+      mlmh bench --samplers one-shot,mask-predict-4,clm-infill --metrics '' --no-scaling
+    """
+    from mlmh.bench import BENCH_SIZES, METRIC_NAMES, SAMPLER_CASES, BenchOptions, available_cores, run_bench
+
+    keys = tuple(case.key for case in SAMPLER_CASES)
+    options = BenchOptions(
+        sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
+        lengths=_int_list(lengths, "--lengths", minimum=2),
+        batches=_int_list(batches, "--batch"),
+        runs=runs,
+        threads=threads or available_cores(),
+        samplers=_name_list(sampler_labels, "--samplers", keys) if sampler_labels else keys,
+        metrics=_name_list(metric_names, "--metrics", METRIC_NAMES),
+        startup=not no_startup,
+        scaling=not no_scaling,
+    )
+    if max(options.lengths) > 1022:
+        raise SpecError(f"--lengths: at most 1022 tokens, got {max(options.lengths)}")
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as bars:
+        task = bars.add_task("starting", total=None)
+        report = run_bench(options, progress=lambda what, done, total: bars.update(task, description=what,
+                                                                                    completed=done, total=total))
+    if out_path:
+        Path(out_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    render(report, Console())
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def render(report: dict[str, Any], console: Any) -> None:
+    """The human view: a sampler table per size, then the goals with pass/fail, then metric throughput."""
+    from rich.table import Table
+
+    for size, block in report["sizes"].items():
+        params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
+        table = Table(title=f"samplers [{size}: {params}] medians of {report['method']['timed_runs']} runs")
+        for column in ("sampler", "L", "batch", "passes", "bare passes", "harness s", "bare s", "overhead",
+                       "tokens/s", "samples/s", "peak MiB"):
+            table.add_column(column, justify="left" if column == "sampler" else "right")
+        for c in block["cells"]:
+            passes_style = "" if c["forward_passes"] == c["bare_forward_passes"] else "[yellow]"
+            table.add_row(c["sampler"], str(c["length"]), str(c["batch"]), f"{passes_style}{c['forward_passes']}",
+                          str(c["bare_forward_passes"]), _fmt(c["harness_seconds"]), _fmt(c["bare_seconds"]),
+                          _fmt(c["overhead"]), _fmt(c["tokens_per_s"]), _fmt(c["samples_per_s"]), _fmt(c["peak_mib"], 4))
+        console.print(table)
+    goals = Table(title="goals")
+    for column in ("figure", "value", "goal", "result", "detail"):
+        goals.add_column(column, justify="right" if column in ("value",) else "left")
+    for row in report["goals"]:
+        verdict = {True: "[green]pass", False: "[red]FAIL", None: "[dim]report"}[row["passed"]]
+        goals.add_row(row["name"], _fmt(row["value"]), row["goal"], verdict, row["detail"])
+    console.print(goals)
+    if report.get("metrics"):
+        metrics = Table(title="metric throughput")
+        for column in ("metric", "pairs", "seconds", "pairs/s", "note"):
+            metrics.add_column(column)
+        for name, m in report["metrics"].items():
+            metrics.add_row(name, _fmt(m.get("pairs")), _fmt(m.get("seconds")), _fmt(m.get("pairs_per_s")), m.get("error", ""))
+        console.print(metrics)
+    if "scaling" in report and "error" in report["scaling"]:
+        console.print(f"[red]scaling could not run: {report['scaling']['error']}")
+    machine = report["machine"]
+    console.print(f"[dim]{machine['threads']} threads on {machine['cores']} cores, load average "
+                  f"{machine['load_average_before'][0]:.1f} -> {machine['load_average_after'][0]:.1f}, "
+                  f"peak memory by {machine['peak_memory_method']}, {report['wall_seconds']:.0f} s in all")

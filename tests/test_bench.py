@@ -1,0 +1,239 @@
+"""Bookkeeping of ``mlmh bench``: forward-pass counts, ratio arithmetic, medians, JSON shape. No timings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from mlmh import bench
+from mlmh.bench import SAMPLER_CASES, BenchOptions
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread: tiny models gain nothing from two, and tests run in parallel (pytest -n 2)."""
+    with bench.pinned_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def bench_adapters(tmp_path_factory):
+    from mlmh.adapters import load_adapter
+
+    paths = bench.save_bench_models("tiny", tmp_path_factory.mktemp("bench-models"), window=64)
+    return {kind: load_adapter(kind, path) for kind, path in paths.items()}
+
+
+@pytest.fixture(scope="module")
+def vocabulary():
+    from mlmh.training import SIZES
+
+    return bench.bench_vocabulary(SIZES["tiny"].vocab_size)
+
+
+# -- arithmetic --------------------------------------------------------------------------------------
+
+
+def test_median_ignores_one_outlier_and_rejects_empty():
+    assert bench.median([1.0, 1.2, 50.0, 0.9, 1.1]) == 1.1
+    assert bench.median([2.0, 4.0]) == 3.0
+    with pytest.raises(ValueError):
+        bench.median([])
+
+
+def test_ratios():
+    assert bench.overhead_ratio(1.15, 1.0) == pytest.approx(1.15)
+    assert bench.overhead_ratio(1.0, 0.0) is None
+    assert bench.speedup_ratio(6.0, 0.5) == pytest.approx(12.0)
+    # harness: 1 s at batch 1, 8 s at batch 32 -> gain 4; bare: 0.5 s and 2 s -> gain 8; kept 4/8
+    assert bench.batching_ratio(1.0, 8.0, 0.5, 2.0, 1, 32) == pytest.approx(0.5)
+    assert bench.batching_ratio(1.0, 4.0, 1.0, 4.0, 1, 32) == pytest.approx(1.0)
+    assert bench.crossover_batch({1: 1.0, 8: 5.0, 32: 20.0}, {1: 3.0, 8: 6.0, 32: 7.0}) == 32
+    assert bench.crossover_batch({1: 4.0, 8: 5.0}, {1: 3.0, 8: 6.0}) == 1
+    assert bench.crossover_batch({1: 1.0}, {1: 3.0}) is None
+
+
+def test_goals_compare_in_the_right_direction():
+    assert bench.meets("overhead", 1.15) is True and bench.meets("overhead", 1.16) is False
+    assert bench.meets("speedup", 6.0) is True and bench.meets("speedup", 5.9) is False
+    assert bench.meets("batching", 0.84) is False
+    assert bench.meets("startup", 0.31) is False and bench.meets("scaling", 2.1) is True
+    assert bench.meets("crossover", 8) is None and bench.meets("overhead", None) is None
+
+
+def _cell(sampler, length, batch, harness, bare, rate=None, bare_rate=None):
+    return {"sampler": sampler, "length": length, "batch": batch, "harness_seconds": harness, "bare_seconds": bare,
+            "overhead": harness / bare, "samples_per_s": rate if rate is not None else batch / harness,
+            "bare_samples_per_s": bare_rate if bare_rate is not None else batch / bare, "masked_tokens": length // 2}
+
+
+def test_summaries_from_cells():
+    mp, clm = bench.MASKED_CASE, bench.CAUSAL_CASE
+    cells = [
+        _cell(mp, 16, 1, 0.2, 0.1), _cell(mp, 16, 4, 0.4, 0.2),
+        _cell(clm, 16, 1, 1.6, 1.5), _cell(clm, 16, 4, 1.0, 1.0),
+    ]
+    summary = bench.summarize_size(cells, [1, 4], speedup_length=16)
+    assert summary["speedup"]["value"] == pytest.approx(8.0)
+    assert summary["speedup"]["bare"] == pytest.approx(15.0)
+    assert summary["overhead"][mp]["median"] == pytest.approx(2.0)
+    assert summary["overhead"][clm]["worst"] == pytest.approx(1.6 / 1.5)
+    # mask-predict: harness gain 2, bare gain 2 -> 1.0; clm: harness gain 6.4, bare gain 6 -> 1.0667
+    assert summary["batching"]["by_sampler"][mp]["16"] == pytest.approx(1.0)
+    assert summary["batching"]["by_sampler"][clm]["16"] == pytest.approx(6.4 / 6.0)
+    # samples/s at batch 4: clm 4.0 > mask-predict 10.0? no; at batch 1 neither -> no crossover
+    assert summary["crossover"]["batch"] is None
+    report = {"sizes": {"tiny": {"ratios": bench.as_json_ready(summary)}}, "startup": {"seconds": 0.2},
+              "scaling": {"ratio": 2.5}}
+    rows = {row["name"]: row for row in bench.goal_rows(report)}
+    assert rows[f"overhead {mp} [tiny]"]["passed"] is False
+    assert rows["speedup clm-infill/mask-predict T=4 [tiny]"]["passed"] is True
+    assert rows["startup: mlmh --help (s)"]["passed"] is True
+    assert rows["scaling: eval 2x docs / 1x"]["passed"] is False
+
+
+def test_measure_interleaves_after_warmup_and_reports_median():
+    calls = []
+    timings = bench.measure_interleaved({"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2},
+                                        runs=3, warmup=1)
+    assert calls == ["a", "b"] + ["a", "b"] * 3
+    assert len(timings["a"].runs) == 3 and timings["a"].seconds == bench.median(timings["a"].runs)
+    assert timings["b"].result == 2
+    with pytest.raises(ValueError):
+        bench.measure(lambda: None, runs=0)
+
+
+def test_peak_memory_sees_a_fresh_allocation():
+    meter = bench.PeakMemory()
+    meter.start()
+    before = meter.peak_mib()
+    block = bytearray(64 * 1024 * 1024)
+    block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is resident
+    after = meter.peak_mib()
+    del block
+    if meter.method == "vmhwm-reset":
+        assert after - before >= 60
+    else:
+        assert after >= before >= 0
+
+
+# -- models and workloads --------------------------------------------------------------------------
+
+
+def test_bench_models_have_matched_parameter_counts(vocabulary):
+    import torch
+
+    tokenizer = bench.build_bench_tokenizer(len(vocabulary) + 5)
+    with torch.device("meta"):  # shapes only: no weights are initialised
+        counts = {kind: bench.parameter_count(bench.build_bench_model(kind, "small", tokenizer, window=300))
+                  for kind in ("mlm", "clm", "seq2seq")}
+    assert max(counts.values()) <= 1.10 * min(counts.values())
+
+
+def test_bench_items_are_one_token_per_word_with_the_middle_half_masked(bench_adapters, vocabulary):
+    items = bench.bench_items(20, 3, vocabulary, seed=1)
+    assert len(items) == 3 and len({item.words.text for item in items}) == 3
+    for item in items:
+        assert item.plan.word_indices == tuple(range(5, 15))
+        encoding = bench_adapters["mlm"].encode(item.words, item.plan)
+        assert len(encoding.ids) == 22 and len(encoding.masked) == 10
+    assert bench.bench_items(20, 3, vocabulary, seed=1)[2].words == items[2].words
+
+
+@pytest.mark.parametrize("case", SAMPLER_CASES, ids=lambda c: c.key)
+def test_forward_pass_counts_of_harness_and_bare_agree(case, bench_adapters, vocabulary):
+    from mlmh.registry import get_registry
+
+    sampler = get_registry().build("sampler", case.spec)
+    items = bench.bench_items(12, 2, vocabulary)
+    masked = 6
+    expected = bench.expected_forward_passes(sampler, masked)
+    cell = bench.measure_sampler(case, sampler, bench_adapters[case.kind], items, runs=1)
+    assert cell["bare_forward_passes"] == expected
+    assert cell["masked_tokens"] == masked and cell["batch"] == 2 and cell["length"] == 12
+    bare_fn, passes = bench.bare_work(sampler, bench_adapters[case.kind], items)
+    assert bare_fn() == passes == expected
+    from mlmh.generation import generate
+
+    for generation in generate(bench_adapters[case.kind], sampler, items, batch_size=2):
+        assert generation.forward_passes == expected  # the harness's own count, per item
+    if case.kind != "seq2seq":  # seq2seq decodes one row per cache (BART positions), so its batch count differs
+        assert cell["forward_passes"] == expected
+
+
+def test_expected_passes_follow_the_algorithms():
+    from mlmh.registry import get_registry
+
+    build = get_registry().build
+    assert bench.expected_forward_passes(build("sampler", "mask-predict:steps=10"), 64) == 10
+    assert bench.expected_forward_passes(build("sampler", "one-shot"), 64) == 1
+    assert bench.expected_forward_passes(build("sampler", "left-to-right"), 64) == 64
+    assert bench.expected_forward_passes(build("sampler", "gibbs"), 64) == 128
+    assert bench.expected_forward_passes(build("sampler", "gibbs:steps=10"), 64) == 64
+    assert bench.expected_forward_passes(build("sampler", "clm-infill"), 64) == 64
+    assert bench.expected_forward_passes(build("sampler", "seq2seq-infill"), 64) == 65
+
+
+# -- the whole report -------------------------------------------------------------------------------
+
+
+def test_run_bench_report_shape(tmp_path):
+    options = BenchOptions(lengths=(8,), batches=(1, 2), runs=1, threads=1,
+                           samplers=("one-shot", "mask-predict-4", "clm-infill"), metrics=("bleu",), metric_pairs=4,
+                           startup=False, scaling=False, speedup_length=12)
+    seen = []
+    report = bench.run_bench(options, progress=lambda what, done, total: seen.append((done, total)))
+    json.dumps(report)  # JSON-ready throughout
+    assert seen[-1][0] == seen[-1][1] == 3 * 2 + 2 * 2 + 1  # grid + speedup cells (2 samplers x 2 batches) + one metric
+    block = report["sizes"]["tiny"]
+    assert {c["sampler"] for c in block["cells"]} == {"one-shot", "mask-predict T=4", "clm-infill (KV cache)"}
+    assert {(c["length"], c["batch"]) for c in block["cells"] if c["sampler"] == "mask-predict T=4"} == {
+        (8, 1), (8, 2), (12, 1), (12, 2)}
+    for cell in block["cells"]:
+        assert cell["forward_passes"] == cell["bare_forward_passes"]
+        assert cell["overhead"] == pytest.approx(cell["harness_seconds"] / cell["bare_seconds"], rel=1e-4)
+    ratios = block["ratios"]
+    assert ratios["speedup"]["masked_tokens"] == 6 and ratios["speedup"]["value"] > 0
+    assert set(ratios["batching"]["by_sampler"]["mask-predict T=4"]) == {"8", "12"}
+    assert report["metrics"]["bleu"]["pairs"] == 4 and report["metrics"]["bleu"]["pairs_per_s"] > 0
+    names = [row["name"] for row in report["goals"]]
+    assert "speedup clm-infill/mask-predict T=4 [tiny]" in names and "crossover batch [tiny]" in names
+    assert report["method"]["timed_runs"] == 1 and report["machine"]["threads"] == 1
+
+    from io import StringIO
+
+    from rich.console import Console
+
+    from mlmh.commands.bench import render
+
+    out = StringIO()
+    render(report, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "goals" in text and "mask-predict T=4" in text and "metric throughput" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sizes", "huge"], "--sizes: unknown 'huge'"),
+    (["--batch", "0,8"], "--batch expects integers >= 1"),
+    (["--lengths", "x"], "--lengths expects comma-separated integers"),
+    (["--samplers", "beam"], "--samplers: unknown 'beam'"),
+    (["--lengths", "4000"], "at most 1022 tokens"),
+])
+def test_bad_options_are_one_line_usage_errors(args, message, capsys):
+    from mlmh.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["bench", *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_is_registered_and_help_has_examples():
+    from mlmh.cli import COMMANDS, cli
+
+    assert COMMANDS["bench"][0] == "mlmh.commands.bench:bench"
+    result = CliRunner().invoke(cli, ["bench", "--help"])
+    assert result.exit_code == 0 and "Examples:" in result.output and "5 minutes" in result.output
