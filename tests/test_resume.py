@@ -1,0 +1,87 @@
+"""Kill -9 a real `mlmh eval` subprocess mid-generation, resume it, and get the uninterrupted results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mlmh.runner import strip_timings
+
+DOCS = 10
+CONDITIONS = 4  # mlm x 2 maskings + clm x 2 maskings
+
+
+def preset(tmp_path, tiny_mlm, tiny_clm):
+    path = tmp_path / "resume.toml"
+    path.write_text(f'''
+dataset = "pan"
+models = ["hf-mlm:path={tiny_mlm}", "hf-clm:path={tiny_clm}"]
+maskings = ["random:ratio=0.5", "stopwords"]
+samplers = ["mask-predict:steps=10", "clm-infill"]
+metrics = ["bleu", "rouge"]
+tasks = ["authorship-verification"]
+limit = {DOCS}
+batch_size = 2
+''', encoding="utf-8")
+    return str(path)
+
+
+def eval_args(preset_path, out, *extra):
+    return [sys.executable, "-m", "mlmh", "eval", "--preset", preset_path, "--output-path", str(out), "--no-cache", *extra]
+
+
+def stored(db):
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def comparable(path):
+    results = json.loads(path.read_text(encoding="utf-8"))
+    return {**strip_timings(results), "run_id": None}
+
+
+@pytest.mark.slow
+def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_mlm, tiny_clm):
+    path = preset(tmp_path, tiny_mlm, tiny_clm)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}  # tiny models: one thread is fastest
+    reference = tmp_path / "reference"
+    subprocess.run(eval_args(path, reference), env=env, check=True, capture_output=True, timeout=600)
+
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen(eval_args(path, cut), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = cut / "samples.sqlite"
+    total = DOCS * CONDITIONS
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline and proc.poll() is None and stored(db) < 6:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    kept = stored(db)
+    assert 0 < kept < total, f"kill did not land mid-generation ({kept} of {total} samples stored)"
+    assert not (cut / "results.json").exists()
+
+    resumed = subprocess.run(eval_args(path, cut, "--resume"), env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert stored(db) == total
+    assert comparable(cut / "results.json") == comparable(reference / "results.json")
+
+
+def test_resume_without_an_interrupted_run_is_a_usage_error(tmp_path, tiny_mlm, tiny_clm):
+    path = preset(tmp_path, tiny_mlm, tiny_clm)
+    done = subprocess.run(eval_args(path, tmp_path / "none", "--resume"), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no interrupted run" in done.stderr
