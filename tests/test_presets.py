@@ -1,0 +1,132 @@
+"""Presets: the shipped files parse and validate; bad keys and values fail in one line naming file and key."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+
+from mlmh.cli import main
+from mlmh.config import from_table, resolve
+from mlmh.errors import SpecError
+
+SHIPPED = sorted(p.name[:-5] for p in resources.files("mlmh.presets").iterdir() if p.name.endswith(".toml"))
+
+
+def test_the_four_presets_ship():
+    assert {"pan", "mpst", "mimic", "quick"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_preset_resolves_against_the_real_registry(name):
+    config = resolve(name)  # builds every component: unknown names or parameters would raise
+    assert config.models and config.maskings and config.samplers
+    assert config.preset == name
+
+
+def test_pan_preset_covers_the_paper_grid():
+    config = resolve("pan")
+    assert {"random:ratio=0.15", "random:ratio=0.3", "random:ratio=0.5", "random:ratio=0.8", "stopwords",
+            "punctuation", "ner"} <= set(config.maskings)
+    assert {"one-shot", "mask-predict:steps=4", "mask-predict:steps=10", "gibbs", "clm-infill",
+            "seq2seq-infill"} <= set(config.samplers)
+    assert {"trained-mlm", "trained-clm", "trained-seq2seq"} == {m.split(":")[0] for m in config.models}
+
+
+def write(tmp_path, text, name="exp.toml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+GOOD = 'dataset = "pan"\nmodels = ["trained-mlm"]\nmaskings = ["random:ratio=0.3"]\nsamplers = ["one-shot"]\n'
+
+
+def test_unknown_key_names_the_key_and_the_file(tmp_path):
+    path = write(tmp_path, GOOD + "modles = []\n")
+    with pytest.raises(SpecError) as err:
+        resolve(path, validate=False)
+    message = str(err.value)
+    assert "modles" in message and path in message and "did you mean 'models'" in message
+
+
+@pytest.mark.parametrize("line, key", [
+    ("limit = -3", "limit"),
+    ("limit = 1.5", "limit"),
+    ('limit = "lots"', "limit"),
+    ('seeds = ["x"]', "seeds"),
+    ("seeds = []", "seeds"),
+    ("batch_size = 0", "batch_size"),
+    ('log_samples = "yes"', "log_samples"),
+    ("metrics = [3]", "metrics"),
+])
+def test_bad_values_name_the_key(tmp_path, line, key):
+    path = write(tmp_path, GOOD + line + "\n")
+    with pytest.raises(SpecError) as err:
+        resolve(path, validate=False)
+    assert f"'{key}'" in str(err.value) and path in str(err.value)
+
+
+def test_missing_required_keys(tmp_path):
+    with pytest.raises(SpecError, match="'dataset' is required"):
+        resolve(write(tmp_path, 'models = ["x"]\n'), validate=False)
+    with pytest.raises(SpecError, match="'samplers' must list"):
+        resolve(write(tmp_path, 'dataset = "pan"\nmodels = ["a"]\nmaskings = ["b"]\n'), validate=False)
+
+
+def test_invalid_toml_is_one_line(tmp_path):
+    path = write(tmp_path, "dataset = \n")
+    with pytest.raises(SpecError, match="invalid TOML"):
+        resolve(path)
+
+
+def test_unknown_component_and_bad_parameter_name_the_key(tmp_path):
+    with pytest.raises(SpecError, match=r"key 'samplers'.*mask-predikt"):
+        resolve(write(tmp_path, GOOD.replace('"one-shot"', '"mask-predikt"')))
+    with pytest.raises(SpecError, match=r"key 'maskings'.*ratio"):
+        resolve(write(tmp_path, GOOD.replace("ratio=0.3", "ratio=1.7")))
+
+
+def test_overrides_replace_preset_values():
+    config = resolve("pan", {"limit": "0.25", "seeds": [3, 4], "models": ["trained-mlm"], "tasks": [],
+                             "batch_size": 2, "data": "/tmp/x"})
+    assert config.limit == 0.25 and config.seeds == [3, 4] and config.models == ["trained-mlm"]
+    assert config.tasks == [] and config.batch_size == 2 and config.data == "/tmp/x"
+    assert resolve("pan", {"limit": "5"}).limit == 5
+
+
+def test_inline_tables_become_specs():
+    config = from_table({"dataset": "pan", "models": [{"name": "trained-mlm", "size": "tiny"}],
+                         "maskings": [{"name": "random", "ratio": 0.5}], "samplers": ["one-shot"]},
+                        name="t", source="t.toml")
+    assert config.models == ["trained-mlm:size=tiny"] and config.maskings == ["random:ratio=0.5"]
+
+
+def test_show_config_round_trips(tmp_path, capsys):
+    main(["eval", "--preset", "pan", "--limit", "7", "--show-config"])
+    text = capsys.readouterr().out
+    path = write(tmp_path, text, "shown.toml")
+    again = resolve(path)
+    assert again.limit == 7 and again.experiment() | {"preset": "pan"} == resolve("pan", {"limit": 7}).experiment()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--preset", "nope"], "unknown preset 'nope'"),
+    (["--preset", "pan", "--limit", "-1"], "'limit'"),
+    (["--preset", "pan", "--sampler", "gibs"], "gibs"),
+    (["--preset", "pan", "--batch-size", "0"], "'batch_size'"),
+])
+def test_cli_bad_input_exits_2_with_one_line(capsys, args, needle):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and "Traceback" not in err
+
+
+def test_cli_bad_preset_file_exits_2(tmp_path, capsys):
+    path = write(tmp_path, GOOD + "sed = 1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--preset", path])
+    assert exit_info.value.code == 2
+    assert "unknown key 'sed'" in capsys.readouterr().err
