@@ -103,13 +103,16 @@ async def test_unknown_model_leaves_no_sampler_and_refuses_to_run(specs):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         screen.query_one("#pg-model-1").value = "hf-clmm"
-        await pilot.pause()
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if not screen.query_one("#pg-sampler-1")._options[1:]:
+                break
         assert not screen.query_one("#pg-sampler-1")._options[1:]  # only the blank entry
         await pilot.press("ctrl+r")
         await pilot.pause()
         traces = list(screen.query(TraceView))
         assert all(t.generation is None for t in traces)
-        assert "model 2 'hf-clmm': no sampler can drive it" in str(traces[1].query_one(".token-view").render())
+        assert "model 2: unknown model 'hf-clmm'; did you mean 'hf-clm'?" in str(traces[1].query_one(".token-view").render())
 
 
 def _masking(name: str):

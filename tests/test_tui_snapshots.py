@@ -13,6 +13,7 @@ from test_tui_data import TOKENS_FINAL, mlm_generation, write_run
 from mlmh.events import Message, Progress, RunFinished, RunStarted, SampleGenerated, StageFinished, StageStarted
 from mlmh.tui import create_app
 from mlmh.tui.screens.run import RunEventPosted, RunEnded
+from mlmh.tui.widgets.progress_panel import ProgressPanel
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import Generation, Step
 
@@ -79,8 +80,11 @@ def test_run_snapshot(snap_compare):
         for event in events:
             screen.post_message(RunEventPosted(event))
         screen.post_message(RunEnded(None, "runs/fixture"))
-        await pilot.pause()
-        await pilot.pause()
+        panel = screen.query_one(ProgressPanel)
+        for _ in range(200):  # until every row has drawn its finished state
+            await pilot.pause(0.02)
+            if len(panel.rows) == 4 and all(row.has_class("done") for row in panel.rows.values()) and not screen.running:
+                break
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed_a_finished_run)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual.app import App
@@ -42,6 +43,7 @@ class MlmhApp(App):
         super().__init__()
         self.options = options or TuiOptions()
         self.adapters = AdapterCache()
+        self._job_events: list[threading.Event] = []
         from mlmh.tui.screens.playground import PlaygroundScreen
         from mlmh.tui.screens.results import ResultsScreen
         from mlmh.tui.screens.run import RunScreen
@@ -57,6 +59,18 @@ class MlmhApp(App):
             self.switch_mode("run")
         else:
             self.switch_mode("playground")
+
+    def job_event(self) -> threading.Event:
+        """A cancel event for one background job; set when the app closes, so no thread outlives it
+        (a model training on first use stops at its next step)."""
+        self._job_events = [event for event in self._job_events if not event.is_set()]
+        event = threading.Event()
+        self._job_events.append(event)
+        return event
+
+    def on_unmount(self) -> None:
+        for event in self._job_events:
+            event.set()
 
     def action_help(self) -> None:
         from mlmh.tui.screens.help import HelpScreen

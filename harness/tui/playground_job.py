@@ -68,8 +68,10 @@ def compatible_samplers(model_kind: str) -> list[str]:
     return [s.name for s in get_registry().all("sampler") if not s.model_kinds or model_kind in s.model_kinds]
 
 
-def load_model(spec: str, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], None]) -> Any:
-    """The adapter of model ``spec``; a model that trains on first use reports its steps as progress."""
+def load_model(spec: str, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], None],
+               cancel: threading.Event | None = None) -> Any:
+    """The adapter of model ``spec``; a model that trains on first use reports its steps as progress,
+    and a set ``cancel`` stops that training at its next step."""
     from mlmh.registry import get_registry
 
     with cache.lock:
@@ -78,9 +80,11 @@ def load_model(spec: str, dataset: str, cache: AdapterCache, emit: Callable[[Run
     model = get_registry().build("model", spec)
     stage = f"load {model.short_spec}"
     started = time.perf_counter()
-    emit(StageStarted(stage=stage, total=None, description=f"loading {model.short_spec}"))
+    emit(StageStarted(stage=stage, total=None, description=model.short_spec))
 
     def progress(info: dict[str, Any]) -> None:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(f"loading {model.short_spec} cancelled")
         emit(Progress(stage=stage, completed=int(info.get("step", 0)), total=info.get("total"), info=info))
 
     adapter = model.load(LoadContext(dataset=dataset, progress=progress))
@@ -114,7 +118,7 @@ def run_playground(
     for index, (side, sampler) in enumerate(zip(request.sides, samplers)):
         if cancel.is_set():
             raise Cancelled("playground run cancelled")
-        adapter = load_model(side.model, request.dataset, cache, emit)
+        adapter = load_model(side.model, request.dataset, cache, emit, cancel)
         if cancel.is_set():
             raise Cancelled("playground run cancelled")
         generation = generate(adapter, sampler, items)[0]

@@ -251,6 +251,10 @@ class PlaygroundScreen(Screen):
             sampler = self.query_one(f"#pg-sampler-{side}", Select).value
             if not model:
                 raise MlmhError(f"model {side + 1} is empty: type a model spec (e.g. trained-mlm)")
+            try:
+                model_kind_of(model)
+            except MlmhError as exc:
+                raise MlmhError(f"model {side + 1}: {exc}") from None
             if not isinstance(sampler, str):
                 raise MlmhError(f"model {side + 1} '{model}': no sampler can drive it (unknown model?)")
             sides.append(Side(model=model, sampler=sampler))
@@ -270,7 +274,7 @@ class PlaygroundScreen(Screen):
             return
         self.pause()
         self.cancel_event.set()
-        self.cancel_event = threading.Event()
+        self.cancel_event = self.app.job_event()  # type: ignore[attr-defined]
         for side, entry in enumerate(request.sides):
             trace = self.query_one(f"#pg-trace-{side}", TraceView)
             trace.title = short_model(entry.model)

@@ -131,6 +131,7 @@ class ResultsScreen(Screen):
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         self.show_condition(str(event.row_key.value))
         self.action_tab("tab-samples")
+        self.query_one("#res-sample-list", OptionList).focus()  # so left/right step the trace at once
 
     def show_condition(self, condition: str | None) -> None:
         self.condition = condition
@@ -156,6 +157,8 @@ class ResultsScreen(Screen):
             return
         sample = self.run_files.samples_of(self.condition)[int(event.option.id)]
         trace = self.query_one("#res-trace", TraceView)
+        if trace.generation is sample.generation:  # already shown (and maybe stepped back already)
+            return
         trace.title = sample.generation.model
         trace.load(sample.generation, at_end=True)
 

@@ -113,7 +113,7 @@ class RunScreen(Screen):
             return
         self.query_one("#run-progress", ProgressPanel).clear()
         self.query_one("#run-feed", RichLog).clear()
-        self.cancel_event = threading.Event()
+        self.cancel_event = self.app.job_event()  # type: ignore[attr-defined]
         self.running = True
         self.output_path = None
         self._set_buttons()

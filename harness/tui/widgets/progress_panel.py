@@ -13,7 +13,9 @@ from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
 def _info_text(info: dict) -> str:
     parts = []
     for key, value in info.items():
-        if isinstance(value, float):
+        if key == "stage":
+            parts.append(str(value))
+        elif isinstance(value, float):
             parts.append(f"{key} {value:.3g}")
         elif isinstance(value, (int, str)) and key not in ("step", "total"):
             parts.append(f"{key} {value}")
