@@ -118,7 +118,7 @@ class NerMasking(RatioMasking):
         if document.entities:
             ranges = [f for ent in document.entities for f in (ent.fragments or ((ent.start, ent.end),))]
             return _overlapping_words(words, list(ranges)), "entities from dataset annotations (no spaCy model installed)"
-        if document.meta.get("entities_annotated"):
+        if document.meta.get("entities_annotated") or document.meta.get("annotations"):  # annotated, no entity here
             return [], "entities from dataset annotations (none in this document)"
         raise MlmhError(
             f"masking 'ner' needs entity annotations or a spaCy model: document '{document.id}' has no entities "

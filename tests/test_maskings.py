@@ -134,3 +134,8 @@ def test_property_random_plan_is_a_sorted_sample_of_the_right_size(text, ratio, 
     assert len(plan.word_indices) == int(round(ratio * len(words)))
     assert all(0 <= i < len(words) for i in plan.word_indices)
     assert list(plan.word_indices) == sorted(set(plan.word_indices))
+
+
+def test_ner_on_an_annotated_document_without_entities_masks_nothing():
+    doc = Document(id="m1", text=TEXT, meta={"annotations": "m1.ann"})
+    assert mask("ner", document=doc)[1].word_indices == ()
