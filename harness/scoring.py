@@ -102,26 +102,51 @@ def read_pairs(pred: str | Path, ref: str | Path, *, field: str = DEFAULT_TEXT_F
     return predictions, references
 
 
+def _score_one(spec: str, predictions: Sequence[str], references: Sequence[str], seed: int) -> list[MetricResult]:
+    """One metric on plain pairs; module-level so worker processes can run it."""
+    from mlmh.components import ScoringItem
+    from mlmh.registry import get_registry
+
+    items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
+    return get_registry().build("metric", spec).score(items, seed=seed)
+
+
 def score_texts(
     specs: Sequence[str],
     predictions: Sequence[str],
     references: Sequence[str],
     *,
     seed: int = 0,
+    workers: int = 1,
     on_metric: Callable[[str], None] | None = None,
 ) -> list[MetricResult]:
-    """Every result of every metric spec on the prediction/reference pairs (built through the registry)."""
-    from mlmh.components import ScoringItem
+    """Every result of every metric spec on the prediction/reference pairs, in spec order.
+
+    With ``workers > 1`` the metrics run side by side in that many fresh (spawned) processes; each
+    metric is pure Python and CPU-bound, so this is what uses a second core. Results are identical.
+    """
     from mlmh.registry import get_registry
 
     registry = get_registry()
     metrics = [registry.build("metric", spec) for spec in specs]  # all specs checked before any work
-    items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
-    results: list[MetricResult] = []
-    for metric in metrics:
-        if on_metric:
-            on_metric(metric.short_spec)
-        results.extend(metric.score(items, seed=seed))
+    if workers <= 1 or len(metrics) < 2:
+        results: list[MetricResult] = []
+        for metric in metrics:
+            if on_metric:
+                on_metric(metric.short_spec)
+            results.extend(_score_one(metric.spec, predictions, references, seed))
+        return results
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # never fork a process that may hold torch threads
+    with ProcessPoolExecutor(max_workers=min(workers, len(metrics)), mp_context=context) as pool:
+        futures = [pool.submit(_score_one, m.spec, list(predictions), list(references), seed) for m in metrics]
+        results = []
+        for metric, future in zip(metrics, futures):
+            if on_metric:
+                on_metric(metric.short_spec)
+            results.extend(future.result())
     return results
 
 

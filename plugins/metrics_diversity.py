@@ -6,7 +6,6 @@ positions were generated, from the run's :class:`mlmh.types.Generation`).
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np

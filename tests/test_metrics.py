@@ -37,14 +37,20 @@ def run(spec, scoring_items, seed=0):
 
 
 @pytest.fixture(scope="session")
-def nltk_wordnet(tmp_path_factory):
+def wordnet_data(tmp_path_factory):
     """NLTK WordNet assembled once from Debian's files (CI installs wordnet-base, wordnet-sense-index)."""
     if not mlmh_wordnet.DEBIAN_DIR.is_dir():
         pytest.skip("/usr/share/wordnet is absent: apt-get install wordnet-base wordnet-sense-index")
     root = tmp_path_factory.mktemp("nltk_data")
     mlmh_wordnet.assemble_from_debian(data_dir=root)
     nltk.data.path.insert(0, str(root))
-    return nltk.corpus.reader.WordNetCorpusReader(str(root / "corpora" / "wordnet"), None)
+    return root
+
+
+@pytest.fixture(scope="session")
+def nltk_wordnet(wordnet_data):
+    """NLTK's own wordnet reader (not the one METEOR uses), to cross-check against."""
+    return mlmh_wordnet.verify_wordnet()
 
 
 def generation(original, outputs, steps=()):
@@ -84,7 +90,7 @@ def test_bleu_options_reach_sacrebleu():
     assert result.per_sample[0] == pytest.approx(floor.sentence_score(PREDS[0], [REFS[0]]).score, abs=1e-9)
 
 
-def test_identical_texts_score_the_maximum(nltk_wordnet):
+def test_identical_texts_score_the_maximum(wordnet_data):
     same = items(REFS, REFS)
     assert run("bleu", same)["bleu"].value == pytest.approx(100.0)
     for result in run("rouge", same).values():
@@ -163,6 +169,7 @@ def test_meteor_equals_nltk(nltk_wordnet):
     assert result.per_sample == pytest.approx(expected, abs=1e-9)
     assert result.value == pytest.approx(float(np.mean(expected)), abs=1e-9)
     assert "WordNet 3.0" in result.info["wordnet"]
+    assert mlmh_wordnet.wordnet_for_scoring() is not nltk_wordnet  # a different reader, same scores
 
 
 def test_meteor_without_wordnet_reports_and_the_others_go_on(monkeypatch, caplog):

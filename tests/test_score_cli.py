@@ -106,3 +106,13 @@ def test_score_help_has_examples(capsys):
         assert exc.code == 0
     out = capsys.readouterr().out
     assert "Examples:" in out and "--metric" in out
+
+
+def test_metrics_in_worker_processes_give_identical_results():
+    from mlmh.scoring import score_texts
+    from mlmh.types import to_dict
+
+    preds, refs = ["the cat sat on the mat", "a b c d e"], ["the cat sat on a mat", "a b c x e"]
+    alone = score_texts(["bleu", "rouge", "distinct-n:n=2"], preds, refs, seed=3, workers=1)
+    side_by_side = score_texts(["bleu", "rouge", "distinct-n:n=2"], preds, refs, seed=3, workers=2)
+    assert [to_dict(r) for r in side_by_side] == [to_dict(r) for r in alone]

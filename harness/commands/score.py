@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -14,13 +15,17 @@ import click
 @click.option("--ref", "ref_path", required=True, type=click.Path(dir_okay=False), help="References, paired line by line with --pred.")
 @click.option("--field", default="text", show_default=True, help="Text field of .jsonl/.ndjson files.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap confidence intervals.")
+@click.option("--workers", default=min(2, os.cpu_count() or 1), show_default=True, type=click.IntRange(min=1),
+              help="Processes scoring metrics side by side (1 = all in this process).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results (with per-sample values) as JSON.")
-def score(metric_values: tuple[str, ...], pred_path: str, ref_path: str, field: str, seed: int, as_json: bool) -> None:
+def score(
+    metric_values: tuple[str, ...], pred_path: str, ref_path: str, field: str, seed: int, workers: int, as_json: bool
+) -> None:
     """Score predictions against references with one or more metrics.
 
     Files hold one text a line (UTF-8, no empty lines); files ending in .jsonl or .ndjson hold one
     JSON object a line with the text under --field. Every metric reports its corpus value with a
-    seeded bootstrap 95% confidence interval.
+    seeded bootstrap 95% confidence interval. Metrics run side by side in --workers processes.
 
     \b
     Examples:
@@ -39,7 +44,7 @@ def score(metric_values: tuple[str, ...], pred_path: str, ref_path: str, field: 
     err = Console(stderr=True)
     with err.status("scoring...") as status:
         results = score_texts(
-            specs, predictions, references, seed=seed,
+            specs, predictions, references, seed=seed, workers=workers,
             on_metric=lambda name: status.update(f"scoring {name} on {len(predictions)} pairs..."),
         )
     if as_json:
