@@ -44,8 +44,11 @@ class PrefixInfill(Sampler):
         for group in groups:
             if group:
                 self._fill(adapter, group, encodings, sequences, generators, trace, counters, use_cache)
-        info = {"use_cache": use_cache, "prefills": {items[n].doc_id: len(encodings[n].spans()) for n in active}}
-        return build_generations(adapter, self.spec, items, encodings, sequences, trace, counters, started, info)
+        generations = build_generations(adapter, self.spec, items, encodings, sequences, trace, counters, started,
+                                        {"use_cache": use_cache})
+        for generation, encoding in zip(generations, encodings):
+            generation.info["prefills"] = len(encoding.spans())  # one per masked span
+        return generations
 
     def _fill(self, adapter: Any, group: list[int], encodings: Sequence[Any], sequences: list[list[int]],
               generators: list[Any], trace: TraceRecorder, counters: ItemCounters, use_cache: bool) -> None:
