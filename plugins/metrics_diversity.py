@@ -213,6 +213,7 @@ class DistinctMetric(Metric):
         info = base_info(
             self, "mlmh", None, n=n, tokenizer="mlmh.words.split_words",
             aggregation="corpus: unique n-grams of all generations / all n-grams", **method_info("resample", seed=seed),
+            ci_note="resamples repeat generations, which repeats their n-grams: the CI leans low",
         )
         return [MetricResult(f"distinct-{n}", value, True, per_sample, low, high, info)]
 
