@@ -360,3 +360,9 @@ def test_metric_throughput_measures_pairs_per_second():
 
     row = metric_throughput("bleu", n_pairs=20, words=30)
     assert row["metric"] == "bleu" and row["pairs"] == 20 and row["pairs_per_second"] > 0 and row["cpu_seconds"] >= 0
+
+
+def test_no_samples_give_no_value_not_a_crash():
+    for spec in ("bleu", "rouge", "seq-rep-n", "distinct-n", "self-bleu", "stutter"):
+        for result in run(spec, []).values():
+            assert result.value is None
