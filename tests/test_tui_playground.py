@@ -37,7 +37,7 @@ async def wait_for_traces(pilot, screen: PlaygroundScreen, timeout: float = 60.0
     raise AssertionError(f"no generations within {timeout}s: {[t.status for t in traces]}")
 
 
-async def test_playground_runs_mlm_and_clm_on_the_same_masked_input(specs):
+async def test_playground_runs_mlm_and_clm_on_the_same_masked_input_and_steps_through(specs):
     app = create_app(models=specs, text=TEXT)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
@@ -51,14 +51,8 @@ async def test_playground_runs_mlm_and_clm_on_the_same_masked_input(specs):
         for trace in traces:
             assert trace.frames and trace.frames[0].masked
             assert "passes" in str(trace.query_one(".trace-stats").render())
-        assert MASK_GLYPH in str(traces[0].query_one(".token-view").render()) or traces[0].index > 0
 
-
-async def test_step_back_and_forward_play_pause_and_speed(specs):
-    app = create_app(models=specs, text=TEXT)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
-        traces = await wait_for_traces(pilot, screen)
+        # stepping through both traces together
         await pilot.press("end")
         assert not screen.playing and all(t.at_end for t in traces)
         last = [t.index for t in traces]
@@ -74,8 +68,11 @@ async def test_step_back_and_forward_play_pause_and_speed(specs):
         assert screen.speed_index == speed + 1
         await pilot.press("minus", "minus")
         assert screen.speed_index == speed - 1
+        before = [t.index for t in traces]
         await pilot.press("space")
         assert screen.playing
+        await pilot.pause(1.5)  # 2 steps/s: the animation moves on by itself
+        assert [t.index for t in traces] != before
         await pilot.press("space")
         assert not screen.playing
 
@@ -162,3 +159,34 @@ def test_example_excerpt_ends_at_a_sentence():
     assert excerpt.endswith("here.") and len(excerpt) <= 100
     assert example_excerpt("short  text\n") == "short text"
     assert example_excerpt("x" * 300, limit=100) == "x" * 100
+
+
+async def test_a_third_party_masking_is_offered_and_used(specs):
+    """The example plugin registers 'every-nth' through the public hooks; the playground lists and runs it."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.registry import reset
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "mlmh-example-plugin"))
+    try:
+        plugin = importlib.import_module("mlmh_example_plugin")
+    finally:
+        sys.path.pop(0)
+    get_plugin_manager().register(plugin, name="mlmh-example-plugin")
+    reset()
+    app = create_app(models=specs, text=TEXT, autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        masking = screen.query_one("#pg-masking")
+        assert "every-nth" in [value for _, value in masking._options]
+        masking.value = "every-nth"
+        await pilot.pause()
+        assert screen.query_one("#pg-ratio").disabled  # every-nth has no ratio parameter
+        await pilot.press("ctrl+r")
+        traces = await wait_for_traces(pilot, screen)
+        assert traces[0].generation.masking.startswith("every-nth")
+        # 16 words (the comma and the full stop are words): every third from the first
+        assert traces[0].generation.masked_words == [0, 3, 6, 9, 12, 15]

@@ -16,7 +16,9 @@ def tui(preset: str | None, run_dir: str | None, models: tuple[str, ...], text: 
     progress, and compare results.
 
     Keys: q quits, ? lists the keys of the current screen, F1/F2/F3 switch between playground, run and
-    results. In the playground: space plays/pauses, left/right step, +/- change the speed, m draws a new mask.
+    results. In the playground: ctrl+r runs, space plays/pauses, left/right step, +/- change the speed,
+    m draws a new mask, esc cancels. The default models train on the PAN sample the first time (a few
+    minutes, with a progress bar) and are cached for every later start.
 
     \b
     Examples:
