@@ -156,9 +156,7 @@ class Timing:
     runs: list[float]
     peak_mib: float
     result: Any = field(default=None, repr=False, compare=False)  # what the last run returned
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"seconds": self.seconds, "runs": self.runs, "peak_mib": self.peak_mib}
+    cpu_seconds: float = 0.0  # median process CPU time (all threads): robust to other processes' load
 
 
 def measure_interleaved(functions: dict[str, Callable[[], Any]], *, runs: int = 5, warmup: int = 1,
@@ -171,16 +169,19 @@ def measure_interleaved(functions: dict[str, Callable[[], Any]], *, runs: int = 
         for _ in range(warmup):
             fn()
     seconds: dict[str, list[float]] = {name: [] for name in functions}
+    cpu: dict[str, list[float]] = {name: [] for name in functions}
     peaks: dict[str, float] = {name: 0.0 for name in functions}
     results: dict[str, Any] = {}
     for _ in range(runs):
         for name, fn in functions.items():
             memory.start()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             results[name] = fn()
             seconds[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - cpu_start)
             peaks[name] = max(peaks[name], memory.peak_mib())
-    return {name: Timing(median(seconds[name]), seconds[name], peaks[name], results.get(name)) for name in functions}
+    return {name: Timing(median(seconds[name]), seconds[name], peaks[name], results.get(name), median(cpu[name]))
+            for name in functions}
 
 
 def measure(fn: Callable[[], Any], *, runs: int = 5, warmup: int = 1, memory: PeakMemory | None = None) -> Timing:
@@ -506,6 +507,9 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "harness_seconds": harness_t.seconds,
         "bare_seconds": bare_t.seconds,
         "overhead": overhead_ratio(harness_t.seconds, bare_t.seconds),
+        "harness_cpu_seconds": harness_t.cpu_seconds,
+        "bare_cpu_seconds": bare_t.cpu_seconds,
+        "overhead_cpu": overhead_ratio(harness_t.cpu_seconds, bare_t.cpu_seconds),
         "forward_passes": harness_passes,
         "bare_forward_passes": bare_passes,
         "tokens_per_s": generated / harness_t.seconds,
@@ -669,8 +673,10 @@ def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for label in dict.fromkeys(c["sampler"] for c in cells):
         values = [c["overhead"] for c in cells if c["sampler"] == label and c["overhead"] is not None]
+        cpu = [c["overhead_cpu"] for c in cells if c["sampler"] == label and c.get("overhead_cpu") is not None]
         if values:
-            out[label] = {"median": median(values), "worst": max(values), "cells": len(values)}
+            out[label] = {"median": median(values), "worst": max(values), "cells": len(values),
+                          "median_cpu": median(cpu) if cpu else None}
     return out
 
 
@@ -738,7 +744,8 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     for size, block in report.get("sizes", {}).items():
         ratios = block["ratios"]
         for label, over in ratios["overhead"].items():
-            add("overhead", f"overhead {label} [{size}]", over["median"], f"worst cell {over['worst']:.3g}")
+            cpu = f", CPU-time ratio {over['median_cpu']:.3g}" if over.get("median_cpu") else ""
+            add("overhead", f"overhead {label} [{size}]", over["median"], f"worst cell {over['worst']:.3g}{cpu}")
         add("speedup", f"speedup clm-infill/mask-predict T=4 [{size}]", ratios["speedup"]["value"],
             f"bare models {ratios['speedup']['bare']:.3g}" if ratios["speedup"]["bare"] else "")
         batching = ratios["batching"]
@@ -865,3 +872,34 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
     report["wall_seconds"] = round(time.perf_counter() - started, 2)
     report["goals"] = as_json_ready(goal_rows(report))
     return report
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown tables (docs/PERFORMANCE.md keeps the latest real run in this form)."""
+    def fmt(value: Any) -> str:
+        return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    lines: list[str] = []
+    machine = report["machine"]
+    lines.append(f"{machine['threads']} torch threads on {machine['cores']} cores, torch {machine['torch']}; load average "
+                 f"{machine['load_average_before'][0]:.1f} before, {machine['load_average_after'][0]:.1f} after; "
+                 f"{report['method']['timed_runs']} timed runs after 1 warm-up; whole bench {report['wall_seconds']:.0f} s.")
+    lines += ["", "| figure | value | goal | result | detail |", "|---|---:|---|---|---|"]
+    for row in report["goals"]:
+        verdict = {True: "pass", False: "**FAIL**", None: "report"}[row["passed"]]
+        lines.append(f"| {row['name']} | {fmt(row['value'])} | {row['goal']} | {verdict} | {row['detail']} |")
+    for size, block in report["sizes"].items():
+        params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
+        lines += ["", f"Samplers, size {size} ({params} parameters):", "",
+                  "| sampler | L | batch | passes (harness/bare) | harness s | bare s | overhead | CPU overhead | tokens/s | samples/s | peak MiB |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for c in block["cells"]:
+            lines.append(f"| {c['sampler']} | {c['length']} | {c['batch']} | {c['forward_passes']}/{c['bare_forward_passes']} | "
+                         f"{fmt(c['harness_seconds'])} | {fmt(c['bare_seconds'])} | {fmt(c['overhead'])} | "
+                         f"{fmt(c.get('overhead_cpu'))} | {fmt(c['tokens_per_s'])} | {fmt(c['samples_per_s'])} | {fmt(c['peak_mib'])} |")
+    if report.get("metrics"):
+        lines += ["", "| metric | pairs | seconds | pairs/s |", "|---|---:|---:|---:|"]
+        for name, m in report["metrics"].items():
+            lines.append(f"| {name} | {fmt(m.get('pairs'))} | {fmt(m.get('seconds'))} | {fmt(m.get('pairs_per_s'))} |"
+                         + (f" {m['error']}" if m.get("error") else ""))
+    return "\n".join(lines) + "\n"
