@@ -222,38 +222,66 @@ class DistinctMetric(Metric):
 
 
 class SelfBleuMetric(Metric):
-    """Self-BLEU: each generation scored against the others (Zhu et al. 2018, Texygen); lower = more diverse."""
+    """Self-BLEU: each generation scored against all the others (Zhu et al. 2018, Texygen); lower = more diverse."""
 
     name = "self-bleu"
-    description = "sacrebleu sentence BLEU of each generation against the other generations (lower = more diverse)"
+    description = "sacrebleu sentence BLEU of each generation against all other generations (lower = more diverse)"
     higher_is_better = False
-    parameters = (
-        Param("max_references", int, 200, "compare with at most this many other generations (seeded choice); 0 = all", min=0),
-        SPANS_ONLY,
-    )
+    parameters = (SPANS_ONLY,)
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
         from sacrebleu.metrics import BLEU
 
         preds, _ = texts(items, self.params["spans_only"])
         bleu = BLEU(effective_order=True)
-        limit = self.params["max_references"]
-        rng = np.random.default_rng(seed)
-        per_sample: list[float | None] = []
-        for i, pred in enumerate(preds):
-            others = [j for j in range(len(preds)) if j != i]
-            if limit and len(others) > limit:
-                others = sorted(rng.choice(others, size=limit, replace=False).tolist())
-            if not others:
-                per_sample.append(None)
-                continue
-            per_sample.append(bleu.sentence_score(pred, [preds[j] for j in others]).score)
+        per_sample = leave_one_out_bleu(bleu, preds)
+        if len(preds) > 1:
+            bleu.sentence_score(preds[0], preds[1:])  # the direct call once: records nrefs for the signature
         info = base_info(
-            self, "sacrebleu.metrics.BLEU.sentence_score", "sacrebleu",
-            signature=str(bleu.get_signature()) if preds[1:] else "", max_references=limit,
+            self, "sacrebleu BLEU sentence statistics, each generation vs all others", "sacrebleu",
+            signature=str(bleu.get_signature()) if len(preds) > 1 else "",
             tokenizer="sacrebleu 13a",
         )
         return [mean_result("self-bleu", per_sample, higher_is_better=False, seed=seed, info=info)]
+
+
+def leave_one_out_bleu(bleu: Any, texts_: Sequence[str]) -> list[float | None]:
+    """``bleu.sentence_score(texts_[i], all other texts)`` for every i, in O(total n-grams).
+
+    sacrebleu clips each hypothesis n-gram by its largest count in any reference. Keeping, per n-gram,
+    the largest count, which text holds it, and the second largest gives that maximum over "all but
+    i" without rebuilding n-gram tables for every i (n times faster; equal to the direct call).
+    """
+    from sacrebleu.metrics.helpers import extract_all_word_ngrams
+
+    if len(texts_) < 2:
+        return [None] * len(texts_)
+    order = bleu.max_ngram_order
+    segments = [bleu._preprocess_segment(t) for t in texts_]
+    counts = [extract_all_word_ngrams(segment, 1, order) for segment in segments]
+    best: dict[tuple[str, ...], list[int]] = {}  # n-gram -> [top count, its text, second count]
+    for owner, (counter, _) in enumerate(counts):
+        for gram, count in counter.items():
+            entry = best.get(gram)
+            if entry is None:
+                best[gram] = [count, owner, 0]
+            elif count > entry[0]:
+                entry[2], entry[0], entry[1] = entry[0], count, owner
+            elif count > entry[2]:
+                entry[2] = count
+    lengths = [length for _, length in counts]
+    scores: list[float | None] = []
+    for i, (counter, _) in enumerate(counts):
+        reference_max = {}
+        for gram in counter:
+            top, owner, second = best[gram]
+            other = second if owner == i else top
+            if other:
+                reference_max[gram] = other
+        reference_info = {"ref_ngrams": reference_max, "ref_lens": lengths[:i] + lengths[i + 1 :]}
+        stats = bleu._compute_segment_statistics(segments[i], reference_info)
+        scores.append(bleu._compute_score_from_stats(stats).score)
+    return scores
 
 
 # -- novelty ------------------------------------------------------------------------------------

@@ -366,3 +366,14 @@ def test_no_samples_give_no_value_not_a_crash():
     for spec in ("bleu", "rouge", "seq-rep-n", "distinct-n", "self-bleu", "stutter"):
         for result in run(spec, []).values():
             assert result.value is None
+
+
+def test_self_bleu_leave_one_out_handles_repeated_texts():
+    from sacrebleu.metrics import BLEU
+
+    preds = ["a b c d e f", "a b c d e f", "a a a b b b c", "x y z a b", "c d e f g h a b", "a b c d e f"]
+    result = run("self-bleu", items(preds, ["r"] * len(preds)))["self-bleu"]
+    bleu = BLEU(effective_order=True)
+    expected = [bleu.sentence_score(p, [q for j, q in enumerate(preds) if j != i]).score for i, p in enumerate(preds)]
+    assert result.per_sample == pytest.approx(expected, abs=1e-9)
+    assert result.per_sample[0] == pytest.approx(100.0)  # an exact copy exists among the others
