@@ -70,7 +70,7 @@ class SizeSpec:
 
 SIZES: dict[str, SizeSpec] = {
     "tiny": SizeSpec(hidden=128, layers=2, heads=2, ffn=512, encoder_layers=1, decoder_layers=1,
-                     seq_len=128, batch_size=16, vocab_size=6000, steps=600, learning_rate=1e-3),
+                     seq_len=128, batch_size=16, vocab_size=6000, steps=1200, learning_rate=1e-3),
     "small": SizeSpec(hidden=256, layers=4, heads=4, ffn=1024, encoder_layers=3, decoder_layers=1,
                       seq_len=256, batch_size=16, vocab_size=12000, steps=3000, learning_rate=5e-4),
     "base": SizeSpec(hidden=512, layers=6, heads=8, ffn=2048, encoder_layers=3, decoder_layers=2,
@@ -365,7 +365,8 @@ def infill_spans(n: int, ratio: float, rng: "np.random.Generator", mean_span: fl
     """BART text-infilling spans ``(start, length)`` over ``n`` tokens (Lewis et al. 2020, sec. 2.2).
 
     Lengths are Poisson(``mean_span``); spans never touch, so each becomes exactly one [MASK];
-    0-length spans insert a [MASK]. Stops once ``round(ratio * n)`` tokens are hidden.
+    0-length spans insert a [MASK], but never more spans than hidden tokens, so the corrupted source
+    is never longer than the block. Stops once ``round(ratio * n)`` tokens are hidden.
     """
     budget = int(round(ratio * n))
     taken = [False] * (n + 1)  # position n is "after the last token" (for insertions at the end)
@@ -374,6 +375,8 @@ def infill_spans(n: int, ratio: float, rng: "np.random.Generator", mean_span: fl
     while hidden < budget and attempts < 10 * n + 10:
         attempts += 1
         length = min(int(rng.poisson(mean_span)), budget - hidden)
+        if length == 0 and len(spans) + 1 > hidden:
+            continue  # one more insertion would make the source longer than the block (the model window)
         start = int(rng.integers(0, n - length + 1))
         lo, hi = max(0, start - 1), min(n, start + length)  # the span plus one free token on each side
         if any(taken[lo:hi + 1]):
@@ -427,6 +430,7 @@ class BatchMaker:
                 tokenizer, mlm=True, mlm_probability=ratio, seed=seed,
                 mask_replace_prob=1.0 if mask_only else 0.8, random_replace_prob=0.0 if mask_only else 0.1,
             )
+            self.collator.create_rng()  # its own seeded generator (torch_call would make it lazily)
         self.mask_id = tokenizer.mask_token_id
 
     def __call__(self, rows: Sequence[Sequence[int]]) -> dict[str, "torch.Tensor"]:

@@ -91,11 +91,12 @@ def test_mlm_masks_fifteen_percent_eighty_ten_ten():
     assert 0.77 < replaced / chosen < 0.83 and 0.08 < kept / chosen < 0.13
 
 
-@pytest.mark.parametrize("n", [1, 5, 20, 126])
+@pytest.mark.parametrize("n", [1, 5, 20, 126, *range(30, 40)])
 def test_infill_spans_hide_the_budget_with_separated_spans(n):
     rng = np.random.default_rng(n)
     spans = infill_spans(n, 0.15, rng)
     assert sum(length for _, length in spans) == round(0.15 * n)
+    assert len(spans) <= sum(length for _, length in spans)  # so the source is never longer than the block
     ends = [(s, s + max(length, 1)) for s, length in spans]
     for (s1, e1), (s2, _) in zip(ends, ends[1:]):
         assert s2 > e1  # at least one visible token between spans: one [MASK] per span
@@ -105,6 +106,8 @@ def test_infill_example_replaces_each_span_by_one_mask():
     tok, blocks = _blocks(4)
     rng = np.random.default_rng(0)
     block = blocks.ids[0]
+    for _ in range(200):  # corrupted sources always fit the window the blocks were cut for
+        assert len(infill_example(block, blocks, tok.mask_token_id, 0.15, rng)[0]) <= len(block)
     source, hidden = infill_example(block, blocks, tok.mask_token_id, 0.3, rng)
     assert source[0] == block[0] and source[-1] == block[-1]
     visible = [t for t, h in zip(block, hidden) if not h]
@@ -169,3 +172,20 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
     head = model.cls.predictions.decoder.weight
     assert head.data_ptr() == model.bert.embeddings.word_embeddings.weight.data_ptr()  # tied head
     assert tokenizer.mask_token == "[MASK]"
+
+
+def test_epochs_set_the_number_of_steps_from_the_data(tmp_path):
+    card = train(TEXTS, micro("clm", max_steps=0, epochs=0.5), tmp_path, threads=1)
+    assert card["steps"] == -(-card["train_blocks"] // (2 * MICRO["batch_size"]))
+    assert card["tokens_seen"] <= card["train_blocks"] * MICRO["seq_len"] / 2 + MICRO["batch_size"] * MICRO["seq_len"]
+
+
+def test_mlm_masks_come_from_the_seed_not_the_global_rng():
+    import torch
+
+    tok, blocks = _blocks(8)
+    first = BatchMaker("mlm", tok, blocks, ratio=0.15, seed=3, mask_only=True)(blocks.ids)
+    torch.rand(100)  # disturb the global generator
+    second = BatchMaker("mlm", tok, blocks, ratio=0.15, seed=3, mask_only=True)(blocks.ids)
+    assert torch.equal(first["input_ids"], second["input_ids"]) and torch.equal(first["labels"], second["labels"])
+    assert (first["input_ids"][first["labels"] != -100] == tok.mask_token_id).all()  # evaluation: all [MASK]
