@@ -9,6 +9,16 @@ import pytest
 from tiny_models import build_tiny_model
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """pytest -n 2 runs two workers on two cores: one torch thread each avoids oversubscription,
+    which makes tiny models many times slower."""
+    import torch
+
+    torch.set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own cache dir and no network; plugin state is reset around it."""
