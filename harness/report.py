@@ -182,11 +182,14 @@ def ratio_series(results: dict[str, Any]) -> dict[str, dict[tuple[str, str], lis
 
 
 def correlation_findings(results: dict[str, Any]) -> list[str]:
-    """One line per main quality metric and downstream score: rho, CI and the verdict in words."""
+    """One line per main quality metric and task (its first score; the table has them all): rho, CI, verdict."""
     main = set(main_metrics(results))
+    first_score: dict[str, str] = {}
+    for item in results.get("correlations", []):
+        first_score.setdefault(item.get("task"), item.get("score"))
     lines = []
     for item in results.get("correlations", []):
-        if item.get("metric") in main:
+        if item.get("metric") in main and first_score.get(item.get("task")) == item.get("score"):
             lines.append(f"{item['metric']} vs {item.get('task')} {item.get('score')}: {item.get('summary', '')}")
     return lines
 

@@ -97,6 +97,8 @@ def print_summary(results: dict[str, Any], out: Any) -> None:
     from mlmh.report import best_conditions, format_score, higher_is_better, main_metrics
 
     console = Console()
+    if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
+        console = Console(width=200)
     metrics = main_metrics(results)
     table = Table(title=f"{results['config']['preset']}: {results['n_samples']} documents per condition "
                         "(best per column in bold, 95% CI in brackets)")
