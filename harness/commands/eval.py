@@ -46,7 +46,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     from mlmh.config import resolve
     from mlmh.errors import SpecError
     from mlmh.registry import get_registry
-    from mlmh.runner import default_output_path, latest_run, run_experiment
+    from mlmh.runner import RunCancelled, default_output_path, latest_run, run_experiment
 
     if not preset:
         names = ", ".join(get_registry().names("preset"))
@@ -76,8 +76,8 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         try:
             results = run_experiment(config, listener, output_path=out, resume=resume, use_cache=not no_cache)
         except KeyboardInterrupt:
-            raise SpecError(f"interrupted; finished batches are cached. Continue with: mlmh eval --preset {preset} "
-                            f"--resume --output-path {out}") from None
+            raise RunCancelled(f"interrupted; finished batches are cached. Continue with: mlmh eval --preset {preset} "
+                               f"--resume --output-path {out}") from None
     print_summary(results, out)
 
 
