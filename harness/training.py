@@ -13,6 +13,10 @@ number of training tokens.
 - seq2seq: BART (``BartForConditionalGeneration``) text infilling (Lewis et al. 2020): spans with
   Poisson(3) lengths, each replaced by one [MASK] (0-length spans insert one), until 15% of the
   tokens are hidden; the decoder reconstructs the whole block.
+
+``--init minilm`` starts from the pretrained MiniLM-L6 encoder (22M parameters, uncased vocabulary):
+one 16x128 training step costs about 9.5 s of CPU time (roughly 5 s wall on 2 idle cores), against
+well under a second for the ``tiny`` models.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ CARD_ROWS = (
               help="Matched sizes: tiny ~1.2M, small ~6M, base ~27M parameters (with a full vocabulary).")
 @click.option("--init", default="", metavar="CHECKPOINT",
               help="Continue pretraining a saved model directory (keeps its tokenizer), or 'minilm' for the "
-                   "bundled pretrained MiniLM-L6 encoder with a fresh MLM head (mlm) or as a causal decoder (clm).")
+                   "bundled pretrained MiniLM-L6 encoder with a fresh MLM head (mlm) or as a causal decoder (clm); "
+                   "MiniLM (22M parameters) costs about 5 s of CPU per 16x128 step on 2 cores.")
 @click.option("--max-steps", type=int, default=0, help="Training steps (default: the size's default).")
 @click.option("--epochs", type=float, default=None, help="Train for this many passes over the data instead.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of weights, data order and masking.")
