@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("mlmh.commands.report:report", "Rebuild report.md and plots of a run from its results.json."),
     "human": ("mlmh.commands.human:human", "Blinded human rating sheets: export, then import ratings."),
     "bench": ("mlmh.commands.bench:bench", "Time samplers against bare model forward passes: overhead, speedup, batching."),
+    "tui": ("mlmh.commands.tui:tui", "Terminal UI: watch refinement step by step, run presets, compare results."),
 }
 
 
