@@ -116,3 +116,14 @@ def test_confidence_colour_goes_from_red_to_green():
     assert confidence_color(0.0) == "rgb(220,60,60)"
     assert confidence_color(1.0) == "rgb(40,220,60)"
     assert confidence_color(2.0) == confidence_color(1.0)
+
+
+def test_labels_shorten_paths_and_numbers():
+    from mlmh.tui.labels import number, short_condition, short_spec
+
+    assert short_spec("hf-mlm:path=/home/me/models/runs/bert-base,revision=main") == "hf-mlm:path=…/runs/bert-base,revision=main"
+    assert short_spec("hf-mlm:/home/me/models/runs/bert-base") == "hf-mlm:…/runs/bert-base"
+    assert short_spec("random:ratio=0.3") == "random:ratio=0.3"
+    assert short_condition("hf-clm:path=/a/very/long/path/to/the/gpt | stopwords | clm-infill | seed=0") == \
+        "hf-clm:path=…/the/gpt | stopwords | clm-infill | seed=0"
+    assert [number(v) for v in (0.41234, 68.8241, 123.4, -0.5)] == ["0.412", "68.8", "123", "-0.500"]

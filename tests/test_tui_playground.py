@@ -24,7 +24,17 @@ def specs(tiny_mlm, tiny_clm):
     return [f"hf-mlm:path={tiny_mlm}", f"hf-clm:path={tiny_clm}"]
 
 
-async def wait_for_traces(pilot, screen: PlaygroundScreen, timeout: float = 60.0) -> list[TraceView]:
+async def until(pilot, condition, timeout: float = 10.0) -> bool:
+    """Let the app handle its messages until ``condition()`` holds (a loaded machine is slow)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        await pilot.pause(0.02)
+    return condition()
+
+
+async def wait_for_traces(pilot, screen: PlaygroundScreen, timeout: float = 180.0) -> list[TraceView]:
     """Until both sides have a generation (the worker posts them) or the run failed."""
     import time
 
@@ -82,13 +92,12 @@ async def test_choosing_masking_ratio_and_sampler_changes_the_run(specs):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         screen.query_one("#pg-masking").value = "stopwords"
-        await pilot.pause()
-        assert screen.query_one("#pg-ratio").disabled == ("ratio" not in [p.name for p in _masking("stopwords").parameters])
+        stopwords_has_ratio = "ratio" in [p.name for p in _masking("stopwords").parameters]
+        assert await until(pilot, lambda: screen.query_one("#pg-ratio").disabled != stopwords_has_ratio)
         screen.query_one("#pg-masking").value = "random"
         screen.query_one("#pg-ratio").value = "0.5"
         screen.query_one("#pg-sampler-0").value = "one-shot"
-        await pilot.pause()
-        assert screen.masking_spec() == "random:ratio=0.5"
+        assert await until(pilot, lambda: screen.masking_spec() == "random:ratio=0.5")
         await pilot.press("ctrl+r")
         traces = await wait_for_traces(pilot, screen)
         assert traces[0].generation.sampler.startswith("one-shot")
@@ -100,11 +109,7 @@ async def test_unknown_model_leaves_no_sampler_and_refuses_to_run(specs):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         screen.query_one("#pg-model-1").value = "hf-clmm"
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if not screen.query_one("#pg-sampler-1")._options[1:]:
-                break
-        assert not screen.query_one("#pg-sampler-1")._options[1:]  # only the blank entry
+        assert await until(pilot, lambda: not screen.query_one("#pg-sampler-1")._options[1:])  # only the blank entry
         await pilot.press("ctrl+r")
         await pilot.pause()
         traces = list(screen.query(TraceView))
@@ -147,8 +152,7 @@ async def test_dataset_documents_join_the_examples():
         assert any(label.startswith("pan ") for label in labels), labels
         value = select._options[-1][1]
         select.value = value
-        await pilot.pause()
-        assert screen.query_one("#pg-text").value == value
+        assert await until(pilot, lambda: screen.query_one("#pg-text").value == value)
 
 
 def test_example_excerpt_ends_at_a_sentence():
@@ -183,8 +187,7 @@ async def test_a_third_party_masking_is_offered_and_used(specs):
         masking = screen.query_one("#pg-masking")
         assert "every-nth" in [value for _, value in masking._options]
         masking.value = "every-nth"
-        await pilot.pause()
-        assert screen.query_one("#pg-ratio").disabled  # every-nth has no ratio parameter
+        assert await until(pilot, lambda: screen.query_one("#pg-ratio").disabled)  # every-nth has no ratio parameter
         await pilot.press("ctrl+r")
         traces = await wait_for_traces(pilot, screen)
         assert traces[0].generation.masking.startswith("every-nth")

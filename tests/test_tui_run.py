@@ -59,11 +59,11 @@ async def test_progress_panel_draws_a_bar_per_stage():
         panel = app.query_one(ProgressPanel)
         panel.handle(StageStarted(stage="generate", total=4, description="generating"))
         panel.handle(Progress(stage="generate", completed=1, total=4))  # before the row has mounted
-        panel.handle(Progress(stage="train", completed=5, total=10, info={"loss": 3.25}))  # no StageStarted
+        panel.handle(Progress(stage="train", completed=5, total=10, info={"loss": 3.25, "eta": 12.0, "step": 5}))  # no StageStarted
         await pilot.pause()
         generate, train = panel.row("generate"), panel.row("train")
         assert generate.query_one("ProgressBar").progress == 1 and generate.query_one("ProgressBar").total == 4
-        assert "loss 3.25" in str(train.query_one(".stage-info").render())
+        assert str(train.query_one(".stage-info").render()) == "loss 3.25"
         panel.handle(StageFinished(stage="generate", seconds=2.0))
         await pilot.pause()
         assert generate.query_one("ProgressBar").progress == 4 and generate.has_class("done")

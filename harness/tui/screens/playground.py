@@ -18,6 +18,7 @@ from textual.widgets import Button, Footer, Header, Input, Label, Select
 
 from mlmh.errors import MlmhError
 from mlmh.events import RunEvent
+from mlmh.tui.labels import short_spec
 from mlmh.tui.playground_job import (DEFAULT_DATASET, DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side,
                                      compatible_samplers, model_kind_of, run_playground)
 from mlmh.tui.widgets.progress_panel import ProgressPanel
@@ -77,18 +78,6 @@ class PlaygroundFinished(Message):
     def __init__(self, seconds: float) -> None:
         super().__init__()
         self.seconds = seconds
-
-
-def short_model(spec: str) -> str:
-    """A model spec fit for a pane title: long paths keep only their last two parts."""
-    name, _, rest = spec.partition(":")
-    parts = []
-    for pair in filter(None, rest.split(",")):
-        key, _, value = pair.partition("=")
-        if "/" in value and len(value) > 24:
-            value = "…/" + "/".join(value.rstrip("/").split("/")[-2:])
-        parts.append(f"{key}={value}")
-    return name + (":" + ",".join(parts) if parts else "")
 
 
 def _registry_names(kind: str) -> list[str]:
@@ -158,7 +147,7 @@ class PlaygroundScreen(Screen):
         yield ProgressPanel(id="pg-progress")
         with Horizontal(id="pg-traces"):
             for side, spec in enumerate(options.models[:2]):
-                yield TraceView(short_model(spec), id=f"pg-trace-{side}")
+                yield TraceView(short_spec(spec), id=f"pg-trace-{side}")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -216,7 +205,7 @@ class PlaygroundScreen(Screen):
     def _model_changed(self, event: Input.Changed) -> None:
         side = int(str(event.input.id).rsplit("-", 1)[1])
         self._refresh_samplers(side)
-        self.query_one(f"#pg-trace-{side}", TraceView).title = short_model(event.value.strip())
+        self.query_one(f"#pg-trace-{side}", TraceView).title = short_spec(event.value.strip())
 
     @on(Select.Changed, "#pg-masking")
     def _masking_changed(self) -> None:
@@ -277,7 +266,7 @@ class PlaygroundScreen(Screen):
         self.cancel_event = self.app.job_event()  # type: ignore[attr-defined]
         for side, entry in enumerate(request.sides):
             trace = self.query_one(f"#pg-trace-{side}", TraceView)
-            trace.title = short_model(entry.model)
+            trace.title = short_spec(entry.model)
             trace.load(None)
             trace.set_status("waiting …")
         self.query_one("#pg-run", Button).disabled = True

@@ -14,6 +14,7 @@ from textual.widgets import (Button, DataTable, Footer, Header, Input, Label, Op
 from textual.widgets.option_list import Option
 
 from mlmh.errors import MlmhError
+from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.run_files import RunFiles, load_run
 from mlmh.tui.widgets.plots import MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
 from mlmh.tui.widgets.results_table import ResultsTable
@@ -141,14 +142,14 @@ class ResultsScreen(Screen):
             label.update("no conditions in this run")
         else:
             hint = "" if samples else "  (no samples.jsonl lines: run with log_samples = true)"
-            label.update(Text(f"{condition}: {len(samples)} samples{hint}", style="bold"))
+            label.update(Text(f"{short_condition(condition)}: {len(samples)} samples{hint}", style="bold"))
         options = self.query_one("#res-sample-list", OptionList)
         options.clear_options()
         options.add_options([Option(sample_label(i, s), id=str(i)) for i, s in enumerate(samples)])
         trace = self.query_one("#res-trace", TraceView)
         trace.load(samples[0].generation if samples else None, at_end=True)
         if samples:
-            trace.title = samples[0].generation.model
+            trace.title = short_spec(samples[0].generation.model)
             options.highlighted = 0
 
     @on(OptionList.OptionHighlighted, "#res-sample-list")
@@ -159,7 +160,7 @@ class ResultsScreen(Screen):
         trace = self.query_one("#res-trace", TraceView)
         if trace.generation is sample.generation:  # already shown (and maybe stepped back already)
             return
-        trace.title = sample.generation.model
+        trace.title = short_spec(sample.generation.model)
         trace.load(sample.generation, at_end=True)
 
     def action_step(self, delta: int) -> None:

@@ -17,6 +17,7 @@ from textual.widgets import Button, Footer, Header, Label, RichLog, Select
 
 from mlmh.errors import MlmhError
 from mlmh.events import Message, RunEvent, RunFinished, RunStarted, SampleGenerated
+from mlmh.tui.labels import short_condition
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 
 #: samples.jsonl (with step traces) is what the results drill-down reads, so TUI runs always log it
@@ -43,7 +44,7 @@ def sample_line(event: SampleGenerated) -> Text:
     """One line of the live feed: condition, document and the generated text."""
     generation = event.generation
     text = Text()
-    text.append(f"{event.condition[:38]}", style="cyan")
+    text.append(short_condition(event.condition), style="cyan")
     if generation is None:
         return text
     text.append(f" {generation.doc_id} ", style="dim")

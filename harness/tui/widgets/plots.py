@@ -8,6 +8,8 @@ from typing import Any
 
 from textual_plotext import PlotextPlot
 
+from mlmh.tui.labels import short_spec
+
 
 def metric_value(condition: dict[str, Any], metric: str) -> float | None:
     result = (condition.get("metrics") or {}).get(metric)
@@ -33,7 +35,7 @@ def downstream_keys(conditions: list[dict[str, Any]]) -> list[str]:
 
 
 def series_label(condition: dict[str, Any]) -> str:
-    return f"{condition.get('model', '?')} {condition.get('sampler', '')}".strip()
+    return f"{short_spec(str(condition.get('model', '?')))} {condition.get('sampler', '')}".strip()
 
 
 def ratio_series(conditions: list[dict[str, Any]], metric: str) -> dict[str, list[tuple[float, float]]]:

@@ -10,16 +10,23 @@ from textual.widgets import Label, ProgressBar
 from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
 
 
+#: progress info the bar itself already shows (or that is noise in one line)
+_SHOWN_BY_BAR = {"step", "total", "completed", "eta", "tokens", "seconds"}
+
+
 def _info_text(info: dict) -> str:
+    """One short line from a progress info dict, e.g. ``train · loss 5.38``."""
     parts = []
     for key, value in info.items():
+        if key in _SHOWN_BY_BAR or isinstance(value, bool):
+            continue
         if key == "stage":
             parts.append(str(value))
         elif isinstance(value, float):
             parts.append(f"{key} {value:.3g}")
-        elif isinstance(value, (int, str)) and key not in ("step", "total"):
+        elif isinstance(value, (int, str)):
             parts.append(f"{key} {value}")
-    return " ".join(parts)
+    return " · ".join(parts)
 
 
 class StageRow(Horizontal):

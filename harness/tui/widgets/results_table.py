@@ -10,6 +10,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from mlmh.tui.labels import number, short_spec
+
 LABEL_COLUMNS = ("model", "masking", "sampler")
 
 
@@ -49,7 +51,7 @@ def columns_of(conditions: list[dict[str, Any]]) -> list[Column]:
 def cell_of(condition: dict[str, Any], column: Column) -> Any:
     """The raw value of ``column`` for ``condition``: a label, a metric dict or a number."""
     if column.higher_is_better is None:
-        return str(condition.get(column.key, "") or "")
+        return short_spec(str(condition.get(column.key, "") or ""))
     kind, _, rest = column.key.partition(":")
     if kind == "metric":
         return (condition.get("metrics") or {}).get(rest)
@@ -70,9 +72,10 @@ def format_cell(cell: Any, best: float | None) -> Text:
     value = _value(cell)
     if value is None:
         return Text("–", style="dim")
-    text = Text(f"{value:.3f}")
-    if isinstance(cell, dict) and _value(cell.get("ci_low")) is not None and _value(cell.get("ci_high")) is not None:
-        text.append(f" [{cell['ci_low']:.3f},{cell['ci_high']:.3f}]", style="dim")
+    text = Text(number(value))
+    low, high = (_value(cell.get("ci_low")), _value(cell.get("ci_high"))) if isinstance(cell, dict) else (None, None)
+    if low is not None and high is not None:
+        text.append(f" [{number(low)},{number(high)}]", style="dim")
     if best is not None and value == best:
         text.stylize("bold green")
         text.append(" ★", style="bold yellow")
@@ -121,16 +124,20 @@ class ResultsTable(DataTable):
         return present + missing
 
     def _fill(self) -> None:
+        """Rebuild columns and rows; widths are set from the content, so a refill never truncates."""
         self.clear(columns=True)
-        for column in self.table_columns:
+        bests = {c.key: best_of(self.conditions, c) for c in self.table_columns}
+        rows = [(str(condition.get("id", "")), [format_cell(cell_of(condition, c), bests[c.key]) for c in self.table_columns])
+                for condition in self.ordered()]
+        for index, column in enumerate(self.table_columns):
             arrow = ""
             if column.key == self.sort_key:
                 arrow = " ▼" if self.sort_reverse else " ▲"
-            self.add_column(column.label + arrow, key=column.key)
-        bests = {c.key: best_of(self.conditions, c) for c in self.table_columns}
-        for condition in self.ordered():
-            cells = [format_cell(cell_of(condition, c), bests[c.key]) for c in self.table_columns]
-            self.add_row(*cells, key=str(condition.get("id", "")))
+            label = column.label + arrow
+            width = max([len(label)] + [cells[index].cell_len for _, cells in rows])
+            self.add_column(label, key=column.key, width=width)
+        for key, cells in rows:
+            self.add_row(*cells, key=key)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
