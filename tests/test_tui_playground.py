@@ -193,3 +193,11 @@ async def test_a_third_party_masking_is_offered_and_used(specs):
         assert traces[0].generation.masking.startswith("every-nth")
         # 16 words (the comma and the full stop are words): every third from the first
         assert traces[0].generation.masked_words == [0, 3, 6, 9, 12, 15]
+
+
+async def test_help_lists_both_quit_keys_and_every_screen_key():
+    app = create_app(models=["hf-mlm:path=x", "hf-clm:path=y"], autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        rows = app.screen.rows
+        assert ("q", "Quit") in rows and ("f2", "Run") in rows and ("^r", "Run") in rows

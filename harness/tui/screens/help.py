@@ -12,13 +12,12 @@ from textual.widgets import DataTable, Static
 def binding_rows(screen: Screen) -> list[tuple[str, str]]:
     """(key, description) of every shown binding active on ``screen``, app bindings included."""
     rows: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for key, active in screen.active_bindings.items():
+    for active in screen.active_bindings.values():
         binding = active.binding
-        if not binding.description or binding.description in seen:
-            continue
-        seen.add(binding.description)
-        rows.append((binding.key_display or screen.app.get_key_display(binding), binding.description))
+        if binding.description:
+            row = (binding.key_display or screen.app.get_key_display(binding), binding.description)
+            if row not in rows:
+                rows.append(row)
     return rows
 
 
