@@ -777,7 +777,7 @@ class BenchOptions:
     """What ``mlmh bench`` measures. The defaults finish in about 5 minutes on 2 cores."""
 
     sizes: tuple[str, ...] = ("tiny",)
-    lengths: tuple[int, ...] = (64,)
+    lengths: tuple[int, ...] = (32,)
     batches: tuple[int, ...] = (1, 8, 32)
     runs: int = 5
     threads: int = field(default_factory=available_cores)
