@@ -212,6 +212,7 @@ def test_run_bench_report_shape(tmp_path):
     render(report, Console(file=out, width=200))
     text = out.getvalue()
     assert "goals" in text and "mask-predict T=4" in text and "metric throughput" in text
+    assert "speedup clm-infill/mask-predict T=4 [tiny]" in text and "samplers (tiny:" in text
     markdown = bench.report_markdown(report)
     assert "| speedup clm-infill/mask-predict T=4 [tiny] |" in markdown and "| bleu | 4 |" in markdown
 

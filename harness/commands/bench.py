@@ -109,36 +109,40 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def render(report: dict[str, Any], console: Any) -> None:
     """The human view: a sampler table per size, then the goals with pass/fail, then metric throughput."""
+    from rich.markup import escape
     from rich.table import Table
 
     for size, block in report["sizes"].items():
         params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
-        table = Table(title=f"samplers [{size}: {params}] medians of {report['method']['timed_runs']} runs")
-        for column in ("sampler", "L", "batch", "passes", "bare passes", "harness s", "bare s", "overhead",
-                       "tokens/s", "samples/s", "peak MiB"):
-            table.add_column(column, justify="left" if column == "sampler" else "right")
+        table = Table(title=f"samplers ({size}: {params}) medians of {report['method']['timed_runs']} runs; "
+                            "passes = harness/bare", caption="harness s is the latency of one batch of B")
+        table.add_column("sampler", no_wrap=True)
+        for column in ("L", "B", "passes", "harness s", "bare s", "overhead", "CPU ovh", "tok/s", "samples/s", "MiB"):
+            table.add_column(column, justify="right")
         for c in block["cells"]:
             passes_style = "" if c["forward_passes"] == c["bare_forward_passes"] else "[yellow]"
-            table.add_row(c["sampler"], str(c["length"]), str(c["batch"]), f"{passes_style}{c['forward_passes']}",
-                          str(c["bare_forward_passes"]), _fmt(c["harness_seconds"]), _fmt(c["bare_seconds"]),
-                          _fmt(c["overhead"]), _fmt(c["tokens_per_s"]), _fmt(c["samples_per_s"]), _fmt(c["peak_mib"], 4))
+            table.add_row(escape(c["sampler"]), str(c["length"]), str(c["batch"]),
+                          f"{passes_style}{c['forward_passes']}/{c['bare_forward_passes']}", _fmt(c["harness_seconds"]),
+                          _fmt(c["bare_seconds"]), _fmt(c["overhead"]), _fmt(c.get("overhead_cpu")),
+                          _fmt(c["tokens_per_s"]), _fmt(c["samples_per_s"]), _fmt(c["peak_mib"], 4))
         console.print(table)
     goals = Table(title="goals")
     for column in ("figure", "value", "goal", "result", "detail"):
         goals.add_column(column, justify="right" if column in ("value",) else "left")
     for row in report["goals"]:
         verdict = {True: "[green]pass", False: "[red]FAIL", None: "[dim]report"}[row["passed"]]
-        goals.add_row(row["name"], _fmt(row["value"]), row["goal"], verdict, row["detail"])
+        goals.add_row(escape(row["name"]), _fmt(row["value"]), row["goal"], verdict, escape(row["detail"]))
     console.print(goals)
     if report.get("metrics"):
         metrics = Table(title="metric throughput")
         for column in ("metric", "pairs", "seconds", "pairs/s", "note"):
             metrics.add_column(column)
         for name, m in report["metrics"].items():
-            metrics.add_row(name, _fmt(m.get("pairs")), _fmt(m.get("seconds")), _fmt(m.get("pairs_per_s")), m.get("error", ""))
+            metrics.add_row(name, _fmt(m.get("pairs")), _fmt(m.get("seconds")), _fmt(m.get("pairs_per_s")),
+                            escape(m.get("error", "")))
         console.print(metrics)
     if "scaling" in report and "error" in report["scaling"]:
-        console.print(f"[red]scaling could not run: {report['scaling']['error']}")
+        console.print(f"[red]scaling could not run: {escape(report['scaling']['error'])}")
     machine = report["machine"]
     console.print(f"[dim]{machine['threads']} threads on {machine['cores']} cores, load average "
                   f"{machine['load_average_before'][0]:.1f} -> {machine['load_average_after'][0]:.1f}, "
