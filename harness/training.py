@@ -70,11 +70,12 @@ class SizeSpec:
     vocab_size: int
     steps: int
     learning_rate: float
+    seq2seq_ffn: int = 0  # BART feed-forward width when it must differ to match the count (0 = ffn)
 
 
 SIZES: dict[str, SizeSpec] = {
     "tiny": SizeSpec(hidden=128, layers=2, heads=2, ffn=512, encoder_layers=1, decoder_layers=1,
-                     seq_len=128, batch_size=16, vocab_size=6000, steps=1200, learning_rate=1e-3),
+                     seq_len=128, batch_size=16, vocab_size=6000, steps=1200, learning_rate=1e-3, seq2seq_ffn=384),
     "small": SizeSpec(hidden=256, layers=4, heads=4, ffn=1024, encoder_layers=3, decoder_layers=1,
                       seq_len=256, batch_size=16, vocab_size=12000, steps=3000, learning_rate=5e-4),
     "base": SizeSpec(hidden=512, layers=6, heads=8, ffn=2048, encoder_layers=3, decoder_layers=2,
@@ -193,7 +194,8 @@ def model_config(objective: str, shape: SizeSpec, tokenizer: Any):
     # BART convention: the decoder starts from the end-of-sequence token and predicts [CLS] text [SEP]
     return BartConfig(vocab_size=vocab, d_model=shape.hidden, encoder_layers=shape.encoder_layers,
                       decoder_layers=shape.decoder_layers, encoder_attention_heads=shape.heads,
-                      decoder_attention_heads=shape.heads, encoder_ffn_dim=shape.ffn, decoder_ffn_dim=shape.ffn,
+                      decoder_attention_heads=shape.heads, encoder_ffn_dim=shape.seq2seq_ffn or shape.ffn,
+                      decoder_ffn_dim=shape.seq2seq_ffn or shape.ffn,
                       max_position_embeddings=shape.seq_len, pad_token_id=pad, bos_token_id=cls, eos_token_id=sep,
                       decoder_start_token_id=sep, forced_eos_token_id=sep, mask_token_id=tokenizer.mask_token_id)
 
