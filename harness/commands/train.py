@@ -34,7 +34,7 @@ CARD_ROWS = (
 @click.option("--max-steps", type=int, default=0, help="Training steps (default: the size's default).")
 @click.option("--epochs", type=float, default=None, help="Train for this many passes over the data instead.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of weights, data order and masking.")
-@click.option("--threads", type=int, default=None, help="CPU threads for torch (default: all available cores).")
+@click.option("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to save the model in.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it already holds something.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
