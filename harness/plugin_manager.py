@@ -22,6 +22,7 @@ BUILTINS_NAME = "mlmh.plugins"
 
 _pm: pluggy.PluginManager | None = None
 load_errors: list[str] = []
+_DIST_OF: dict[str, tuple[str, str | None]] = {}  # registered plugin name -> (distribution, version)
 
 
 def _allowed() -> set[str] | None:
@@ -62,19 +63,17 @@ def _create() -> pluggy.PluginManager:
         dist = ep.dist.name if ep.dist else ep.name
         if allowed is not None and dist.lower().replace("_", "-") not in allowed:
             continue
-        if pm.has_plugin(ep.name) or pm.get_plugin(ep.name) is not None:
+        plugin_name = f"{dist}:{ep.name}"  # entry-point names alone may clash across distributions
+        if pm.get_plugin(plugin_name) is not None:
             continue
         try:
             plugin = ep.load()
         except Exception as exc:  # a broken plugin must not take the others down
             load_errors.append(f"plugin '{dist}' failed to load: {type(exc).__name__}: {exc}")
             continue
-        pm.register(plugin, name=ep.name)
-        _DIST_OF[ep.name] = (dist, ep.dist.version if ep.dist else None)
+        pm.register(plugin, name=plugin_name)
+        _DIST_OF[plugin_name] = (dist, ep.dist.version if ep.dist else None)
     return pm
-
-
-_DIST_OF: dict[str, tuple[str, str | None]] = {}
 
 
 def plugin_label(plugin_name: str) -> str:
@@ -89,7 +88,7 @@ def describe_plugins() -> list[dict[str, Any]]:
     pm = get_plugin_manager()
     out = []
     for name, plugin in pm.list_name_plugin():
-        hooks = sorted(impl.name for impl in _impls(pm, plugin))
+        hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
         entry: dict[str, Any] = {"name": plugin_label(name), "hooks": hooks}
         if name in _DIST_OF:
             entry["version"] = _DIST_OF[name][1]
@@ -100,22 +99,6 @@ def describe_plugins() -> list[dict[str, Any]]:
             entry["builtin"] = True
         out.append(entry)
     return sorted(out, key=lambda e: (not e.get("builtin", False), e["name"]))
-
-
-class _Impl:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-def _impls(pm: pluggy.PluginManager, plugin: Any) -> list[_Impl]:
-    found = []
-    for hook_name in dir(pm.hook):
-        if hook_name.startswith("_"):
-            continue
-        caller = getattr(pm.hook, hook_name)
-        if any(impl.plugin is plugin for impl in caller.get_hookimpls()):
-            found.append(_Impl(hook_name))
-    return found
 
 
 def emit_event(event: Any) -> None:

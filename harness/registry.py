@@ -25,7 +25,6 @@ HOOK_OF_KIND = {
     "preset": "register_presets",
 }
 PLURAL = {f"{k}s": k for k in HOOK_OF_KIND}
-PLURAL["maskings"] = "masking"
 
 _registry: "Registry | None" = None
 
@@ -117,7 +116,7 @@ class Registry:
             if params:
                 raise SpecError(f"preset '{name}' takes no parameters")
             return component
-        return component.configured(**params) if params else component.configured()
+        return component.configured(**params)
 
 
 def _make_preset(name: Any, source: Any, owner: str) -> Preset:
