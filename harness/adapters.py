@@ -110,49 +110,68 @@ class BaseAdapter:
 
     def encode(self, words: Words, plan: MaskPlan) -> Encoding:
         """Tokens of ``words`` with every sub-token of the plan's masked words replaced by a placeholder."""
-        content, content_words, masked_flags, truncated, dropped = self._content_tokens(words, plan)
+        return self.encode_batch([(words, plan)])[0]
+
+    def encode_batch(self, pairs: Sequence[tuple[Words, MaskPlan]]) -> list[Encoding]:
+        """:meth:`encode` for many items: the pieces of all of them go through the tokenizer in one call
+        (one call per item cost more than the tokenization itself on short texts)."""
+        cut = [_cut_pieces(words, plan) for words, plan in pairs]
+        tokenized = iter(self._tokenize_pieces([words.text[s:e] for (words, _), pieces in zip(pairs, cut)
+                                                for s, e, _ in pieces]))
+        out = []
+        for (words, plan), pieces in zip(pairs, cut):
+            content = _content_of(words, pieces, [next(tokenized) for _ in pieces])
+            out.append(self._finish_encoding(self._encoding(*self._truncated(*content))))
+        return out
+
+    def _encoding(self, content: list[int], content_words: list[int], masked_flags: list[bool], truncated: int,
+                  dropped: tuple[int, ...]) -> Encoding:
         prefix, suffix = list(self.prefix_ids), list(self.suffix_ids)
-        ids = prefix + [self.mask_id if m else t for t, m in zip(content, masked_flags)] + suffix
+        mask_id = self.mask_id
+        ids = prefix + [mask_id if m else t for t, m in zip(content, masked_flags)] + suffix
         word_of = [-1] * len(prefix) + content_words + [-1] * len(suffix)
         masked = [len(prefix) + i for i, m in enumerate(masked_flags) if m]
         filled = tuple(sorted({content_words[i] for i, m in enumerate(masked_flags) if m}))
         return Encoding(ids, masked, word_of, filled, dropped, truncated)
 
-    def _content_tokens(self, words: Words, plan: MaskPlan) -> tuple[list[int], list[int], list[bool], int, tuple[int, ...]]:
-        """Token ids, word index and masked flag of every content token, truncated to the window."""
-        masked_words = set(plan.word_indices)
-        pieces: list[tuple[int, int, int]] = []  # (char start, char end, masked word index or -1)
-        cursor = 0
-        for i in sorted(masked_words):
-            if not 0 <= i < len(words):
-                raise ModelError(f"mask plan '{plan.masking}' names word {i} but the text has {len(words)} words")
-            start = words.spans[i - 1][1] if i > 0 else 0  # the whitespace before travels with the word
-            start = max(start, cursor)
-            if start > cursor:
-                pieces.append((cursor, start, -1))
-            pieces.append((start, words.spans[i][1], i))
-            cursor = words.spans[i][1]
-        if cursor < len(words.text):
-            pieces.append((cursor, len(words.text), -1))
-        pieces = [p for p in pieces if words.text[p[0]:p[1]].strip() or p[2] >= 0]
-        starts = [s for s, _ in words.spans]
-        ids: list[int] = []
-        word_of: list[int] = []
-        flags: list[bool] = []
-        if pieces:
-            batch = self.tokenizer(
-                [words.text[s:e] for s, e, _ in pieces], add_special_tokens=False, return_offsets_mapping=True
-            )
-            for (s, _e, wi), piece_ids, offsets in zip(pieces, batch["input_ids"], batch["offset_mapping"]):
-                for tid, (a, b) in zip(piece_ids, offsets):
-                    if wi >= 0:
-                        word = wi
-                    else:
-                        char = s + (a if b > a else max(a - 1, 0))
-                        word = max(bisect.bisect_right(starts, char) - 1, 0) if starts else -1
-                    ids.append(int(tid))
-                    word_of.append(word)
-                    flags.append(wi >= 0)
+    def _finish_encoding(self, encoding: Encoding) -> Encoding:
+        """Kind-specific layout on top of the shared token mapping (CLM: a BOS; seq2seq: source/target)."""
+        return encoding
+
+    def _tokenize_pieces(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """(ids, character offsets) of every text, without special tokens, in one tokenizer call.
+
+        The Rust tokenizer is called directly when the wrapper would do nothing else (plain
+        ``TokenizersBackend``, no truncation/padding state to reset); its per-encoding Python conversion
+        cost more than the tokenization of short pieces.
+        """
+        if not texts:
+            return []
+        tok = self.tokenizer
+        backend = getattr(tok, "backend_tokenizer", None)
+        if self._direct_backend() and backend.truncation is None and backend.padding is None and \
+                backend.encode_special_tokens == bool(getattr(tok, "split_special_tokens", False)):
+            return [(e.ids, e.offsets) for e in backend.encode_batch(texts, add_special_tokens=False)]
+        batch = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+        return list(zip(batch["input_ids"], batch["offset_mapping"]))
+
+    def _direct_backend(self) -> bool:
+        """Whether the tokenizer's encode/decode are the plain backend calls (no subclass overrides)."""
+        direct = self.__dict__.get("_direct_backend_cache")
+        if direct is None:
+            try:
+                from transformers.tokenization_utils_tokenizers import TokenizersBackend
+            except ImportError:  # older transformers: always go through the wrapper
+                TokenizersBackend = None
+            cls = type(self.tokenizer)
+            direct = TokenizersBackend is not None and all(
+                getattr(cls, name, None) is getattr(TokenizersBackend, name, None)
+                for name in ("__call__", "_encode_plus", "_decode", "batch_decode", "decode"))
+            self.__dict__["_direct_backend_cache"] = direct
+        return direct
+
+    def _truncated(self, ids: list[int], word_of: list[int], flags: list[bool]) -> tuple[list[int], list[int], list[bool], int, tuple[int, ...]]:
+        """Content tokens cut to the window, never inside a word; the masked words that fell off."""
         budget = self.max_length - len(self.prefix_ids) - len(self.suffix_ids) - self._extra_window_tokens()
         truncated = 0
         dropped: tuple[int, ...] = ()
@@ -190,8 +209,11 @@ class BaseAdapter:
 
     def decode_words(self, token_lists: Sequence[Sequence[int]]) -> list[str]:
         """Decode each list of ids as one word: one batched call, WordPiece ``##`` and spaces stripped."""
-        texts = self.tokenizer.batch_decode([list(t) for t in token_lists], skip_special_tokens=True,
-                                            clean_up_tokenization_spaces=False)
+        lists = [list(t) for t in token_lists]
+        if self._direct_backend():  # the wrapper's batch_decode is this call plus Python per text
+            texts = self.tokenizer.backend_tokenizer.decode_batch(lists, skip_special_tokens=True)
+        else:
+            texts = self.tokenizer.batch_decode(lists, skip_special_tokens=True, clean_up_tokenization_spaces=False)
         prefix = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
         continuing = getattr(prefix, "continuing_subword_prefix", None) or "##"
         out = []
@@ -211,18 +233,22 @@ class BaseAdapter:
         import torch
 
         width = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
-            mask[row, : len(seq)] = 1
+        pad = self.pad_id
+        ids = torch.tensor([[*seq, *([pad] * (width - len(seq)))] for seq in sequences], dtype=torch.long)
+        mask = torch.tensor([[1] * len(seq) + [0] * (width - len(seq)) for seq in sequences], dtype=torch.long)
         return ids.to(self.device), mask.to(self.device)
 
-    def tokens_to_strings(self, ids: Sequence[int]) -> list[str]:
-        """Token strings of ``ids`` through a table built once: step traces call this once per step."""
+    @property
+    def token_table(self) -> list[str]:
+        """The token string of every id of the tokenizer, built once."""
         table = self.__dict__.get("_token_table")
         if table is None:
             table = self.__dict__["_token_table"] = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        return table
+
+    def tokens_to_strings(self, ids: Sequence[int]) -> list[str]:
+        """Token strings of ``ids`` through a table built once: step traces call this once per step."""
+        table = self.token_table
         size = len(table)
         out = [table[i] if 0 <= i < size else None for i in ids]
         if None in out:  # ids beyond the tokenizer (padding rows of the embedding): ask the tokenizer
@@ -323,9 +349,8 @@ class CausalLMAdapter(_IncrementalAdapter):
         params = inspect.signature(model.forward).parameters
         self.supports_holes = "position_ids" in params
 
-    def encode(self, words: Words, plan: MaskPlan) -> Encoding:
-        """As the base, plus a BOS token in front when the very first token is masked (a prefix is needed)."""
-        enc = super().encode(words, plan)
+    def _finish_encoding(self, enc: Encoding) -> Encoding:
+        """A BOS token in front when the very first token is masked (a prefix is needed)."""
         if enc.masked and enc.masked[0] == 0:
             bos = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
             if bos is None:
@@ -385,8 +410,8 @@ class Seq2SeqAdapter(_IncrementalAdapter):
             raise ModelError(f"model '{self.identity}': text has more masked spans than sentinels (<extra_id_{k}>)")
         return int(tid)
 
-    def encode(self, words: Words, plan: MaskPlan) -> Seq2SeqEncoding:
-        base = super().encode(words, plan)
+    def _finish_encoding(self, base: Encoding) -> Seq2SeqEncoding:
+        """Source with one sentinel/<mask> per span; the decoder target for the sampler to write."""
         spans = base.spans()
         source: list[int] = []
         cursor = 0
@@ -441,6 +466,49 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         if cache is not None:
             kwargs["past_key_values"] = cache
         return self.model(**kwargs)
+
+
+def _cut_pieces(words: Words, plan: MaskPlan) -> list[tuple[int, int, int]]:
+    """The text cut at the boundaries of every masked word: (char start, char end, masked word or -1).
+
+    The whitespace before a masked word travels with it; pieces of whitespace only are dropped.
+    """
+    masked_words = set(plan.word_indices)
+    pieces: list[tuple[int, int, int]] = []
+    cursor = 0
+    spans, text = words.spans, words.text
+    for i in sorted(masked_words):
+        if not 0 <= i < len(words):
+            raise ModelError(f"mask plan '{plan.masking}' names word {i} but the text has {len(words)} words")
+        start = spans[i - 1][1] if i > 0 else 0
+        start = max(start, cursor)
+        if start > cursor:
+            pieces.append((cursor, start, -1))
+        pieces.append((start, spans[i][1], i))
+        cursor = spans[i][1]
+    if cursor < len(text):
+        pieces.append((cursor, len(text), -1))
+    return [p for p in pieces if p[2] >= 0 or text[p[0]:p[1]].strip()]
+
+
+def _content_of(words: Words, pieces: Sequence[tuple[int, int, int]],
+                tokenized: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]]) -> tuple[list[int], list[int], list[bool]]:
+    """Token ids, word index and masked flag of every content token (offsets name the word)."""
+    starts = [s for s, _ in words.spans]
+    ids: list[int] = []
+    word_of: list[int] = []
+    flags: list[bool] = []
+    for (s, _e, wi), (piece_ids, offsets) in zip(pieces, tokenized):
+        ids.extend(piece_ids)
+        if wi >= 0:
+            word_of.extend([wi] * len(piece_ids))
+            flags.extend([True] * len(piece_ids))
+            continue
+        for a, b in offsets:
+            char = s + (a if b > a else max(a - 1, 0))
+            word_of.append(max(bisect.bisect_right(starts, char) - 1, 0) if starts else -1)
+        flags.extend([False] * len(piece_ids))
+    return ids, word_of, flags
 
 
 ADAPTERS: dict[str, type[BaseAdapter]] = {"mlm": MaskedLMAdapter, "clm": CausalLMAdapter, "seq2seq": Seq2SeqAdapter}

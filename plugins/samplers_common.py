@@ -6,6 +6,7 @@ Third-party samplers may import these helpers; nothing here is specific to one a
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -33,8 +34,7 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
         return torch.zeros(0, dtype=torch.long), torch.zeros(0)
     if temperature <= 0:
         probs = torch.softmax(logits, dim=-1)
-        conf, ids = probs.max(dim=-1)
-        return ids, conf
+        return row_argmax(probs), probs.amax(dim=-1)  # = probs.max(dim=-1), with a faster index search
     scaled = logits / temperature
     if top_k and top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, top_k, dim=-1).values[:, -1:]
@@ -51,6 +51,26 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
     targets = (uniforms.to(cdf.dtype) * cdf[:, -1]).unsqueeze(-1)
     ids = torch.searchsorted(cdf, targets, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
     return ids, probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+def row_argmax(values: Any) -> Any:
+    """Index of the first maximum of every row of a 2-D tensor (as ``values.max(dim=-1).indices``).
+
+    On the CPU numpy's vectorised argmax is about ten times faster than torch's indexed reduction.
+    """
+    import numpy as np
+    import torch
+
+    if values.device.type != "cpu" or values.dtype != torch.float32:
+        return values.argmax(dim=-1)
+    return torch.from_numpy(np.argmax(values.numpy(), axis=-1).astype(np.int64, copy=False))
+
+
+def encode_items(adapter: BaseAdapter, items: Sequence[MaskedItem]) -> list[Encoding]:
+    """The items' encodings, in one batched tokenizer call when the adapter offers it."""
+    if hasattr(adapter, "encode_batch"):
+        return adapter.encode_batch([(item.words, item.plan) for item in items])
+    return [adapter.encode(item.words, item.plan) for item in items]
 
 
 def item_generators(items: Sequence[MaskedItem]) -> list[Any]:
@@ -87,25 +107,38 @@ class TraceRecorder:
         self.events[item].append((positions, ids, confidences, list(remasked)))
 
     def steps(self, item: int, adapter: BaseAdapter) -> list[Step]:
-        current = list(self.initial[item])
+        """The item's Steps. Token strings are updated in place and copied per step (a C-level list
+        copy), so a long trace costs O(changes) Python work rather than O(steps x length)."""
+        ids = list(self.initial[item])
+        strings = adapter.tokens_to_strings(ids)
+        table, size = adapter.token_table, len(adapter.token_table)
+        mask_id = adapter.mask_id
+        (mask_string,) = adapter.tokens_to_strings([mask_id])
         masked = set(self.masked[item])
+        masked_sorted = sorted(masked)
         out: list[Step] = []
-        for positions, ids, confs, remasked in self.events[item]:
-            changed = []
-            for pos, tid in zip(positions, ids):
-                if current[pos] != tid or pos in masked:
-                    changed.append(pos)
-                current[pos] = tid
-                masked.discard(pos)
+        for positions, new_ids, confs, remasked in self.events[item]:
+            changed = set()
+            for pos, tid in zip(positions, new_ids):
+                if ids[pos] != tid or pos in masked:
+                    changed.add(pos)
+                ids[pos] = tid
+                strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
+                if pos in masked:
+                    masked.discard(pos)
+                    del masked_sorted[bisect.bisect_left(masked_sorted, pos)]
             for pos in remasked:
-                current[pos] = adapter.mask_id
-                masked.add(pos)
-                changed.append(pos)
+                ids[pos] = mask_id
+                strings[pos] = mask_string
+                if pos not in masked:
+                    masked.add(pos)
+                    bisect.insort(masked_sorted, pos)
+                changed.add(pos)
             out.append(Step(
-                tokens=adapter.tokens_to_strings(current),
-                changed=sorted(set(changed)),
+                tokens=strings.copy(),
+                changed=sorted(changed),
                 confidences={p: round(float(c), 6) for p, c in zip(positions, confs)},
-                masked=sorted(masked),
+                masked=masked_sorted.copy(),
             ))
         return out
 

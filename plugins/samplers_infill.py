@@ -17,7 +17,7 @@ from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
 from mlmh.plugins.samplers_common import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_tokens,
-                                          draw_uniforms, item_generators)
+                                          draw_uniforms, encode_items, item_generators)
 
 USE_CACHE = Param("use_cache", bool, True, "reuse the KV cache (false: recompute the whole prefix every step)")
 
@@ -29,7 +29,7 @@ class PrefixInfill(Sampler):
 
     def generate(self, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
         started = time.perf_counter()
-        encodings = [adapter.encode(item.words, item.plan) for item in items]
+        encodings = encode_items(adapter, items)
         sequences = [list(e.ids) for e in encodings]
         trace = TraceRecorder.for_encodings(encodings)
         counters = ItemCounters.zeros(len(items))
