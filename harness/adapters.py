@@ -31,6 +31,8 @@ MODEL_KINDS = ("mlm", "clm", "seq2seq")
 _DTYPES = ("float32", "bfloat16", "float16")
 #: The marker shown in ``Generation.masked_text`` for every masked word, whatever the model.
 MASK_MARKER = "[MASK]"
+#: From this many texts on, tokenize/decode with the Rust tokenizer's parallel batch call.
+_PARALLEL_BATCH = 256
 
 
 @dataclass
@@ -151,7 +153,11 @@ class BaseAdapter:
         backend = getattr(tok, "backend_tokenizer", None)
         if self._direct_backend() and backend.truncation is None and backend.padding is None and \
                 backend.encode_special_tokens == bool(getattr(tok, "split_special_tokens", False)):
-            return [(e.ids, e.offsets) for e in backend.encode_batch(texts, add_special_tokens=False)]
+            if len(texts) < _PARALLEL_BATCH:  # small batches: the thread pool's hand-off costs more than it saves
+                encodings = [backend.encode(text, add_special_tokens=False) for text in texts]
+            else:
+                encodings = backend.encode_batch(texts, add_special_tokens=False)
+            return [(e.ids, e.offsets) for e in encodings]
         batch = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
         return list(zip(batch["input_ids"], batch["offset_mapping"]))
 
@@ -196,8 +202,13 @@ class BaseAdapter:
         MLM forward pass of the tiny models (see docs/PERFORMANCE.md).
         """
         out = logits.float()
-        index = self._banned_index
-        out[..., index[index < out.shape[-1]]] = float("-inf")
+        runs = self._banned_runs
+        if len(runs) <= 8:  # a few contiguous runs (specials, padding rows): slice fills, no index tensor
+            for start, end in runs:
+                out[..., start:end] = float("-inf")
+        else:
+            index = self._banned_index
+            out[..., index[index < out.shape[-1]]] = float("-inf")
         return out
 
     @property
@@ -207,15 +218,32 @@ class BaseAdapter:
             index = self.__dict__["_banned_index_cache"] = self.banned_ids.nonzero().flatten()
         return index
 
+    @property
+    def _banned_runs(self) -> list[tuple[int, int]]:
+        """The banned ids as maximal runs ``[start, end)`` of consecutive ids."""
+        runs = self.__dict__.get("_banned_runs_cache")
+        if runs is None:
+            runs = []
+            for i in self._banned_index.tolist():
+                if runs and runs[-1][1] == i:
+                    runs[-1] = (runs[-1][0], i + 1)
+                else:
+                    runs.append((i, i + 1))
+            self.__dict__["_banned_runs_cache"] = runs
+        return runs
+
     def decode_words(self, token_lists: Sequence[Sequence[int]]) -> list[str]:
         """Decode each list of ids as one word: one batched call, WordPiece ``##`` and spaces stripped."""
         lists = [list(t) for t in token_lists]
         if self._direct_backend():  # the wrapper's batch_decode is this call plus Python per text
-            texts = self.tokenizer.backend_tokenizer.decode_batch(lists, skip_special_tokens=True)
+            backend = self.tokenizer.backend_tokenizer
+            if len(lists) < _PARALLEL_BATCH:
+                texts = [backend.decode(ids, skip_special_tokens=True) for ids in lists]
+            else:
+                texts = backend.decode_batch(lists, skip_special_tokens=True)
         else:
             texts = self.tokenizer.batch_decode(lists, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        prefix = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
-        continuing = getattr(prefix, "continuing_subword_prefix", None) or "##"
+        continuing = self._continuing_prefix
         out = []
         for text in texts:
             text = text.strip()
@@ -223,6 +251,15 @@ class BaseAdapter:
                 text = text[len(continuing):]
             out.append(text)
         return out
+
+    @property
+    def _continuing_prefix(self) -> str:
+        """WordPiece's continuation marker (``##``), read once from the tokenizer model."""
+        prefix = self.__dict__.get("_continuing_prefix_cache")
+        if prefix is None:
+            model = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
+            prefix = self.__dict__["_continuing_prefix_cache"] = getattr(model, "continuing_subword_prefix", None) or "##"
+        return prefix
 
     @property
     def pad_id(self) -> int:
@@ -300,25 +337,39 @@ class _IncrementalAdapter(BaseAdapter):
         import torch
 
         width = max(len(c) for c in chunks)
-        ids = torch.full((len(chunks), width), self.pad_id, dtype=torch.long)
-        new_mask = torch.zeros((len(chunks), width), dtype=torch.long)
-        positions = torch.zeros((len(chunks), width), dtype=torch.long)
-        for row, (chunk, done) in enumerate(zip(chunks, state.fed if state.use_cache else [0] * len(chunks))):
-            n = len(chunk)
-            # cached: left-pad the chunk so every row's last token is the last column (holes need
-            # explicit position ids); uncached: right-pad, positions stay 0..n-1 with no holes
-            cols = slice(width - n, width) if state.use_cache else slice(0, n)
-            ids[row, cols] = torch.as_tensor(list(chunk), dtype=torch.long)
-            new_mask[row, cols] = 1
-            positions[row, cols] = torch.arange(done, done + n)
-        mask = new_mask if not state.use_cache or state.mask is None else torch.cat([state.mask, new_mask], dim=1)
-        ids, mask_d, positions = ids.to(self.device), mask.to(self.device), positions.to(self.device)
+        pad = self.pad_id
+        fed = state.fed if state.use_cache else [0] * len(chunks)
+        # cached: left-pad the chunk so every row's last token is the last column (holes need explicit
+        # position ids); uncached: right-pad, positions stay 0..n-1 with no holes. Built as Python lists
+        # and converted once: a tensor op per row cost more than the decoder step at batch 32.
+        padded = any(len(c) != width for c in chunks)
+        if state.use_cache:
+            ids = torch.tensor([[pad] * (width - len(c)) + list(c) for c in chunks], dtype=torch.long)
+            new_mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunks], dtype=torch.long)
+        else:
+            ids = torch.tensor([list(c) + [pad] * (width - len(c)) for c in chunks], dtype=torch.long)
+            new_mask = torch.tensor([[1] * len(c) + [0] * (width - len(c)) for c in chunks], dtype=torch.long)
+        if state.use_cache and (padded or state.mask is not None):
+            history = state.mask if state.mask is not None else torch.ones((len(chunks), state.width), dtype=torch.long)
+            mask = torch.cat([history, new_mask], dim=1)
+        else:
+            mask = new_mask if padded else None
+        positions = None
+        if mask is not None:
+            positions = torch.tensor([[0] * (width - len(c)) + list(range(done, done + len(c))) if state.use_cache
+                                      else list(range(len(c))) + [0] * (width - len(c)) for c, done in zip(chunks, fed)],
+                                     dtype=torch.long).to(self.device)
+        # Without any padding hole the model derives the all-ones mask and the positions itself, as a
+        # plain cached decode does: the same result, without building attention masks every step.
+        mask_d = None if mask is None else mask.to(self.device)
         with torch.inference_mode():
-            out = self._target_forward(ids, mask_d, positions, state.cache if state.use_cache else None, rows)
-        self._count(new_mask)
+            out = self._target_forward(ids.to(self.device), mask_d, positions, state.cache if state.use_cache else None, rows)
+        self.forward_passes += 1
+        self.tokens_processed += sum(len(c) for c in chunks)
         if state.use_cache:
             state.cache = out.past_key_values
             state.mask = mask
+            state.width += width
             for row, chunk in enumerate(chunks):
                 state.fed[row] += len(chunk)
             last_logits = out.logits[:, -1, :]
@@ -336,7 +387,8 @@ class PrefixState:
     use_cache: bool
     fed: list[int]  # real tokens fed so far per row (= next position id)
     cache: Any = None
-    mask: Any = None
+    mask: Any = None  # attention history; None while it is all ones (no padding hole yet)
+    width: int = 0  # columns fed so far (the cache length)
 
 
 class CausalLMAdapter(_IncrementalAdapter):
@@ -382,7 +434,8 @@ class Seq2SeqAdapter(_IncrementalAdapter):
 
     The encoder sees the text with one mask token (or one sentinel) per masked span; the decoder is
     teacher-forced on the known tokens and generates exactly the span's token count. Decoders with
-    learned absolute positions take no position ids, so cached decoding runs one row per cache.
+    learned absolute positions take no position ids, so cached decoding batches only rows whose
+    decoder prefixes grow in lockstep (the same masked positions).
     """
 
     kind = "seq2seq"
@@ -403,6 +456,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
             raise ModelError(f"model '{self.identity}': tokenizer has neither T5 sentinels nor a mask token")
         self._encoder_out: Any = None
         self._encoder_mask: Any = None
+        self._encoder_rows: Any = None  # (rows, their encoder states, their encoder mask)
 
     def sentinel_id(self, k: int) -> int:
         tid = self.tokenizer.convert_tokens_to_ids(f"<extra_id_{k}>")
@@ -443,6 +497,8 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         with torch.inference_mode():
             self._encoder_out = self.model.get_encoder()(input_ids=ids, attention_mask=mask)
         self._encoder_mask = mask
+        self._encoder_padded = not bool(mask.all())
+        self._encoder_rows = None
         self._count(mask)
 
     def new_state(self, rows: int, use_cache: bool) -> PrefixState:
@@ -454,11 +510,15 @@ class Seq2SeqAdapter(_IncrementalAdapter):
     def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
         from transformers.modeling_outputs import BaseModelOutput
 
-        index = list(rows)
-        hidden = self._encoder_out.last_hidden_state[index]
+        index = tuple(rows)
+        if self._encoder_rows is None or self._encoder_rows[0] != index:  # cached decoding asks for the same rows every step
+            # without source padding the decoder needs no cross-attention mask (as in a plain decode)
+            self._encoder_rows = (index, self._encoder_out.last_hidden_state[list(index)],
+                                  self._encoder_mask[list(index)] if self._encoder_padded else None)
+        _, hidden, encoder_mask = self._encoder_rows
         kwargs: dict[str, Any] = {
             "encoder_outputs": BaseModelOutput(last_hidden_state=hidden),
-            "attention_mask": self._encoder_mask[index],
+            "attention_mask": encoder_mask,
             "decoder_input_ids": input_ids,
             "decoder_attention_mask": attention_mask,
             "use_cache": cache is not None,

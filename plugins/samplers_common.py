@@ -73,11 +73,32 @@ def encode_items(adapter: BaseAdapter, items: Sequence[MaskedItem]) -> list[Enco
     return [adapter.encode(item.words, item.plan) for item in items]
 
 
-def item_generators(items: Sequence[MaskedItem]) -> list[Any]:
-    """One ``torch.Generator`` per item, seeded by the item's seed: outputs do not depend on batching."""
-    import torch
+class ItemGenerators:
+    """One ``torch.Generator`` per item, seeded by the item's seed: outputs do not depend on batching.
 
-    return [torch.Generator().manual_seed(int(item.seed) % (2**63)) for item in items]
+    Each is made on first use: greedy decoding never draws, and making them cost as much as a
+    small batch's token choice.
+    """
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self.seeds = [int(seed) % (2**63) for seed in seeds]
+        self._made: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def __getitem__(self, item: int) -> Any:
+        generator = self._made.get(item)
+        if generator is None:
+            import torch
+
+            generator = self._made[item] = torch.Generator().manual_seed(self.seeds[item])
+        return generator
+
+
+def item_generators(items: Sequence[MaskedItem]) -> ItemGenerators:
+    """The items' random generators (see :class:`ItemGenerators`)."""
+    return ItemGenerators([item.seed for item in items])
 
 
 def draw_uniforms(generators: Sequence[Any], rows: Sequence[int], counts: Sequence[int], needed: bool) -> Any:

@@ -40,7 +40,7 @@ class PrefixInfill(Sampler):
             adapter.encode_sources([e.source_ids for e in encodings])
             for n in active:  # the encoder pass, counted for every item it served
                 counters.add(n, len(encodings[n].source_ids))
-        groups = [active] if (adapter.supports_holes or not use_cache) else [[n] for n in active]
+        groups = [active] if (adapter.supports_holes or not use_cache) else lockstep_groups(encodings, active)
         for group in groups:
             if group:
                 self._fill(adapter, group, encodings, sequences, generators, trace, counters, use_cache)
@@ -51,7 +51,7 @@ class PrefixInfill(Sampler):
         return generations
 
     def _fill(self, adapter: Any, group: list[int], encodings: Sequence[Any], sequences: list[list[int]],
-              generators: list[Any], trace: TraceRecorder, counters: ItemCounters, use_cache: bool) -> None:
+              generators: Any, trace: TraceRecorder, counters: ItemCounters, use_cache: bool) -> None:
         """Generate every masked position of the items in ``group``, one token per item per pass."""
         temperature, top_k, top_p = self.params["temperature"], self.params["top_k"], self.params["top_p"]
         state = adapter.new_state(len(group), use_cache)
@@ -71,9 +71,9 @@ class PrefixInfill(Sampler):
                 position = targets[i][cursor[i]]
                 chunks.append(seq[fed[i]:position] if use_cache else seq[:position])
                 fed[i] = position
-            rows = [group[i] for i in (range(len(group)) if use_cache else live)]
+            rows = group if use_cache else [group[i] for i in live]
             logits = adapter.next_logits(chunks, state, rows)
-            if use_cache:
+            if use_cache and len(live) < len(group):
                 logits = logits[live]
                 chunks = [chunks[i] for i in live]
             uniforms = draw_uniforms(generators, [group[i] for i in live], [1] * len(live), temperature > 0)
@@ -85,6 +85,18 @@ class PrefixInfill(Sampler):
                 cursor[i] += 1
                 counters.add(n, len(chunk))
                 trace.step(n, [position], [tid], [prob])
+
+
+def lockstep_groups(encodings: Sequence[Any], active: Sequence[int]) -> list[list[int]]:
+    """Rows whose masked positions are identical, in first-seen order.
+
+    Such rows feed chunks of equal length at every step, so they share one cache without padding
+    holes: decoders whose positions come from the cache length (BART) can then batch them.
+    """
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for n in active:
+        groups.setdefault(tuple(encodings[n].masked), []).append(n)
+    return list(groups.values())
 
 
 class ClmInfill(PrefixInfill):
