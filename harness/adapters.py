@@ -336,26 +336,26 @@ class _IncrementalAdapter(BaseAdapter):
         """
         import torch
 
-        width = max(len(c) for c in chunks)
-        pad = self.pad_id
-        fed = state.fed if state.use_cache else [0] * len(chunks)
-        # cached: left-pad the chunk so every row's last token is the last column (holes need explicit
-        # position ids); uncached: right-pad, positions stay 0..n-1 with no holes. Built as Python lists
-        # and converted once: a tensor op per row cost more than the decoder step at batch 32.
-        padded = any(len(c) != width for c in chunks)
-        if state.use_cache:
-            ids = torch.tensor([[pad] * (width - len(c)) + list(c) for c in chunks], dtype=torch.long)
-            new_mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunks], dtype=torch.long)
+        lengths = [len(c) for c in chunks]
+        width = max(lengths)
+        padded = min(lengths) != width
+        mask = positions = None
+        if not padded and (state.mask is None or not state.use_cache):
+            ids = torch.tensor([list(c) for c in chunks], dtype=torch.long)  # the common case: no padding at all
         else:
-            ids = torch.tensor([list(c) + [pad] * (width - len(c)) for c in chunks], dtype=torch.long)
-            new_mask = torch.tensor([[1] * len(c) + [0] * (width - len(c)) for c in chunks], dtype=torch.long)
-        if state.use_cache and (padded or state.mask is not None):
-            history = state.mask if state.mask is not None else torch.ones((len(chunks), state.width), dtype=torch.long)
-            mask = torch.cat([history, new_mask], dim=1)
-        else:
-            mask = new_mask if padded else None
-        positions = None
-        if mask is not None:
+            pad = self.pad_id
+            fed = state.fed if state.use_cache else [0] * len(chunks)
+            # cached: left-pad the chunk so every row's last token is the last column (holes need explicit
+            # position ids); uncached: right-pad, positions stay 0..n-1 with no holes. Built as Python
+            # lists and converted once: a tensor op per row cost more than a decoder step at batch 32.
+            if state.use_cache:
+                ids = torch.tensor([[pad] * (width - len(c)) + list(c) for c in chunks], dtype=torch.long)
+                new_mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunks], dtype=torch.long)
+                history = state.mask if state.mask is not None else torch.ones((len(chunks), state.width), dtype=torch.long)
+                mask = torch.cat([history, new_mask], dim=1)
+            else:
+                ids = torch.tensor([list(c) + [pad] * (width - len(c)) for c in chunks], dtype=torch.long)
+                mask = torch.tensor([[1] * len(c) + [0] * (width - len(c)) for c in chunks], dtype=torch.long)
             positions = torch.tensor([[0] * (width - len(c)) + list(range(done, done + len(c))) if state.use_cache
                                       else list(range(len(c))) + [0] * (width - len(c)) for c, done in zip(chunks, fed)],
                                      dtype=torch.long).to(self.device)
@@ -365,16 +365,15 @@ class _IncrementalAdapter(BaseAdapter):
         with torch.inference_mode():
             out = self._target_forward(ids.to(self.device), mask_d, positions, state.cache if state.use_cache else None, rows)
         self.forward_passes += 1
-        self.tokens_processed += sum(len(c) for c in chunks)
+        self.tokens_processed += sum(lengths)
         if state.use_cache:
             state.cache = out.past_key_values
             state.mask = mask
             state.width += width
-            for row, chunk in enumerate(chunks):
-                state.fed[row] += len(chunk)
+            state.fed = [done + n for done, n in zip(state.fed, lengths)]
             last_logits = out.logits[:, -1, :]
         else:
-            last = torch.as_tensor([len(c) - 1 for c in chunks], device=out.logits.device)
+            last = torch.as_tensor([n - 1 for n in lengths], device=out.logits.device)
             last_logits = out.logits[torch.arange(len(chunks), device=last.device), last, :]
         with torch.inference_mode():
             return self.suppress(last_logits)
