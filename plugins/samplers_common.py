@@ -53,6 +53,27 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
     return ids, probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
 
+#: Rows of logits handled at a time by :func:`choose_at`: 256 x a 6000-token vocabulary is 6 MB.
+CHOICE_CHUNK = 256
+
+
+def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
+    """:func:`choose_tokens` on rows ``index`` of ``flat_logits`` (rows, vocab), a chunk at a time.
+
+    Gathering every selected row first and then taking the softmax streams the whole (selected x
+    vocab) block through memory twice; in chunks that stay in the cache the same work ran about three
+    times faster (mask-predict, 256 tokens, batch 32). Rows are independent, so results are identical.
+    """
+    import torch
+
+    if len(index) <= CHOICE_CHUNK:
+        return choose_tokens(flat_logits.index_select(0, index), uniforms, temperature, top_k, top_p)
+    parts = [choose_tokens(flat_logits.index_select(0, index[start:start + CHOICE_CHUNK]),
+                           uniforms[start:start + CHOICE_CHUNK], temperature, top_k, top_p)
+             for start in range(0, len(index), CHOICE_CHUNK)]
+    return torch.cat([ids for ids, _ in parts]), torch.cat([probs for _, probs in parts])
+
+
 def row_argmax(values: Any) -> Any:
     """Index of the first maximum of every row of a 2-D tensor (as ``values.max(dim=-1).indices``).
 
