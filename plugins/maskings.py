@@ -17,7 +17,7 @@ from mlmh.params import Param
 from mlmh.types import Document, MaskPlan, Words
 from mlmh.words import is_punctuation
 
-RATIO = Param("ratio", float, 0.15, "fraction of the maskable words to mask", min=0.0, max=1.0)
+RATIO = Param("ratio", float, 0.15, "fraction of the maskable words to mask", min=0.0, max=1.0, headline=True)
 FULL_RATIO = Param("ratio", float, 1.0, "fraction of the maskable words to mask", min=0.0, max=1.0)
 
 

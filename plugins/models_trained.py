@@ -27,6 +27,9 @@ class TrainedModel(Model):
         Param("max_steps", int, 0, "training steps; 0 = the size default", min=0),
         Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled MiniLM-L6 encoder, "
               "or a checkpoint directory to continue pretraining"),
+        Param("positions", str, "rotary", "position encoding of the MLM and CLM: rotary (RoFormer / GPT-NeoX "
+              "layers; learns context fast) or absolute (classic BERT / GPT-2); seq2seq is BART either way",
+              choices=("rotary", "absolute")),
     )
 
     def __init__(self, **params: Any) -> None:
@@ -58,7 +61,8 @@ class TrainedModel(Model):
 
         corpus = self._corpus(context)
         config = make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
-                             max_steps=self.params["max_steps"], init=self.params["init"])
+                             max_steps=self.params["max_steps"], init=self.params["init"],
+                             positions=self.params["positions"])
         recipe = {
             "config": config.to_dict(),
             "dataset": corpus.dataset,
@@ -89,7 +93,8 @@ class TrainedModel(Model):
         recipe, corpus = self._prepare(context)
         cache = ModelCache()
         config = make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
-                             max_steps=self.params["max_steps"], init=self.params["init"])
+                             max_steps=self.params["max_steps"], init=self.params["init"],
+                             positions=self.params["positions"])
 
         def build(tmp: Any) -> None:
             ensure_free_space(cache.root, estimated_bytes(config))
@@ -104,13 +109,15 @@ class TrainedModel(Model):
 class TrainedMLM(TrainedModel):
     name = "trained-mlm"
     model_kind = "mlm"
-    description = "BERT-style masked LM trained offline on the run's dataset (cached after first use)"
+    description = ("BERT-style masked LM (rotary positions by default) trained offline on the run's dataset "
+                   "(cached after first use)")
 
 
 class TrainedCLM(TrainedModel):
     name = "trained-clm"
     model_kind = "clm"
-    description = "GPT-2-style causal LM trained offline on the run's dataset, matched to trained-mlm"
+    description = ("GPT-2-style causal LM (rotary positions by default) trained offline on the run's dataset, "
+                   "matched to trained-mlm")
 
 
 class TrainedSeq2Seq(TrainedModel):

@@ -58,7 +58,8 @@ CHOICE_CHUNK = 256
 
 
 def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
-    """:func:`choose_tokens` on rows ``index`` of ``flat_logits`` (rows, vocab), a chunk at a time.
+    """:func:`choose_tokens` on rows ``index`` (ascending, unique) of ``flat_logits`` (rows, vocab),
+    a chunk at a time; a contiguous run of rows is read in place.
 
     Gathering every selected row first and then taking the softmax streams the whole (selected x
     vocab) block through memory twice; in chunks that stay in the cache the same work ran about three
@@ -66,10 +67,18 @@ def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, t
     """
     import torch
 
+    def rows(part: Any) -> Any:
+        first, last = (int(v) for v in part[[0, -1]].tolist())
+        if last - first + 1 == len(part):  # ascending and unique (from nonzero): a contiguous run, no copy
+            return flat_logits[first:last + 1]
+        return flat_logits.index_select(0, part)
+
+    if len(index) == 0:
+        return choose_tokens(flat_logits[:0], uniforms, temperature, top_k, top_p)
     if len(index) <= CHOICE_CHUNK:
-        return choose_tokens(flat_logits.index_select(0, index), uniforms, temperature, top_k, top_p)
-    parts = [choose_tokens(flat_logits.index_select(0, index[start:start + CHOICE_CHUNK]),
-                           uniforms[start:start + CHOICE_CHUNK], temperature, top_k, top_p)
+        return choose_tokens(rows(index), uniforms, temperature, top_k, top_p)
+    parts = [choose_tokens(rows(index[start:start + CHOICE_CHUNK]), uniforms[start:start + CHOICE_CHUNK],
+                           temperature, top_k, top_p)
              for start in range(0, len(index), CHOICE_CHUNK)]
     return torch.cat([ids for ids, _ in parts]), torch.cat([probs for _, probs in parts])
 

@@ -48,9 +48,14 @@ class MaskedBatch:
 
     def forward(self, rows: Any) -> Any:
         """Logits (len(rows), width, vocab) for ``rows``, trimmed to their longest length; one pass."""
-        width = int(self.lengths[rows].max())
-        logits = self.adapter.logits(self.ids[rows, :width], self.attention[rows, :width])
-        for row, length in zip(rows.tolist(), self.lengths[rows].tolist()):
+        lengths = self.lengths[rows].tolist()
+        width = max(lengths)
+        if len(lengths) == self.ids.shape[0] and width == self.ids.shape[1]:  # every row, full width: no copy
+            ids, attention = self.ids, self.attention
+        else:
+            ids, attention = self.ids[rows, :width], self.attention[rows, :width]
+        logits = self.adapter.logits(ids, attention)
+        for row, length in zip(rows.tolist(), lengths):
             self.counters.add(row, length)
         return logits
 
@@ -72,22 +77,21 @@ class MaskedBatch:
 
     def commit(self, rows: Any, where: Any, ids: Any, probs: Any, remasked: Any = None) -> None:
         """Write chosen tokens into the batch and record one trace step per row of ``rows``."""
+        import torch
+
         global_rows = rows[where[:, 0]]
         self.ids[global_rows, where[:, 1]] = ids
         self.masked[global_rows, where[:, 1]] = False
-        per_row_pos = [[] for _ in range(len(rows))]
-        per_row_ids = [[] for _ in range(len(rows))]
-        per_row_conf = [[] for _ in range(len(rows))]
-        for (local, pos), tid, prob in zip(where.tolist(), ids.tolist(), probs.tolist()):
-            per_row_pos[local].append(pos)
-            per_row_ids[local].append(tid)
-            per_row_conf[local].append(prob)
+        # ``where`` comes from nonzero(): row-major, so each row's picks are one contiguous slice
+        bounds = [0, *torch.bincount(where[:, 0], minlength=len(rows)).cumsum(0).tolist()]
+        positions, id_list, prob_list = where[:, 1].tolist(), ids.tolist(), probs.tolist()
         remasked_rows: list[list[int]] = [[] for _ in range(len(rows))]
         if remasked is not None:
             for local, pos in remasked.nonzero().tolist():
                 remasked_rows[local].append(pos)
         for local, row in enumerate(rows.tolist()):
-            self.trace.step(row, per_row_pos[local], per_row_ids[local], per_row_conf[local], remasked_rows[local])
+            a, b = bounds[local], bounds[local + 1]
+            self.trace.step(row, positions[a:b], id_list[a:b], prob_list[a:b], remasked_rows[local])
 
     def remask(self, rows: Any, positions: Any) -> None:
         """Put the mask token back at ``positions`` (len(rows), width) of ``rows``."""
