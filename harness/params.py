@@ -23,6 +23,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     min: float | None = None
     max: float | None = None
+    headline: bool = False  # always shown in short specs (tables), even at its default
 
     def convert(self, value: Any, owner: str) -> Any:
         """Coerce ``value`` (often a string from the command line) and check its range."""
@@ -111,9 +112,10 @@ class Component:
 
     @property
     def short_spec(self) -> str:
-        """Spec with only the parameters that differ from their defaults: for tables."""
-        defaults = {p.name: p.default for p in self.parameters}
-        changed = {k: v for k, v in sorted(self.params.items()) if defaults.get(k) != v}
+        """Spec with the headline parameters and those that differ from their defaults: for tables."""
+        declared = {p.name: p for p in self.parameters}
+        changed = {k: v for k, v in sorted(self.params.items())
+                   if k not in declared or declared[k].headline or declared[k].default != v}
         if not changed:
             return self.name
         return f"{self.name}:" + ",".join(f"{k}={_fmt(v)}" for k, v in changed.items())

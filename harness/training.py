@@ -7,10 +7,22 @@ order) and the same mask budget (15% of the tokens), so MLM vs CLM vs seq2seq is
 comparison: per size the three models have matched parameter counts (within 10%) and see the same
 number of training tokens.
 
-- MLM: BERT (``BertForMaskedLM``), 15% of tokens chosen, 80% [MASK] / 10% random / 10% kept
-  (Devlin et al. 2019, via transformers' ``DataCollatorForLanguageModeling``).
-- CLM: GPT-2 (``GPT2LMHeadModel``), next-token prediction on the same blocks.
-- seq2seq: BART (``BartForConditionalGeneration``) text infilling (Lewis et al. 2020): spans with
+Design decision: rotary position embeddings for the MLM and the CLM by default (``positions``).
+A small BERT with learned absolute positions sits on the unigram plateau for well over 1,500 steps
+on a small corpus: before it can use any context it must learn position-to-position attention
+from scratch, whereas a causal LM reads bigram statistics off its own residual stream at once.
+Rotary positions (Su et al. 2021, RoFormer) make "attend to my neighbours" easy to learn, so the
+MLM leaves the plateau within a few hundred steps. The CLM gets rotary positions too, so the pair
+differs in attention mask and objective, not in how it encodes positions.
+``positions="absolute"`` keeps the classic pair (BERT + GPT-2), e.g. to show that plateau.
+
+- MLM: 15% of tokens chosen, 80% [MASK] / 10% random / 10% kept (Devlin et al. 2019, via
+  transformers' ``DataCollatorForLanguageModeling``); ``RoFormerForMaskedLM`` (BERT's post-LN
+  layers with rotary positions) or ``BertForMaskedLM``.
+- CLM: next-token prediction on the same blocks; ``GPTNeoXForCausalLM`` with sequential residuals
+  and full rotary (GPT-2's pre-LN layers with rotary positions) or ``GPT2LMHeadModel``.
+- seq2seq: BART (``BartForConditionalGeneration``, learned absolute positions either way: its
+  decoder also sees the previous token) text infilling (Lewis et al. 2020): spans with
   Poisson(3) lengths, each replaced by one [MASK] (0-length spans insert one), until 15% of the
   tokens are hidden; the decoder reconstructs the whole block.
 
@@ -39,6 +51,7 @@ if TYPE_CHECKING:
     import torch
 
 OBJECTIVES = ("mlm", "clm", "seq2seq")
+POSITIONS = ("rotary", "absolute")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15
 MEAN_SPAN = 3.0  # BART's Poisson lambda
@@ -48,7 +61,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences and mask budgets"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -95,6 +108,7 @@ class TrainingConfig:
     max_steps: int = 0  # 0 = the size default (or ``epochs``)
     epochs: float | None = None
     init: str = ""  # "" | "minilm" | a checkpoint directory
+    positions: str = "rotary"  # position encoding of the MLM and CLM: "rotary" | "absolute"
     mask_ratio: float = MASK_RATIO
     warmup_ratio: float = 0.06
     weight_decay: float = 0.01
@@ -109,13 +123,16 @@ class TrainingConfig:
 
 
 def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps: int = 0,
-                epochs: float | None = None, init: str = "", **shape_overrides: Any) -> TrainingConfig:
+                epochs: float | None = None, init: str = "", positions: str = "rotary",
+                **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models)."""
     if objective not in OBJECTIVES:
         raise SpecError(f"unknown objective '{objective}' (valid: {', '.join(OBJECTIVES)})")
     if size not in SIZES:
         raise SpecError(f"unknown size '{size}' (valid: {', '.join(SIZES)})")
+    if positions not in POSITIONS:
+        raise SpecError(f"unknown positions '{positions}' (valid: {', '.join(POSITIONS)})")
     if max_steps < 0:
         raise SpecError(f"--max-steps must be >= 0; got {max_steps}")
     if epochs is not None and epochs <= 0:
@@ -126,7 +143,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
         raise SpecError("--init minilm supports the mlm and clm objectives (MiniLM is an encoder, it has no decoder)")
     shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
     return TrainingConfig(objective=objective, size=size, shape=shape, seed=seed, max_steps=max_steps,
-                          epochs=epochs, init=init)
+                          epochs=epochs, init=init, positions=positions)
 
 
 # -- tokenizer -----------------------------------------------------------------------------------
@@ -177,16 +194,26 @@ def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | N
 
 # -- models ---------------------------------------------------------------------------------------
 
-def model_config(objective: str, shape: SizeSpec, tokenizer: Any):
+def model_config(objective: str, shape: SizeSpec, tokenizer: Any, positions: str = "rotary"):
     """The transformers config of a fresh model of ``objective`` and ``shape`` for ``tokenizer``."""
-    from transformers import BartConfig, BertConfig, GPT2Config
+    from transformers import BartConfig, BertConfig, GPT2Config, GPTNeoXConfig, RoFormerConfig
 
     vocab = len(tokenizer)
     pad, cls, sep = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
+    rotary = positions == "rotary"
     if objective == "mlm":
-        return BertConfig(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
-                          num_attention_heads=shape.heads, intermediate_size=shape.ffn,
-                          max_position_embeddings=shape.seq_len, pad_token_id=pad)
+        config_class = RoFormerConfig if rotary else BertConfig
+        extra = {"embedding_size": shape.hidden} if rotary else {}
+        return config_class(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                            num_attention_heads=shape.heads, intermediate_size=shape.ffn,
+                            max_position_embeddings=shape.seq_len, pad_token_id=pad, **extra)
+    if objective == "clm" and rotary:
+        # GPT-2's layer order (pre-LN, attention then MLP, tied embeddings), positions by rotation
+        return GPTNeoXConfig(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                             num_attention_heads=shape.heads, intermediate_size=shape.ffn,
+                             max_position_embeddings=shape.seq_len, rotary_pct=1.0, use_parallel_residual=False,
+                             tie_word_embeddings=True, hidden_dropout=0.1, attention_dropout=0.1,
+                             bos_token_id=cls, eos_token_id=sep, pad_token_id=pad)
     if objective == "clm":
         return GPT2Config(vocab_size=vocab, n_embd=shape.hidden, n_layer=shape.layers, n_head=shape.heads,
                           n_inner=shape.ffn, n_positions=shape.seq_len, bos_token_id=cls, eos_token_id=sep,
@@ -200,13 +227,21 @@ def model_config(objective: str, shape: SizeSpec, tokenizer: Any):
                       decoder_start_token_id=sep, forced_eos_token_id=sep, mask_token_id=tokenizer.mask_token_id)
 
 
-def _model_class(objective: str):
-    from transformers import BartForConditionalGeneration, BertForMaskedLM, GPT2LMHeadModel
+def _model_class(objective: str, positions: str = "rotary"):
+    from transformers import (BartForConditionalGeneration, BertForMaskedLM, GPT2LMHeadModel, GPTNeoXForCausalLM,
+                              RoFormerForMaskedLM)
 
+    if positions == "rotary":
+        return {"mlm": RoFormerForMaskedLM, "clm": GPTNeoXForCausalLM, "seq2seq": BartForConditionalGeneration}[objective]
     return {"mlm": BertForMaskedLM, "clm": GPT2LMHeadModel, "seq2seq": BartForConditionalGeneration}[objective]
 
 
-def count_parameters(objective: str, shape: SizeSpec, vocab_size: int | None = None) -> int:
+def build_model(objective: str, shape: SizeSpec, tokenizer: Any, positions: str = "rotary"):
+    """A fresh, randomly initialised model of ``objective`` (the seed is the caller's)."""
+    return _model_class(objective, positions)(model_config(objective, shape, tokenizer, positions))
+
+
+def count_parameters(objective: str, shape: SizeSpec, vocab_size: int | None = None, positions: str = "rotary") -> int:
     """Unique parameters of a fresh model (tied embeddings counted once); built on the meta device."""
     import torch
 
@@ -217,7 +252,7 @@ def count_parameters(objective: str, shape: SizeSpec, vocab_size: int | None = N
             return vocab_size or shape.vocab_size
 
     with torch.device("meta"):
-        model = _model_class(objective)(model_config(objective, shape, _Vocab()))
+        model = build_model(objective, shape, _Vocab(), positions)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -538,7 +573,7 @@ def estimated_bytes(config: TrainingConfig) -> int:
     """Disk space a saved model needs (float32 weights + tokenizer + slack)."""
     if config.init:
         return 200_000_000
-    params = count_parameters(config.objective, config.shape)
+    params = count_parameters(config.objective, config.shape, positions=config.positions)
     return int(params * 4 * 1.2) + 20_000_000
 
 
@@ -581,7 +616,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldou
             seq_len = min(shape.seq_len, int(max_positions))
         else:
             tokenizer = shared_tokenizer(texts, shape.vocab_size)
-            model = _model_class(config.objective)(model_config(config.objective, shape, tokenizer))
+            model = build_model(config.objective, shape, tokenizer, config.positions)
             seq_len = shape.seq_len
         train_blocks = make_blocks(tokenizer, texts, seq_len)
         eval_blocks = make_blocks(tokenizer, heldout, seq_len)
@@ -630,6 +665,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldou
             "objective": config.objective,
             "size": config.size,
             "architecture": type(model).__name__,
+            "positions": config.positions if not config.init else "as in the checkpoint",
             "init": config.init,
             "dataset": dataset,
             "data_hash": data_digest,

@@ -64,3 +64,11 @@ def test_unknown_message_suggests_close_name():
     assert msg.startswith("unknown masking 'randm'; did you mean 'random'?")
     assert "valid: random, stopwords" in msg
     assert "did you mean" not in unknown_message("masking", "zzz", ["random"])
+
+
+def test_short_spec_keeps_headline_parameters_at_their_default():
+    from mlmh.registry import get_registry
+
+    random = get_registry().get("masking", "random")
+    assert random.short_spec == "random:ratio=0.15"  # a table must say how much was masked
+    assert random.configured(ratio=0.5).short_spec == "random:ratio=0.5"

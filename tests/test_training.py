@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mlmh.errors import SpecError
-from mlmh.training import (OBJECTIVES, SIZES, BatchMaker, count_parameters, infill_example, infill_spans, load_init,
-                           make_blocks, make_config, train, train_tokenizer)
+from mlmh.training import (OBJECTIVES, POSITIONS, SIZES, BatchMaker, count_parameters, infill_example, infill_spans,
+                           load_init, make_blocks, make_config, train, train_tokenizer)
 
 WORDS = ("the old captain walked along the quiet harbour and counted the boats while gulls circled "
          "over the grey water ; later she wrote a letter to her brother about the storm").split()
@@ -20,13 +20,14 @@ AUTO = {"mlm": "AutoModelForMaskedLM", "clm": "AutoModelForCausalLM", "seq2seq":
 
 
 def micro(objective: str, **kw):
-    return make_config(objective, "tiny", **{"max_steps": 3, **kw}, **MICRO)
+    return make_config(objective, "tiny", **{"max_steps": 3, **MICRO, **kw})
 
 
+@pytest.mark.parametrize("positions", POSITIONS)
 @pytest.mark.parametrize("size", sorted(SIZES))
-def test_parameter_counts_match_within_ten_percent(size):
+def test_parameter_counts_match_within_ten_percent(size, positions):
     for vocab in (SIZES[size].vocab_size, 1500):  # the full vocabulary, and a small sample's (PAN: ~1.5k)
-        counts = {o: count_parameters(o, SIZES[size], vocab) for o in OBJECTIVES}
+        counts = {o: count_parameters(o, SIZES[size], vocab, positions=positions) for o in OBJECTIVES}
         for objective, n in counts.items():
             assert abs(n / counts["mlm"] - 1) <= 0.10, (size, vocab, counts)
     assert counts["mlm"] < count_parameters("mlm", SIZES["base"]) or size == "base"
@@ -68,6 +69,28 @@ def test_training_is_deterministic_under_a_seed_and_budgets_match(tmp_path):
 def test_clm_learns_beyond_the_unigram_baseline(tmp_path):
     card = train(TEXTS, micro("clm", max_steps=80), tmp_path, heldout_texts=TEXTS[:4], threads=1)
     assert card["heldout_accuracy"] > card["unigram_baseline_accuracy"] + 0.2, card
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_architecture_follows_the_position_scheme(positions, tmp_path):
+    expected = {"rotary": ("RoFormerForMaskedLM", "GPTNeoXForCausalLM"), "absolute": ("BertForMaskedLM", "GPT2LMHeadModel")}
+    cards = [train(TEXTS, micro(o, max_steps=1, positions=positions), tmp_path / o, threads=1) for o in ("mlm", "clm")]
+    assert tuple(c["architecture"] for c in cards) == expected[positions]
+    assert all(c["positions"] == positions for c in cards)
+
+
+def test_mlm_learns_beyond_the_unigram_baseline(tmp_path):
+    """Held out: rotations of the sentence never trained on, so only context use scores (measured
+    0.86 against a unigram 0.19 after 300 steps; BERT's absolute positions stay near 0.24)."""
+    unseen = [" ".join(WORDS[(i * 3 + 1) % len(WORDS):] + WORDS[: (i * 3 + 1) % len(WORDS)]) + "." for i in range(10)]
+    config = micro("mlm", max_steps=300, hidden=64, ffn=128, batch_size=16, seq_len=40)
+    card = train(TEXTS, config, tmp_path, heldout_texts=unseen, threads=1)
+    assert card["heldout_accuracy"] > card["unigram_baseline_accuracy"] + 0.3, card
+
+
+def test_unknown_position_scheme_is_a_usage_error():
+    with pytest.raises(SpecError, match="unknown positions 'alibi'"):
+        make_config("mlm", positions="alibi")
 
 
 def _blocks(n_texts=40):

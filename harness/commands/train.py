@@ -10,7 +10,8 @@ import click
 OBJECTIVE_CHOICES = ("mlm", "clm", "seq2seq")
 SIZE_CHOICES = ("tiny", "small", "base")
 CARD_ROWS = (
-    ("objective", "objective"), ("architecture", "architecture"), ("size", "size"), ("init", "init"),
+    ("objective", "objective"), ("architecture", "architecture"), ("positions", "positions"), ("size", "size"),
+    ("init", "init"),
     ("dataset", "dataset"), ("parameters", "parameters"), ("vocab_size", "vocabulary"), ("steps", "steps"),
     ("tokens_seen", "tokens seen"), ("final_loss", "final train loss"), ("heldout_loss", "held-out loss"),
     ("heldout_accuracy", "held-out accuracy"), ("unigram_baseline_accuracy", "unigram baseline accuracy"),
@@ -24,7 +25,11 @@ CARD_ROWS = (
 @click.option("--data", "data_path", type=click.Path(exists=True), default=None,
               help="Path to the dataset in its official format; default: the bundled sample.")
 @click.option("--objective", type=click.Choice(OBJECTIVE_CHOICES), required=True,
-              help="mlm = BERT masked LM, clm = GPT-2 causal LM, seq2seq = BART text infilling.")
+              help="mlm = BERT-style masked LM, clm = GPT-2-style causal LM, seq2seq = BART text infilling.")
+@click.option("--positions", type=click.Choice(("rotary", "absolute")), default="rotary", show_default=True,
+              help="Position encoding of mlm/clm: rotary = RoFormer MLM / GPT-NeoX CLM (the MLM learns context "
+                   "within a few hundred steps); absolute = classic BERT / GPT-2 (a small BERT stays near the "
+                   "unigram baseline for thousands of steps).")
 @click.option("--size", type=click.Choice(SIZE_CHOICES), default="tiny", show_default=True,
               help="Matched sizes: tiny ~1.2M, small ~6M, base ~27M parameters (with a full vocabulary).")
 @click.option("--init", default="", metavar="CHECKPOINT",
@@ -38,8 +43,8 @@ CARD_ROWS = (
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to save the model in.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it already holds something.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
-def train(dataset: str, data_path: str | None, objective: str, size: str, init: str, max_steps: int,
-          epochs: float | None, seed: int, threads: int | None, out_dir: str, overwrite: bool, as_json: bool) -> None:
+def train(dataset: str, data_path: str | None, objective: str, positions: str, size: str, init: str,
+          max_steps: int, epochs: float | None, seed: int, threads: int | None, out_dir: str, overwrite: bool, as_json: bool) -> None:
     """Train a tokenizer and a small MLM, CLM or seq2seq model on a dataset's train split.
 
     All objectives share one cased WordPiece vocabulary and see the same token blocks, so models of
@@ -53,6 +58,7 @@ def train(dataset: str, data_path: str | None, objective: str, size: str, init: 
     Examples:
       mlmh train --dataset pan --objective mlm --size tiny --out models/pan-mlm
       mlmh train --dataset pan --objective clm --max-steps 30 --out /tmp/clm
+      mlmh train --dataset pan --objective mlm --positions absolute --out models/pan-bert
       mlmh train --dataset mpst --data ~/mpst.csv --objective seq2seq --epochs 2 --out models/mpst-bart
       mlmh train --dataset pan --objective mlm --init minilm --max-steps 200 --out models/pan-minilm
     """
@@ -64,7 +70,7 @@ def train(dataset: str, data_path: str | None, objective: str, size: str, init: 
     from mlmh.training import estimated_bytes, init_source, make_config
     from mlmh.training import train as train_model
 
-    config = make_config(objective, size, seed=seed, max_steps=max_steps, epochs=epochs, init=init)
+    config = make_config(objective, size, seed=seed, max_steps=max_steps, epochs=epochs, init=init, positions=positions)
     if init:
         init_source(init)  # fail on a bad --init before loading any data
     if threads is not None and threads < 1:
