@@ -85,6 +85,7 @@ class PrefixInfill(Sampler):
                 cursor[i] += 1
                 counters.add(n, len(chunk))
                 trace.step(n, [position], [tid], [prob])
+            del logits  # a view of the pass's full logits (the prefill's are large): free before the next pass
 
 
 def lockstep_groups(encodings: Sequence[Any], active: Sequence[int]) -> list[list[int]]:

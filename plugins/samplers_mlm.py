@@ -47,7 +47,12 @@ class MaskedBatch:
         return (self.n_masked > 0).nonzero().flatten()
 
     def forward(self, rows: Any) -> Any:
-        """Logits (len(rows), width, vocab) for ``rows``, trimmed to their longest length; one pass."""
+        """Logits (len(rows), width, vocab) for ``rows``, trimmed to their longest length; one pass.
+
+        Loops should drop the previous pass's logits before calling again: while they are alive the
+        allocator must map fresh pages for the new (rows x width x vocab) block, and first-touch page
+        faults cost several percent of a pass at size tiny.
+        """
         lengths = self.lengths[rows].tolist()
         width = max(lengths)
         if len(lengths) == self.ids.shape[0] and width == self.ids.shape[1]:  # every row, full width: no copy
@@ -171,6 +176,7 @@ class LeftToRight(MaskedSampler):
             select = torch.zeros_like(current)
             select[torch.arange(len(rows)), first] = True
             batch.commit(rows, *batch.choose(rows, logits, select, *self._sampling()))
+            del logits  # free before the next pass (see MaskedBatch.forward)
 
 
 def _lowest(scores: Any, count: Any) -> Any:
@@ -213,6 +219,7 @@ class MaskPredict(MaskedSampler):
             where, ids, probs = batch.choose(rows, logits, select, *self._sampling())
             confidence[where[:, 0], where[:, 1]] = probs
             batch.commit(rows, where, ids, probs)
+            del logits  # free before the next pass (see MaskedBatch.forward)
 
 
 class Confidence(MaskedSampler):
@@ -269,6 +276,7 @@ class Confidence(MaskedSampler):
                 repeat[:, 1:] = (before[:, 1:] == before[:, :-1]) & commit[:, 1:]
                 chosen = chosen & ~repeat[where[:, 0], where[:, 1]]
             batch.commit(rows, where[chosen], ids[chosen], probs[chosen])
+            del logits  # free before the next pass (see MaskedBatch.forward)
 
 
 class Gibbs(MaskedSampler):
@@ -327,6 +335,7 @@ class Gibbs(MaskedSampler):
             select = select[:, : logits.shape[1]]
             in_burnin = [t < burnin[r] for r in rows]
             self._sample(batch, row_index, logits, select, in_burnin)
+            del logits  # free before the next pass (see MaskedBatch.forward)
             t += 1
 
     def _pick(self, batch: MaskedBatch, row: int, t: int, positions: list[int], order: list[int]) -> int:
