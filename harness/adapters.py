@@ -205,7 +205,8 @@ class BaseAdapter:
         runs = self._banned_runs
         if len(runs) <= 8:  # a few contiguous runs (specials, padding rows): slice fills, no index tensor
             for start, end in runs:
-                out[..., start:end] = float("-inf")
+                if start < out.shape[-1]:
+                    out.narrow(-1, start, min(end, out.shape[-1]) - start).fill_(float("-inf"))
         else:
             index = self._banned_index
             out[..., index[index < out.shape[-1]]] = float("-inf")
@@ -364,6 +365,13 @@ class _IncrementalAdapter(BaseAdapter):
         mask_d = None if mask is None else mask.to(self.device)
         with torch.inference_mode():
             out = self._target_forward(ids.to(self.device), mask_d, positions, state.cache if state.use_cache else None, rows)
+            return self._last_logits(out, chunks, lengths, state, width, mask)
+
+    def _last_logits(self, out: Any, chunks: Sequence[Sequence[int]], lengths: list[int], state: "PrefixState",
+                     width: int, mask: Any) -> Any:
+        """Counters and cache bookkeeping after a pass; the suppressed logits of each row's last token."""
+        import torch
+
         self.forward_passes += 1
         self.tokens_processed += sum(lengths)
         if state.use_cache:
@@ -375,8 +383,7 @@ class _IncrementalAdapter(BaseAdapter):
         else:
             last = torch.as_tensor([n - 1 for n in lengths], device=out.logits.device)
             last_logits = out.logits[torch.arange(len(chunks), device=last.device), last, :]
-        with torch.inference_mode():
-            return self.suppress(last_logits)
+        return self.suppress(last_logits)
 
 
 @dataclass
@@ -455,7 +462,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
             raise ModelError(f"model '{self.identity}': tokenizer has neither T5 sentinels nor a mask token")
         self._encoder_out: Any = None
         self._encoder_mask: Any = None
-        self._encoder_rows: Any = None  # (rows, their encoder states, their encoder mask)
+        self._encoder_rows: Any = None  # (rows, their encoder outputs, their encoder mask)
 
     def sentinel_id(self, k: int) -> int:
         tid = self.tokenizer.convert_tokens_to_ids(f"<extra_id_{k}>")
@@ -503,7 +510,8 @@ class Seq2SeqAdapter(_IncrementalAdapter):
     def new_state(self, rows: int, use_cache: bool) -> PrefixState:
         from transformers import DynamicCache, EncoderDecoderCache
 
-        cache = EncoderDecoderCache(DynamicCache(), DynamicCache()) if use_cache else None
+        config = self.model.config  # as the model builds its own cache
+        cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config)) if use_cache else None
         return PrefixState(use_cache=use_cache, fed=[0] * rows, cache=cache)
 
     def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
@@ -511,12 +519,15 @@ class Seq2SeqAdapter(_IncrementalAdapter):
 
         index = tuple(rows)
         if self._encoder_rows is None or self._encoder_rows[0] != index:  # cached decoding asks for the same rows every step
-            # without source padding the decoder needs no cross-attention mask (as in a plain decode)
-            self._encoder_rows = (index, self._encoder_out.last_hidden_state[list(index)],
+            states = self._encoder_out.last_hidden_state
+            every_row = index == tuple(range(states.shape[0]))
+            # made once per set of rows (a ModelOutput per step cost as much as a tiny decoder layer); without
+            # source padding the decoder needs no cross-attention mask, as in a plain decode
+            self._encoder_rows = (index, self._encoder_out if every_row else BaseModelOutput(last_hidden_state=states[list(index)]),
                                   self._encoder_mask[list(index)] if self._encoder_padded else None)
-        _, hidden, encoder_mask = self._encoder_rows
+        _, encoder_outputs, encoder_mask = self._encoder_rows
         kwargs: dict[str, Any] = {
-            "encoder_outputs": BaseModelOutput(last_hidden_state=hidden),
+            "encoder_outputs": encoder_outputs,
             "attention_mask": encoder_mask,
             "decoder_input_ids": input_ids,
             "decoder_attention_mask": attention_mask,

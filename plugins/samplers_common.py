@@ -34,6 +34,9 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
         return torch.zeros(0, dtype=torch.long), torch.zeros(0)
     if temperature <= 0:
         probs = torch.softmax(logits, dim=-1)
+        if probs.numel() < _SMALL_CHOICE:  # one op is cheapest for a few rows (a decoder step)
+            conf, ids = probs.max(dim=-1)
+            return ids, conf
         return row_argmax(probs), probs.amax(dim=-1)  # = probs.max(dim=-1), with a faster index search
     scaled = logits / temperature
     if top_k and top_k < scaled.shape[-1]:
@@ -53,6 +56,8 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
     return ids, probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
 
+#: Below this many probabilities, greedy choice uses torch's max (numpy's argmax pays off above it).
+_SMALL_CHOICE = 1 << 16
 #: Rows of logits handled at a time by :func:`choose_at`: 256 x a 6000-token vocabulary is 6 MB.
 CHOICE_CHUNK = 256
 
