@@ -88,7 +88,7 @@ class SizeSpec:
 
 SIZES: dict[str, SizeSpec] = {
     "tiny": SizeSpec(hidden=128, layers=2, heads=2, ffn=512, encoder_layers=1, decoder_layers=1,
-                     seq_len=128, batch_size=16, vocab_size=6000, steps=500, learning_rate=1e-3, seq2seq_ffn=384),
+                     seq_len=128, batch_size=16, vocab_size=6000, steps=500, learning_rate=2e-3, seq2seq_ffn=384),
     "small": SizeSpec(hidden=256, layers=4, heads=4, ffn=1024, encoder_layers=3, decoder_layers=1,
                       seq_len=256, batch_size=16, vocab_size=12000, steps=3000, learning_rate=5e-4),
     "base": SizeSpec(hidden=512, layers=6, heads=8, ffn=2048, encoder_layers=3, decoder_layers=2,
