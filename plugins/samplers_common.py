@@ -57,7 +57,7 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
 
 
 #: Below this many probabilities, greedy choice uses torch's max (numpy's argmax pays off above it).
-_SMALL_CHOICE = 1 << 16
+_SMALL_CHOICE = 1 << 13
 #: Rows of logits handled at a time by :func:`choose_at`: 256 x a 6000-token vocabulary is 6 MB.
 CHOICE_CHUNK = 256
 
