@@ -203,3 +203,14 @@ def test_hf_model_plugins_load_and_name_their_weights(tiny_mlm, tmp_path):
     assert adapter.kind == "mlm" and adapter.identity == identity
     with pytest.raises(SpecError, match="needs path="):
         get_registry().build("model", "hf-clm").load(LoadContext())
+
+
+@pytest.mark.parametrize("build", ["wordpiece", "byte-level"])
+def test_batched_encoding_equals_one_item_at_a_time_through_the_tokenizer_wrapper(build, mlm, tmp_path, monkeypatch):
+    adapter = mlm if build == "wordpiece" else _byte_level_clm(tmp_path)
+    texts = [TEXT, "Wait!!, what?! No... yes.", "again and again", "x"]
+    pairs = [(split_words(t), plan(*range(0, len(split_words(t)), 2))) for t in texts]
+    batched = adapter.encode_batch(pairs)
+    assert adapter._direct_backend()  # plain TokenizersBackend: the Rust tokenizer is called directly
+    monkeypatch.setattr(type(adapter), "_direct_backend", lambda self: False)  # the wrapper, item by item
+    assert [adapter.encode(*pair) for pair in pairs] == batched

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mlmh.adapters import load_adapter
 from mlmh.errors import SpecError
 from mlmh.generation import generate, prepare_items
-from mlmh.plugins.samplers_common import choose_tokens
+from mlmh.plugins.samplers_common import TraceRecorder, choose_at, choose_tokens
 from mlmh.plugins.samplers_mlm import MaskedBatch
 from mlmh.registry import get_registry
 from mlmh.types import Document
@@ -200,6 +200,35 @@ def test_choose_tokens_greedy_top_k_top_p():
         assert set(choose_tokens(logits, torch.full((2,), u), 1.0, 2, 1.0)[0].tolist()) <= {0, 1, 3}
     spread = {choose_tokens(logits[1:], torch.tensor([u]), 1.0, 0, 1.0)[0].item() for u in (0.1, 0.9)}
     assert spread == {0, 3}
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_choosing_in_chunks_or_in_place_equals_choosing_gathered_rows(temperature, monkeypatch):
+    import mlmh.plugins.samplers_common as common
+
+    generator = torch.Generator().manual_seed(0)
+    flat = torch.randn(40, 50, generator=generator)
+    uniforms = torch.rand(40, generator=generator)
+    for index in (torch.arange(3, 30), torch.tensor([0, 2, 3, 9, 10, 11, 39]), torch.arange(40)):
+        expected = choose_tokens(flat[index], uniforms[: len(index)], temperature, 0, 1.0)
+        for chunk in (4, 256):
+            monkeypatch.setattr(common, "CHOICE_CHUNK", chunk)
+            got = choose_at(flat, index, uniforms[: len(index)], temperature, 0, 1.0)
+            assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+
+
+def test_trace_marks_a_position_changed_only_when_its_token_changes(adapters):
+    adapter = adapters["mlm"]
+    trace = TraceRecorder([[2, 10, 11, 3]], [{1, 2}], [[]])
+    trace.step(0, [1], [20], [0.5])  # fills a mask
+    trace.step(0, [1], [20], [0.6])  # resampled to the same token (Gibbs): nothing changes
+    trace.step(0, [1, 2], [21, 22], [0.7, 0.8], remasked=[1])
+    first, same, both = trace.steps(0, adapter)
+    assert (first.changed, first.masked) == ([1], [2])
+    assert (same.changed, same.masked, same.tokens) == ([], [2], first.tokens)
+    assert (both.changed, both.masked) == ([1, 2], [1])
+    assert both.tokens[1] == adapter.tokens_to_strings([adapter.mask_id])[0]
+    assert both.tokens[2] == adapter.tokens_to_strings([22])[0]
 
 
 def test_truncated_text_says_so_and_keeps_words_beyond_the_window(adapters):
