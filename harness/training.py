@@ -61,7 +61,9 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences and mask budgets"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
+#: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
+TOKENIZER_VERSION = 2
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -159,6 +161,7 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int):
     tok.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    tok.model = models.WordPiece(canonical_vocabulary(tok, texts), unk_token="[UNK]")
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
@@ -170,12 +173,27 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int):
     )
 
 
+def canonical_vocabulary(tok: Any, texts: Sequence[str]) -> dict[str, int]:
+    """The trained vocabulary made reproducible: the specials, then (sorted) the tokens the training
+    texts use and the single characters (so any text can still be spelled out); nothing else.
+
+    The trainer breaks ties between equally frequent merges in hash-map order
+    (huggingface/tokenizers#1794), so two trainings on the same texts tokenize them alike but keep
+    different unused intermediate pieces and number everything differently. Those pieces would
+    split unseen words differently from machine to machine; without them, a seed gives the same
+    tokens, ids and model everywhere.
+    """
+    used = {token for encoding in tok.encode_batch(list(texts), add_special_tokens=False) for token in encoding.tokens}
+    characters = {t for t in tok.get_vocab() if len(t.removeprefix("##")) == 1}
+    kept = sorted((used | characters) - set(SPECIAL_TOKENS))
+    return {token: i for i, token in enumerate(SPECIAL_TOKENS + kept)}
+
+
 def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | None = None):
     """The WordPiece tokenizer of ``texts``, trained once and then reused from the cache.
 
-    Reuse is what makes the vocabulary *shared*: the ``tokenizers`` trainer breaks ties between
-    equally frequent merges in hash-map order (huggingface/tokenizers#1794), so two trainings on the
-    same data can differ. Every model trained on the same texts loads the one cached copy.
+    Two trainings on the same texts give the same vocabulary (:func:`canonical_vocabulary`); the
+    cache saves retraining it for every model that shares it.
     """
     from transformers import PreTrainedTokenizerFast
 
@@ -186,7 +204,7 @@ def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | N
 
         cache_root = models_dir() / "tokenizers"
     cache = ModelCache(cache_root)
-    key = f"wordpiece-{vocab_size}-{data_hash(texts)[:20]}"
+    key = f"wordpiece{TOKENIZER_VERSION}-{vocab_size}-{data_hash(texts)[:20]}"
     path, _ = cache.get_or_build(key, lambda tmp: train_tokenizer(texts, vocab_size).save_pretrained(tmp),
                                  complete=lambda p: (p / "tokenizer.json").is_file())
     return PreTrainedTokenizerFast.from_pretrained(path)

@@ -213,3 +213,32 @@ def test_mlm_masks_come_from_the_seed_not_the_global_rng():
     second = BatchMaker("mlm", tok, blocks, ratio=0.15, seed=3, mask_only=True)(blocks.ids)
     assert torch.equal(first["input_ids"], second["input_ids"]) and torch.equal(first["labels"], second["labels"])
     assert (first["input_ids"][first["labels"] != -100] == tok.mask_token_id).all()  # evaluation: all [MASK]
+
+
+def test_tokenizer_training_is_reproducible_across_processes():
+    """The trainer's tie-breaking varies per process; the canonical vocabulary must not."""
+    import subprocess
+    import sys
+
+    script = ("import hashlib, json; from mlmh.registry import get_registry; from mlmh.training import train_tokenizer; "
+              "corpus = get_registry().build('dataset', 'pan').load(None); "
+              "tok = train_tokenizer([d.text for d in corpus.split('train')], 6000); "
+              "ids = [tok(d.text)['input_ids'] for d in corpus.split('test')]; "
+              "print(hashlib.sha256(json.dumps([sorted(tok.get_vocab().items()), ids]).encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+               for _ in range(3)}
+    assert len(digests) == 1, digests
+
+
+SPECIALS = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+
+
+def test_canonical_vocabulary_keeps_used_tokens_and_single_characters():
+    tok = train_tokenizer(TEXTS, 120)
+    vocab = tok.get_vocab()
+    assert [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])][:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    used = {t for text in TEXTS for t in tok.tokenize(text)}
+    assert "[UNK]" not in used
+    assert {t for t in vocab if len(t.removeprefix("##")) > 1 and t not in SPECIALS} <= used  # no unused merges
+    pieces = tok.tokenize("harbours")  # an unseen word is spelled with kept pieces
+    assert "".join(p.removeprefix("##") for p in pieces) == "harbours" and "[UNK]" not in pieces
