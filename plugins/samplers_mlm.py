@@ -194,7 +194,7 @@ class MaskPredict(MaskedSampler):
 
     name = "mask-predict"
     description = "Predict all masks, then T-1 times re-mask the n = N(T-t)/T least confident and re-predict."
-    parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1), *SAMPLING_PARAMS, STUTTER)
+    parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1, headline=True), *SAMPLING_PARAMS, STUTTER)
 
     def run(self, batch: MaskedBatch) -> None:
         import torch
@@ -233,7 +233,7 @@ class Confidence(MaskedSampler):
     name = "confidence"
     description = "Commit the k most confident predictions per step (MaskGIT/LLaDA), linear or cosine schedule."
     parameters = (
-        Param("steps", int, 8, "T: at most this many forward passes", min=1),
+        Param("steps", int, 8, "T: at most this many forward passes", min=1, headline=True),
         Param("schedule", str, "cosine", "how many masks remain after each step", choices=("linear", "cosine")),
         Param("threshold", float, 0.0, "also commit every prediction with probability >= this (0 = off)", min=0.0, max=1.0),
         *SAMPLING_PARAMS,

@@ -72,3 +72,4 @@ def test_short_spec_keeps_headline_parameters_at_their_default():
     random = get_registry().get("masking", "random")
     assert random.short_spec == "random:ratio=0.15"  # a table must say how much was masked
     assert random.configured(ratio=0.5).short_spec == "random:ratio=0.5"
+    assert get_registry().get("sampler", "mask-predict").short_spec == "mask-predict:steps=4"  # T, the point of it
