@@ -21,6 +21,7 @@ import hashlib
 import inspect
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -151,7 +152,7 @@ class BaseAdapter:
             return []
         tok = self.tokenizer
         backend = getattr(tok, "backend_tokenizer", None)
-        if self._direct_backend() and backend.truncation is None and backend.padding is None and \
+        if self._direct_backend and backend.truncation is None and backend.padding is None and \
                 backend.encode_special_tokens == bool(getattr(tok, "split_special_tokens", False)):
             if len(texts) < _PARALLEL_BATCH:  # small batches: the thread pool's hand-off costs more than it saves
                 encodings = [backend.encode(text, add_special_tokens=False) for text in texts]
@@ -161,20 +162,16 @@ class BaseAdapter:
         batch = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
         return list(zip(batch["input_ids"], batch["offset_mapping"]))
 
+    @cached_property
     def _direct_backend(self) -> bool:
         """Whether the tokenizer's encode/decode are the plain backend calls (no subclass overrides)."""
-        direct = self.__dict__.get("_direct_backend_cache")
-        if direct is None:
-            try:
-                from transformers.tokenization_utils_tokenizers import TokenizersBackend
-            except ImportError:  # older transformers: always go through the wrapper
-                TokenizersBackend = None
-            cls = type(self.tokenizer)
-            direct = TokenizersBackend is not None and all(
-                getattr(cls, name, None) is getattr(TokenizersBackend, name, None)
-                for name in ("__call__", "_encode_plus", "_decode", "batch_decode", "decode"))
-            self.__dict__["_direct_backend_cache"] = direct
-        return direct
+        try:
+            from transformers.tokenization_utils_tokenizers import TokenizersBackend
+        except ImportError:  # older transformers: always go through the wrapper
+            return False
+        cls = type(self.tokenizer)
+        return all(getattr(cls, name, None) is getattr(TokenizersBackend, name, None)
+                   for name in ("__call__", "_encode_plus", "_decode", "batch_decode", "decode"))
 
     def _truncated(self, ids: list[int], word_of: list[int], flags: list[bool]) -> tuple[list[int], list[int], list[bool], int, tuple[int, ...]]:
         """Content tokens cut to the window, never inside a word; the masked words that fell off."""
@@ -212,31 +209,25 @@ class BaseAdapter:
             out[..., index[index < out.shape[-1]]] = float("-inf")
         return out
 
-    @property
+    @cached_property
     def _banned_index(self) -> Any:
-        index = self.__dict__.get("_banned_index_cache")
-        if index is None:
-            index = self.__dict__["_banned_index_cache"] = self.banned_ids.nonzero().flatten()
-        return index
+        return self.banned_ids.nonzero().flatten()
 
-    @property
+    @cached_property
     def _banned_runs(self) -> list[tuple[int, int]]:
         """The banned ids as maximal runs ``[start, end)`` of consecutive ids."""
-        runs = self.__dict__.get("_banned_runs_cache")
-        if runs is None:
-            runs = []
-            for i in self._banned_index.tolist():
-                if runs and runs[-1][1] == i:
-                    runs[-1] = (runs[-1][0], i + 1)
-                else:
-                    runs.append((i, i + 1))
-            self.__dict__["_banned_runs_cache"] = runs
+        runs: list[tuple[int, int]] = []
+        for i in self._banned_index.tolist():
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
         return runs
 
     def decode_words(self, token_lists: Sequence[Sequence[int]]) -> list[str]:
         """Decode each list of ids as one word: one batched call, WordPiece ``##`` and spaces stripped."""
         lists = [list(t) for t in token_lists]
-        if self._direct_backend():  # the wrapper's batch_decode is this call plus Python per text
+        if self._direct_backend:  # the wrapper's batch_decode is this call plus Python per text
             backend = self.tokenizer.backend_tokenizer
             if len(lists) < _PARALLEL_BATCH:
                 texts = [backend.decode(ids, skip_special_tokens=True) for ids in lists]
@@ -253,14 +244,11 @@ class BaseAdapter:
             out.append(text)
         return out
 
-    @property
+    @cached_property
     def _continuing_prefix(self) -> str:
         """WordPiece's continuation marker (``##``), read once from the tokenizer model."""
-        prefix = self.__dict__.get("_continuing_prefix_cache")
-        if prefix is None:
-            model = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
-            prefix = self.__dict__["_continuing_prefix_cache"] = getattr(model, "continuing_subword_prefix", None) or "##"
-        return prefix
+        model = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
+        return getattr(model, "continuing_subword_prefix", None) or "##"
 
     @property
     def pad_id(self) -> int:
@@ -276,13 +264,10 @@ class BaseAdapter:
         mask = torch.tensor([[1] * len(seq) + [0] * (width - len(seq)) for seq in sequences], dtype=torch.long)
         return ids.to(self.device), mask.to(self.device)
 
-    @property
+    @cached_property
     def token_table(self) -> list[str]:
         """The token string of every id of the tokenizer, built once."""
-        table = self.__dict__.get("_token_table")
-        if table is None:
-            table = self.__dict__["_token_table"] = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
-        return table
+        return self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
 
     def tokens_to_strings(self, ids: Sequence[int]) -> list[str]:
         """Token strings of ``ids`` through a table built once: step traces call this once per step."""

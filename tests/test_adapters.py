@@ -211,6 +211,6 @@ def test_batched_encoding_equals_one_item_at_a_time_through_the_tokenizer_wrappe
     texts = [TEXT, "Wait!!, what?! No... yes.", "again and again", "x"]
     pairs = [(split_words(t), plan(*range(0, len(split_words(t)), 2))) for t in texts]
     batched = adapter.encode_batch(pairs)
-    assert adapter._direct_backend()  # plain TokenizersBackend: the Rust tokenizer is called directly
-    monkeypatch.setattr(type(adapter), "_direct_backend", lambda self: False)  # the wrapper, item by item
+    assert adapter._direct_backend  # plain TokenizersBackend: the Rust tokenizer is called directly
+    monkeypatch.setattr(adapter, "_direct_backend", False)  # the wrapper, item by item
     assert [adapter.encode(*pair) for pair in pairs] == batched
