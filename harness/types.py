@@ -80,14 +80,19 @@ class Words:
         return (self.text[s:e] for s, e in self.spans)
 
     def replace(self, outputs: dict[int, str]) -> str:
-        """The text with word ``i`` replaced by ``outputs[i]``; whitespace between words is kept."""
+        """The text with word ``i`` replaced by ``outputs[i]``; whitespace between words is kept.
+
+        Visits only the replaced words, not every word of the text (generation builds two texts per
+        sample). Indices outside the text are ignored.
+        """
         parts: list[str] = []
         last = 0
-        for i, (s, e) in enumerate(self.spans):
-            if i in outputs:
-                parts.append(self.text[last:s])
+        for i in sorted(outputs):
+            if 0 <= i < len(self.spans):
+                start, end = self.spans[i]
+                parts.append(self.text[last:start])
                 parts.append(outputs[i])
-                last = e
+                last = end
         parts.append(self.text[last:])
         return "".join(parts)
 

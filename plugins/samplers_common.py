@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from mlmh.adapters import MASK_MARKER, BaseAdapter, Encoding
 from mlmh.params import Param
-from mlmh.types import Generation, MaskedItem, Step, Words
+from mlmh.types import Generation, MaskedItem, Step
 
 SAMPLING_PARAMS: tuple[Param, ...] = (
     Param("temperature", float, 0.0, "0 = greedy (argmax); > 0 samples from softmax(logits / temperature)", min=0.0),
@@ -174,17 +174,6 @@ class TraceRecorder:
         masked_sorted = sorted(masked)
         out: list[Step] = []
         for positions, new_ids, confs, remasked in self.events[item]:
-            if len(positions) == 1 and not remasked:  # one token per step (infilling, Gibbs): the short way
-                pos, tid = positions[0], new_ids[0]
-                changed_one = [pos] if ids[pos] != tid or pos in masked else []
-                ids[pos] = tid
-                strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
-                if pos in masked:
-                    masked.discard(pos)
-                    del masked_sorted[bisect.bisect_left(masked_sorted, pos)]
-                out.append(Step(tokens=strings.copy(), changed=changed_one, confidences={pos: round(float(confs[0]), 6)},
-                                masked=masked_sorted.copy()))
-                continue
             changed = set()
             for pos, tid in zip(positions, new_ids):
                 if ids[pos] != tid or pos in masked:
@@ -263,27 +252,13 @@ def build_generations(
             item_info["unfilled_masked_words"] = list(enc.dropped_words)
         if item.plan.note:
             item_info["masking_note"] = item.plan.note
-        masked_text = replace_words(item.words, {w: MASK_MARKER for w in item.plan.word_indices})
+        masked_text = item.words.replace({w: MASK_MARKER for w in item.plan.word_indices})
         generations.append(Generation(
             doc_id=item.doc_id, model=adapter.identity, model_kind=adapter.kind, sampler=sampler_spec,
             masking=item.plan.masking, seed=item.seed, original=item.words.text, masked_text=masked_text,
-            text=replace_words(item.words, outputs[n]), masked_words=list(enc.filled_words), output_words=outputs[n],
+            text=item.words.replace(outputs[n]), masked_words=list(enc.filled_words), output_words=outputs[n],
             steps=trace.steps(n, adapter), forward_passes=counters.passes[n], tokens_processed=counters.tokens[n],
             generated_tokens=len(enc.masked), seconds=seconds, truncated_tokens=enc.truncated_tokens, info=item_info,
         ))
     return generations
 
-
-def replace_words(words: Words, outputs: dict[int, str]) -> str:
-    """``words.replace(outputs)`` visiting only the replaced words (not every word of the text)."""
-    spans, text = words.spans, words.text
-    parts: list[str] = []
-    last = 0
-    for i in sorted(outputs):
-        if 0 <= i < len(spans):
-            start, end = spans[i]
-            parts.append(text[last:start])
-            parts.append(outputs[i])
-            last = end
-    parts.append(text[last:])
-    return "".join(parts)
