@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from mlmh.training import SPECIAL_TOKENS
+
 # -- statistics and ratios ------------------------------------------------------------------------
 
 
@@ -229,7 +231,6 @@ def as_json_ready(value: Any) -> Any:
 #: Sizes come from :data:`mlmh.training.SIZES`: the bench times the shapes that ``mlmh train`` builds.
 BENCH_SIZES = ("tiny", "small", "base")
 
-_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _ONSETS = "b c d f g h j k l m n p r s t v w z".split()
 _NUCLEI = "a e i o u".split()
 
@@ -239,29 +240,17 @@ def bench_vocabulary(size: int) -> list[str]:
     syllables = [o + n for o in _ONSETS for n in _NUCLEI]
     words: list[str] = []
     stack = [""]
-    while len(words) < size - len(_SPECIALS):
+    while len(words) < size - len(SPECIAL_TOKENS):
         stack = [prefix + s for prefix in stack for s in syllables]
         words.extend(stack)
-    return words[: size - len(_SPECIALS)]
+    return words[: size - len(SPECIAL_TOKENS)]
 
 
 def build_bench_tokenizer(vocab_size: int):
     """A BERT-style WordPiece tokenizer whose vocabulary holds the bench words whole (1 word = 1 token)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+    from mlmh.training import wordpiece_tokenizer
 
-    vocab = {token: i for i, token in enumerate(_SPECIALS + bench_vocabulary(vocab_size))}
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        mask_token="[MASK]", bos_token="[CLS]", eos_token="[SEP]",
-    )
+    return wordpiece_tokenizer({token: i for i, token in enumerate(SPECIAL_TOKENS + bench_vocabulary(vocab_size))})
 
 
 def build_bench_model(kind: str, size: str, tokenizer, *, window: int, seed: int = 0):
@@ -275,13 +264,13 @@ def build_bench_model(kind: str, size: str, tokenizer, *, window: int, seed: int
     import torch
 
     from mlmh.errors import SpecError
-    from mlmh.training import SIZES, _model_class, model_config
+    from mlmh.training import SIZES, build_model
 
     if size not in SIZES:
         raise SpecError(f"unknown bench size '{size}' (valid: {', '.join(SIZES)})")
     shape = dataclasses.replace(SIZES[size], seq_len=max(window, SIZES[size].seq_len))
     torch.manual_seed(seed)
-    return _model_class(kind)(model_config(kind, shape, tokenizer)).eval()
+    return build_model(kind, shape, tokenizer).eval()
 
 
 def parameter_count(model) -> int:

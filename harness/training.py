@@ -152,20 +152,29 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
 
 def train_tokenizer(texts: Sequence[str], vocab_size: int):
     """A cased WordPiece tokenizer with BERT specials, as a ``PreTrainedTokenizerFast``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
-    tok.model = models.WordPiece(canonical_vocabulary(tok, texts), unk_token="[UNK]")
-    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    return wordpiece_tokenizer(canonical_vocabulary(tok, texts))
+
+
+def wordpiece_tokenizer(vocab: dict[str, int]):
+    """A cased BERT-style ``PreTrainedTokenizerFast`` over a WordPiece ``vocab`` that holds the specials:
+    NFC, BERT pre-tokenization, ``[CLS] text [SEP]``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
