@@ -39,6 +39,14 @@ class TrainedModel(Model):
     def __post_configure__(self) -> None:
         self._prepared: dict[tuple[Any, ...], tuple[dict[str, Any], Corpus]] = {}
 
+    def _config(self) -> Any:
+        """The checked training config of this model's parameters."""
+        from mlmh.training import make_config
+
+        return make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
+                           max_steps=self.params["max_steps"], init=self.params["init"],
+                           positions=self.params["positions"])
+
     # -- what to train on ------------------------------------------------------------------------
     def _corpus(self, context: LoadContext) -> Corpus:
         from mlmh.registry import get_registry
@@ -57,12 +65,10 @@ class TrainedModel(Model):
         if memo in self._prepared:
             return self._prepared[memo]
         from mlmh.modelcache import data_hash, library_versions
-        from mlmh.training import init_fingerprint, make_config
+        from mlmh.training import init_fingerprint
 
         corpus = self._corpus(context)
-        config = make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
-                             max_steps=self.params["max_steps"], init=self.params["init"],
-                             positions=self.params["positions"])
+        config = self._config()
         recipe = {
             "config": config.to_dict(),
             "dataset": corpus.dataset,
@@ -88,13 +94,11 @@ class TrainedModel(Model):
         """Train on first use (progress through ``context.progress``), then load the cached model."""
         from mlmh.adapters import load_adapter
         from mlmh.modelcache import ModelCache, ensure_free_space
-        from mlmh.training import estimated_bytes, make_config, train
+        from mlmh.training import estimated_bytes, train
 
         recipe, corpus = self._prepare(context)
         cache = ModelCache()
-        config = make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
-                             max_steps=self.params["max_steps"], init=self.params["init"],
-                             positions=self.params["positions"])
+        config = self._config()
 
         def build(tmp: Any) -> None:
             ensure_free_space(cache.root, estimated_bytes(config))
