@@ -3,11 +3,17 @@ into a run with means, bootstrap CIs and inter-rater agreement (Krippendorff's a
 
 The sheet hides which condition produced a text behind an item id; the key stays in the run directory
 (``human_key.json``), so raters see only shuffled texts, originals mixed among generations.
+
+Texts are written spreadsheet-safe (OWASP, CSV injection): a cell that would start with ``= + - @``, a tab
+or a carriage return gets a leading ``'`` so a spreadsheet shows it as text instead of running it as a
+formula; a text that itself starts with ``'`` gets one too, so import restores every text exactly.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import io
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -22,6 +28,35 @@ KEY_FILE = "human_key.json"
 SHEET_FILE = "human_sheet.csv"
 RESULT_FILE = "human.json"
 ORIGINAL = "original (human-written)"
+#: Leading characters a spreadsheet may read as the start of a formula (OWASP CSV injection), and the
+#: quote that marks a cell as text; a text starting with the quote itself is escaped the same way.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+TEXT_MARK = "'"
+GENERATION_FIELDS = ("condition", "doc_id", "original", "text")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a cell no spreadsheet runs as a formula; :func:`from_spreadsheet` undoes it exactly."""
+    return TEXT_MARK + text if text.startswith((*FORMULA_STARTS, TEXT_MARK)) else text
+
+
+def from_spreadsheet(cell: str) -> str:
+    """The text :func:`spreadsheet_safe` was given (one leading quote removed, if there is one)."""
+    return cell.removeprefix(TEXT_MARK)
+
+
+def text_digest(text: str) -> str:
+    """Fingerprint of a sheet text, blind to whitespace a spreadsheet may rewrite (line ends)."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
+
+
+def _read_utf8(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{path}:{line}: not valid UTF-8 (byte {exc.start}); save it as CSV UTF-8") from None
 
 
 def _generations(run_dir: Path) -> list[dict[str, Any]]:
@@ -29,12 +64,19 @@ def _generations(run_dir: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval")
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                raise DataError(f"{path}:{number}: not valid JSON") from None
+    for number, line in enumerate(_read_utf8(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            raise DataError(f"{path}:{number}: not valid JSON") from None
+        missing = [f for f in GENERATION_FIELDS if not isinstance(row, dict) or not isinstance(row.get(f), str)]
+        if missing:
+            raise DataError(f"{path}:{number}: missing or non-text field(s) {', '.join(missing)}")
+        rows.append(row)
+    if not rows:
+        raise DataError(f"{path}: no generations to rate")
     return rows
 
 
@@ -43,6 +85,8 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
     run = Path(run_dir)
     if n < 1:
         raise SpecError(f"--n must be >= 1, got {n}")
+    if seed < 0:
+        raise SpecError(f"--seed must be >= 0, got {seed}")
     rows = _generations(run)
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     originals: dict[str, str] = {}
@@ -67,39 +111,51 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
         for position, index in enumerate(order, 1):
             condition, sample = chosen[index]
             item = f"h{position:04d}"
-            key[item] = {"condition": condition, "doc_id": sample["doc_id"]}
-            writer.writerow([item, sample["text"], "", "", ""])
+            key[item] = {"condition": condition, "doc_id": sample["doc_id"], "text_digest": text_digest(sample["text"])}
+            writer.writerow([item, spreadsheet_safe(sample["text"]), "", "", ""])
     (run / KEY_FILE).write_text(json.dumps({"seed": seed, "criteria": list(CRITERIA), "items": key}, indent=2),
                                 encoding="utf-8")
     return sheet
 
 
-def read_sheet(path: str | Path, items: set[str]) -> tuple[str, dict[str, dict[str, int]]]:
-    """(rater name, {item: {criterion: rating}}) from one filled sheet; blanks are skipped."""
+def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, dict[str, dict[str, int]], dict[str, str]]:
+    """(rater name, {item: {criterion: rating}}, {item: text}) from one filled sheet; blank ratings are skipped.
+
+    Texts come back as exported (spreadsheet quoting undone); a text that differs from the exported one
+    (a sheet from another export, or edited) is an error naming the row, so ratings never land on the
+    wrong item. A spreadsheet that dropped the quoting (it shows the quote as a text marker) still matches.
+    """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"rating sheet {path} does not exist")
+        raise DataError(f"rating sheet {path} does not exist" + (" (it is a directory)" if path.is_dir() else ""))
     ratings: dict[str, dict[str, int]] = {}
+    texts: dict[str, str] = {}
     rater = path.stem
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in ("item", *CRITERIA) if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected item,text,coherence,grammar")
-        for number, row in enumerate(reader, 2):
-            item = (row.get("item") or "").strip()
-            if item not in items:
-                raise DataError(f"{path}:{number}: item '{item}' is not in this run's key ({KEY_FILE})")
-            if row.get("rater"):
-                rater = row["rater"].strip()
-            for criterion in CRITERIA:
-                raw = (row.get(criterion) or "").strip()
-                if not raw:
-                    continue
-                if raw not in {"1", "2", "3", "4", "5"}:
-                    raise DataError(f"{path}:{number}: {criterion} must be an integer 1-5, got {raw!r}")
-                ratings.setdefault(item, {})[criterion] = int(raw)
-    return rater, ratings
+    reader = csv.DictReader(io.StringIO(_read_utf8(path), newline=""))
+    missing = [c for c in ("item", *CRITERIA) if c not in (reader.fieldnames or [])]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected item,text,coherence,grammar")
+    for number, row in enumerate(reader, 2):
+        item = (row.get("item") or "").strip()
+        if item not in key:
+            raise DataError(f"{path}:{number}: item '{item}' is not in this run's key ({KEY_FILE})")
+        cell = row.get("text")
+        if cell is not None:
+            texts[item] = from_spreadsheet(cell)
+            wanted = key[item].get("text_digest")
+            if wanted and wanted not in (text_digest(texts[item]), text_digest(cell)):
+                raise DataError(f"{path}:{number}: the text of item {item} differs from the exported one; "
+                                f"is this sheet from another export (run or --seed)?")
+        if row.get("rater"):
+            rater = row["rater"].strip()
+        for criterion in CRITERIA:
+            raw = (row.get(criterion) or "").strip()
+            if not raw:
+                continue
+            if raw not in {"1", "2", "3", "4", "5"}:
+                raise DataError(f"{path}:{number}: {criterion} must be an integer 1-5, got {raw!r}")
+            ratings.setdefault(item, {})[criterion] = int(raw)
+    return rater, ratings, texts
 
 
 def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 0) -> dict[str, Any]:
@@ -115,7 +171,7 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
     key = json.loads(key_path.read_text(encoding="utf-8"))["items"]
     raters: dict[str, dict[str, dict[str, int]]] = {}
     for sheet in sheets:
-        name, ratings = read_sheet(sheet, set(key))
+        name, ratings, _ = read_sheet(sheet, key)
         while name in raters:
             name += "'"
         raters[name] = ratings

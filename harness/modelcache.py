@@ -5,6 +5,10 @@ Writes are atomic: a model is built in a temporary sibling directory and renamed
 it is complete, so nothing half-written is ever presented as a model (a crash, Ctrl-C or a full disk
 leaves no model directory behind). A per-key file lock keeps two processes from training the same
 model at once.
+
+Every entry also carries a manifest of its files' sizes, checked (with each safetensors header) on every
+use: an entry damaged later (a disk filling up during a copy, a truncated sync) is named in a warning and
+rebuilt instead of failing every later run with a bare ``SafetensorError``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -25,7 +30,11 @@ from mlmh.errors import ModelError
 
 #: Name of the file that marks a finished model directory (written last, before the rename).
 CARD_NAME = "training_card.json"
+#: Sizes of an entry's files, written when the entry is built and checked whenever it is used.
+MANIFEST_NAME = "cache_manifest.json"
 _TMP_PREFIX = ".partial-"
+
+log = logging.getLogger("mlmh.modelcache")
 
 
 def library_versions() -> dict[str, str]:
@@ -60,6 +69,56 @@ def cache_key(recipe: dict[str, Any]) -> str:
 def is_model_dir(path: Path) -> bool:
     """A finished model directory: has a config and the training card written at the very end."""
     return (path / "config.json").is_file() and (path / CARD_NAME).is_file()
+
+
+def write_manifest(directory: Path) -> None:
+    """Record the size of every file under ``directory`` (relative paths) in its manifest."""
+    sizes = {
+        path.relative_to(directory).as_posix(): path.stat().st_size
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.name != MANIFEST_NAME
+    }
+    (directory / MANIFEST_NAME).write_text(json.dumps({"files": sizes}, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """Why a safetensors file cannot be opened (header unreadable, data not fully present), or None."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy"):
+            return None
+    except (SafetensorError, OSError) as exc:
+        return f"{path.name} is damaged ({exc})"
+
+
+def entry_problem(directory: Path) -> str | None:
+    """What is wrong with a finished cache entry, or None when it is intact.
+
+    Cheap enough for every use: file sizes against the manifest written at build time, and each
+    ``*.safetensors`` header parsed (which also checks that the header's tensors fit in the file).
+    Entries built before manifests existed are checked through their safetensors headers only.
+    """
+    manifest = directory / MANIFEST_NAME
+    if manifest.exists():
+        try:
+            sizes = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+            if not isinstance(sizes, dict):
+                raise TypeError(type(sizes).__name__)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return f"{MANIFEST_NAME} is unreadable ({exc})"
+        for name, size in sorted(sizes.items()):
+            path = directory / name
+            if not path.is_file():
+                return f"{name} is missing"
+            actual = path.stat().st_size
+            if actual != size:
+                return f"{name} has {actual} bytes, {size} when it was written"
+    for path in sorted(directory.rglob("*.safetensors")):
+        problem = _safetensors_problem(path)
+        if problem:
+            return problem
+    return None
 
 
 def _disk_error(target: Path, exc: OSError) -> ModelError:
@@ -127,9 +186,19 @@ class ModelCache:
         return self.root / key
 
     def lookup(self, key: str) -> Path | None:
-        """The finished model for ``key``, or None (partial directories never count)."""
+        """The finished, intact model for ``key``, or None (partial or damaged directories never count)."""
         path = self.path(key)
-        return path if is_model_dir(path) else None
+        return path if is_model_dir(path) and entry_problem(path) is None else None
+
+    def _usable(self, path: Path, complete: Callable[[Path], bool]) -> bool:
+        """A complete entry whose files are intact; a damaged one is named in a warning (then rebuilt)."""
+        if not complete(path):
+            return False
+        problem = entry_problem(path)
+        if problem is None:
+            return True
+        log.warning("cache entry %s is damaged: %s; rebuilding it", path, problem)
+        return False
 
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
@@ -147,20 +216,22 @@ class ModelCache:
 
         Returns ``(path, built)``; ``built`` is False on a cache hit. Another process building the
         same key is waited for rather than duplicated. ``complete`` says whether a directory is a
-        finished entry (default: a model with its training card).
+        finished entry (default: a model with its training card). An entry whose files were damaged
+        after it was built (see :func:`entry_problem`) is named in a warning and rebuilt.
         """
         path = self.path(key)
-        if complete(path):
+        if complete(path) and entry_problem(path) is None:
             return path, False
         with self._lock(key):
-            if complete(path):
+            if self._usable(path, complete):
                 return path, False
-            if path.exists():  # a directory that is not complete was never finished: not an entry
+            if path.exists():  # unfinished or damaged: not an entry
                 shutil.rmtree(path)
             with atomic_directory(path) as tmp:
                 build(tmp)
                 if not complete(tmp):
                     raise ModelError(f"building cache entry {key} finished without writing all its files")
+                write_manifest(tmp)
             return path, True
 
     def entries(self) -> list[dict[str, Any]]:
@@ -178,6 +249,18 @@ class ModelCache:
             cards.append({"path": str(path), **card})
         return cards
 
+    def damaged_entries(self) -> list[tuple[Path, str]]:
+        """(path, problem) of every finished model whose files no longer match what was written."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for path in sorted(self.root.iterdir()):
+            if not path.name.startswith(".") and is_model_dir(path):
+                problem = entry_problem(path)
+                if problem:
+                    found.append((path, problem))
+        return found
+
     def partial_dirs(self) -> list[Path]:
         """Leftovers of interrupted builds (safe to delete; never loaded as models)."""
         if not self.root.is_dir():
@@ -191,10 +274,11 @@ def _register_checks() -> None:
     from mlmh.doctor import CheckResult, check
 
     def _clear_partials() -> str:
-        leftovers = ModelCache().partial_dirs()
+        cache = ModelCache()
+        leftovers = cache.partial_dirs() + [path for path, _ in cache.damaged_entries()]
         for path in leftovers:
             shutil.rmtree(path, ignore_errors=True)
-        return f"removed {len(leftovers)} unfinished model director{'y' if len(leftovers) == 1 else 'ies'}"
+        return f"removed {len(leftovers)} unfinished or damaged model director{'y' if len(leftovers) == 1 else 'ies'}"
 
     @check("trained models", fixer=_clear_partials)
     def _trained_models() -> CheckResult:
@@ -207,9 +291,12 @@ def _register_checks() -> None:
         ]
         detail = f"{len(cards)} in {cache.root}" + (": " + "; ".join(names) if names else " (trained on first use)")
         partial = cache.partial_dirs()
-        if partial:
-            return CheckResult("trained models", False, f"{detail}; {len(partial)} unfinished build(s) left over",
-                               "mlmh doctor --fix (removes them)")
+        damaged = cache.damaged_entries()
+        if partial or damaged:
+            problems = ([f"{len(partial)} unfinished build(s) left over"] if partial else []) + [
+                f"damaged {path.name}: {problem}" for path, problem in damaged]
+            return CheckResult("trained models", False, f"{detail}; " + "; ".join(problems),
+                               "mlmh doctor --fix (removes them; damaged models are retrained on next use)")
         return CheckResult("trained models", True, detail)
 
 

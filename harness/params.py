@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -26,7 +27,11 @@ class Param:
     headline: bool = False  # always shown in short specs (tables), even at its default
 
     def convert(self, value: Any, owner: str) -> Any:
-        """Coerce ``value`` (often a string from the command line) and check its range."""
+        """Coerce ``value`` (often a string from the command line) and check its range.
+
+        Floats must be finite (NaN passes every range check and fails much later, inside a run), and a
+        text parameter whose default is not empty must not be given empty.
+        """
         where = f"{owner}: parameter '{self.name}'"
         if value is None:
             if self.default is None:
@@ -54,8 +59,12 @@ class Param:
                 out = float(value)
             else:
                 out = self.type(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise SpecError(f"{where} expects {self.type.__name__}, got {value!r}") from None
+        if self.type is float and not math.isfinite(out):
+            raise SpecError(f"{where} must be a finite number; got {value!r}")
+        if self.type is str and self.choices is None and self.default and not out.strip():
+            raise SpecError(f"{where} must not be empty (default: {self.default!r})")
         if self.choices is not None and out not in self.choices:
             raise SpecError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {out!r}")
         if self.min is not None and out < self.min:

@@ -1,12 +1,15 @@
-"""What the dataset loaders share: where the bundled samples live, line-numbered JSONL reading,
-the project's ``entities.jsonl`` extension and seeded split helpers.
+"""What the dataset loaders share: where the data lives (bundled samples or a user path), UTF-8 text read
+with the file and line of any bad byte, line-numbered JSONL reading, the project's ``entities.jsonl``
+extension, seeded split helpers and the note on very short documents.
 
 Not a plugin module itself (it registers nothing); the loaders import it.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import gzip
 import json
 from importlib import resources
 from pathlib import Path
@@ -34,25 +37,76 @@ def bundled_dir(dataset: str) -> Path:
     return path
 
 
+def data_root(path: str | Path | None, dataset: str, expected: str) -> tuple[Path, str]:
+    """(where to read, ``Corpus.source``) for a loader's ``path``: the bundled sample when None.
+
+    An empty path or one that does not exist is a DataError naming it and what was ``expected``.
+    """
+    if path is None:
+        return bundled_dir(dataset), BUNDLED_SOURCE
+    if not str(path).strip():
+        raise DataError(f"empty path given for the {dataset.upper()} data (expected {expected})")
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise DataError(f"{root}: {dataset.upper()} data not found (expected {expected})")
+    return root, str(path)
+
+
 def require_file(path: Path, what: str) -> Path:
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory, expected the {what}")
     if not path.is_file():
         raise DataError(f"{path}: {what} not found")
     return path
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; bad JSON names the file and line."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+def text_lines(path: Path) -> Iterator[str]:
+    """The lines of a UTF-8 file (``.gz`` too), line endings kept, as ``csv`` wants them (``newline=""``).
+
+    A leading byte-order mark is dropped (spreadsheets write one); invalid UTF-8 is a DataError naming
+    the file, the line and the byte offset, rather than a bare UnicodeDecodeError.
+    """
+    opener = gzip.open if path.suffix == ".gz" else open
+    offset = 0
+    with opener(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(value, dict):
-                raise DataError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
-            yield number, value
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _decode_error(path, number, offset + exc.start, exc) from None
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            offset += len(raw)
+            yield line
+
+
+def read_text(path: Path) -> str:
+    """A whole UTF-8 file exactly as written (no newline translation, so character offsets into it hold)."""
+    raw = path.read_bytes()
+    try:
+        return raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start + (len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
+        raise _decode_error(path, raw.count(b"\n", 0, start) + 1, start, exc) from None
+
+
+def _decode_error(path: Path, line: int, offset: int, exc: UnicodeDecodeError) -> DataError:
+    bad = exc.object[exc.start:exc.end].hex(" ")
+    return DataError(f"{path}:{line}: not valid UTF-8 (byte {offset}: {bad}); re-save the file as UTF-8")
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; bad JSON or bad UTF-8 names the file and line."""
+    for number, line in enumerate(text_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(value, dict):
+            raise DataError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+        yield number, value
 
 
 def check_span(text: str, start: Any, end: Any, where: str) -> tuple[int, int]:
@@ -114,9 +168,25 @@ def seeded_test_set(keys: list[str], seed: int, fraction: float, salt: str) -> s
 def split_params(test_fraction: float, when: str = "") -> tuple[Param, Param]:
     """The ``seed`` and ``test_fraction`` parameters every loader's seeded split takes."""
     return (
-        Param("seed", int, 0, "seed of the train/test split (the split depends on nothing else)" + when),
+        Param("seed", int, 0, "seed of the train/test split (the split depends on nothing else)" + when, min=0),
         Param("test_fraction", float, test_fraction, "share of the data held out as the test split" + when, min=0.05, max=0.95),
     )
+
+
+#: Documents with fewer words than this are noted: a masking that rounds ``ratio × words`` masks nothing
+#: in them at the usual ratio 0.15 (round(0.15 × 3) = 0), so their generations equal the original.
+SHORT_DOCUMENT_WORDS = 4
+
+
+def short_documents_note(documents: list[Document], where: str) -> str | None:
+    """A ``Corpus.notes`` line counting documents under :data:`SHORT_DOCUMENT_WORDS` words, or None."""
+    from mlmh.words import is_punctuation, split_words
+
+    short = [d.id for d in documents if sum(not is_punctuation(w) for w in split_words(d.text)) < SHORT_DOCUMENT_WORDS]
+    if not short:
+        return None
+    return (f"{where}: {len(short)} document(s) have fewer than {SHORT_DOCUMENT_WORDS} words (first: {short[0]}); "
+            f"a masking at ratio 0.15 masks nothing in them, so they add no signal to the scores")
 
 
 def checked_columns(reader: csv.DictReader, path: Path, required: tuple[str, ...]) -> list[str]:

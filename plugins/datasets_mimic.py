@@ -14,15 +14,23 @@ Split rule: a seeded ``test_fraction`` of the notes (by ROW_ID) is the test spli
 from __future__ import annotations
 
 import csv
-import gzip
 import sys
 from pathlib import Path
-from typing import IO
 
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
-from mlmh.plugins.dataset_support import BUNDLED_SOURCE, bundled_dir, check_span, checked_columns, seeded_test_set, split_params
+from mlmh.plugins.dataset_support import (
+    check_span,
+    checked_columns,
+    data_root,
+    read_text,
+    require_file,
+    seeded_test_set,
+    short_documents_note,
+    split_params,
+    text_lines,
+)
 from mlmh.types import Corpus, Document, EntitySpan
 
 NOTES_FILES = ("NOTEEVENTS.csv", "NOTEEVENTS.csv.gz")
@@ -34,39 +42,32 @@ def read_brat(ann_path: Path, text: str) -> tuple[list[EntitySpan], int]:
     """Entities of a brat ``.ann`` over ``text`` and the number of non-entity lines skipped."""
     entities: list[EntitySpan] = []
     skipped = 0
-    with ann_path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            if not line.startswith("T"):
-                skipped += 1  # relations (R), events (E), attributes (A/M), normalizations (N), notes (#)
-                continue
-            where = f"{ann_path}:{number}"
-            parts = line.split("\t")
-            if len(parts) < 2:
-                raise DataError(f"{where}: expected 'T<id><TAB><label> <start> <end>[;<start> <end>]<TAB><text>'")
-            label, _, offsets = parts[1].partition(" ")
-            fragments = []
-            for piece in offsets.split(";"):
-                bounds = piece.split()
-                if len(bounds) != 2 or not all(b.isdigit() for b in bounds):
-                    raise DataError(f"{where}: bad offsets {offsets!r}")
-                fragments.append(check_span(text, int(bounds[0]), int(bounds[1]), where))
-            fragments.sort()
-            covered = " ".join(text[s:e] for s, e in fragments)
-            stated = parts[2] if len(parts) > 2 else None
-            if stated is not None and " ".join(stated.split()) != " ".join(covered.split()):
-                raise DataError(f"{where}: entity text {stated!r} does not match the text at its offsets ({covered!r})")
-            entities.append(EntitySpan(fragments[0][0], fragments[-1][1], label, covered, tuple(fragments)))
+    for number, line in enumerate(text_lines(ann_path), start=1):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            continue
+        if not line.startswith("T"):
+            skipped += 1  # relations (R), events (E), attributes (A/M), normalizations (N), notes (#)
+            continue
+        where = f"{ann_path}:{number}"
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise DataError(f"{where}: expected 'T<id><TAB><label> <start> <end>[;<start> <end>]<TAB><text>'")
+        label, _, offsets = parts[1].partition(" ")
+        fragments = []
+        for piece in offsets.split(";"):
+            bounds = piece.split()
+            if len(bounds) != 2 or not all(b.isdigit() for b in bounds):
+                raise DataError(f"{where}: bad offsets {offsets!r}")
+            fragments.append(check_span(text, int(bounds[0]), int(bounds[1]), where))
+        fragments.sort()
+        covered = " ".join(text[s:e] for s, e in fragments)
+        stated = parts[2] if len(parts) > 2 else None
+        if stated is not None and " ".join(stated.split()) != " ".join(covered.split()):
+            raise DataError(f"{where}: entity text {stated!r} does not match the text at its offsets ({covered!r})")
+        entities.append(EntitySpan(fragments[0][0], fragments[-1][1], label, covered, tuple(fragments)))
     entities.sort(key=lambda e: (e.start, e.end, e.label))
     return entities, skipped
-
-
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
 
 
 def read_noteevents(path: Path, notes: list[str]) -> dict[str, tuple[str, dict]]:
@@ -74,28 +75,27 @@ def read_noteevents(path: Path, notes: list[str]) -> dict[str, tuple[str, dict]]
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     kept: dict[str, tuple[str, dict]] = {}
     other = errors = empty = 0
-    with _open_text(path) as handle:
-        reader = csv.DictReader(handle)
-        columns = checked_columns(reader, path, REQUIRED_COLUMNS)
-        for row_number, row in enumerate(reader, start=2):
-            if (row.get("CATEGORY") or "").strip().lower() != DISCHARGE:
-                other += 1
-                continue
-            where = f"{path}:{reader.line_num} (row {row_number})"
-            row_id = (row.get("ROW_ID") or "").strip()
-            if not row_id:
-                raise DataError(f"{where}: empty ROW_ID")
-            if row_id in kept:
-                raise DataError(f"{where}: duplicate ROW_ID {row_id}")
-            if (row.get("ISERROR") or "").strip() == "1":
-                errors += 1
-                continue
-            text = row.get("TEXT") or ""
-            if not text.strip():
-                empty += 1
-                continue
-            meta = {k.lower(): (row.get(k) or "").strip() for k in ("SUBJECT_ID", "HADM_ID", "CHARTDATE", "DESCRIPTION") if k in columns}
-            kept[row_id] = (text, meta)
+    reader = csv.DictReader(text_lines(path))
+    columns = checked_columns(reader, path, REQUIRED_COLUMNS)
+    for row_number, row in enumerate(reader, start=2):
+        if (row.get("CATEGORY") or "").strip().lower() != DISCHARGE:
+            other += 1
+            continue
+        where = f"{path}:{reader.line_num} (row {row_number})"
+        row_id = (row.get("ROW_ID") or "").strip()
+        if not row_id:
+            raise DataError(f"{where}: empty ROW_ID")
+        if row_id in kept:
+            raise DataError(f"{where}: duplicate ROW_ID {row_id}")
+        if (row.get("ISERROR") or "").strip() == "1":
+            errors += 1
+            continue
+        text = row.get("TEXT") or ""
+        if not text.strip():
+            empty += 1
+            continue
+        meta = {k.lower(): (row.get(k) or "").strip() for k in ("SUBJECT_ID", "HADM_ID", "CHARTDATE", "DESCRIPTION") if k in columns}
+        kept[row_id] = (text, meta)
     notes.append(f"{path.name}: {len(kept)} discharge summaries kept; {other} note(s) of other categories skipped")
     if errors:
         notes.append(f"{path.name}: {errors} discharge summary row(s) marked ISERROR=1 dropped")
@@ -112,16 +112,15 @@ class MimicDataset(Dataset):
     )
 
     def load(self, path: str | None) -> Corpus:
-        source = BUNDLED_SOURCE if path is None else str(path)
-        root = bundled_dir("mimic") if path is None else Path(path).expanduser()
-        if not root.exists():
-            raise DataError(f"{root}: MIMIC data not found (expected NOTEEVENTS.csv and/or brat .txt/.ann files)")
+        root, source = data_root(path, "mimic", "NOTEEVENTS.csv and/or brat .txt/.ann files")
         notes: list[str] = []
         csv_path = root if root.is_file() else next((root / n for n in NOTES_FILES if (root / n).is_file()), None)
         records = read_noteevents(csv_path, notes) if csv_path else {}
         brat_root = root.parent if root.is_file() else root
-        ann_files = sorted(brat_root.rglob("*.ann"))
+        ann_files = sorted(p for p in brat_root.rglob("*.ann") if p.is_file())
         if not records and not ann_files:
+            if csv_path:
+                raise DataError(f"{csv_path}: no usable discharge summaries (CATEGORY 'Discharge summary' with a TEXT) and no brat .ann files")
             raise DataError(f"{root}: no NOTEEVENTS.csv and no brat .ann files found")
         documents: dict[str, Document] = {}
         for row_id, (text, meta) in records.items():
@@ -129,9 +128,9 @@ class MimicDataset(Dataset):
         skipped = brat_only = 0
         for ann_path in ann_files:
             txt_path = ann_path.with_suffix(".txt")
-            if not txt_path.is_file():
+            if not txt_path.exists():
                 raise DataError(f"{ann_path}: brat annotation without its text file {txt_path.name}")
-            text = txt_path.read_text(encoding="utf-8")
+            text = read_text(require_file(txt_path, "brat text file"))
             entities, lines_skipped = read_brat(ann_path, text)
             skipped += lines_skipped
             doc_id = ann_path.stem
@@ -152,6 +151,9 @@ class MimicDataset(Dataset):
         for doc in ordered:
             doc.split = "test" if doc.id in test else "train"
         notes.append(f"split: seeded {self.params['test_fraction']:.0%} of notes held out")
+        short = short_documents_note(ordered, "notes")
+        if short:
+            notes.append(short)
         return Corpus(dataset="mimic", documents=ordered, source=source, notes=notes)
 
 

@@ -19,14 +19,15 @@ from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
 from mlmh.plugins.dataset_support import (
-    BUNDLED_SOURCE,
     ENTITIES_FILE,
     attach_entity_file,
-    bundled_dir,
     checked_columns,
+    data_root,
     require_file,
     seeded_test_set,
+    short_documents_note,
     split_params,
+    text_lines,
 )
 from mlmh.types import Corpus, Document
 
@@ -53,12 +54,14 @@ class MpstDataset(Dataset):
     )
 
     def load(self, path: str | None) -> Corpus:
-        source = BUNDLED_SOURCE if path is None else str(path)
-        target = bundled_dir("mpst") if path is None else Path(path).expanduser()
+        target, source = data_root(path, "mpst", f"{MPST_FILE} or a directory holding it")
         csv_path = target / MPST_FILE if target.is_dir() else target
         require_file(csv_path, f"MPST file ({MPST_FILE})")
         documents, notes = self._read(csv_path)
         attach_entity_file(csv_path.with_name(ENTITIES_FILE), documents, notes)
+        short = short_documents_note(documents, csv_path.name)
+        if short:
+            notes.append(short)
         return Corpus(dataset="mpst", documents=documents, source=source, notes=notes)
 
     def _read(self, csv_path: Path) -> tuple[list[Document], list[str]]:
@@ -67,35 +70,34 @@ class MpstDataset(Dataset):
         first_row: dict[str, int] = {}
         empty_rows: list[int] = []
         untagged = 0
-        with csv_path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            columns = checked_columns(reader, csv_path, REQUIRED_COLUMNS)
-            has_split = "split" in columns
-            for row_number, row in enumerate(reader, start=2):
-                where = f"{csv_path}:{reader.line_num} (row {row_number})"
-                if None in row:
-                    raise DataError(f"{where}: more fields than the header has columns")
-                imdb_id = (row.get("imdb_id") or "").strip()
-                text = row.get("plot_synopsis") or ""
-                if not imdb_id:
-                    raise DataError(f"{where}: empty imdb_id")
-                if imdb_id in first_row:
-                    raise DataError(f"{where}: duplicate imdb_id {imdb_id!r} (first in row {first_row[imdb_id]})")
-                first_row[imdb_id] = row_number
-                if not text.strip():
-                    empty_rows.append(row_number)
-                    continue
-                split = "train"
-                original = None
-                if has_split:
-                    original = (row.get("split") or "").strip().lower()
-                    if original not in SPLIT_VALUES:
-                        raise DataError(f"{where}: split {row.get('split')!r} is not one of train, val, test")
-                    split = SPLIT_VALUES[original]
-                tags = parse_tags(row.get("tags") or "")
-                untagged += not tags
-                meta = {"title": (row.get("title") or "").strip(), "synopsis_source": (row.get("synopsis_source") or "").strip(), "original_split": original}
-                documents.append(Document(id=imdb_id, text=text, split=split, labels=tags, meta=meta))
+        reader = csv.DictReader(text_lines(csv_path))
+        columns = checked_columns(reader, csv_path, REQUIRED_COLUMNS)
+        has_split = "split" in columns
+        for row_number, row in enumerate(reader, start=2):
+            where = f"{csv_path}:{reader.line_num} (row {row_number})"
+            if None in row:
+                raise DataError(f"{where}: more fields than the header has columns")
+            imdb_id = (row.get("imdb_id") or "").strip()
+            text = row.get("plot_synopsis") or ""
+            if not imdb_id:
+                raise DataError(f"{where}: empty imdb_id")
+            if imdb_id in first_row:
+                raise DataError(f"{where}: duplicate imdb_id {imdb_id!r} (first in row {first_row[imdb_id]})")
+            first_row[imdb_id] = row_number
+            if not text.strip():
+                empty_rows.append(row_number)
+                continue
+            split = "train"
+            original = None
+            if has_split:
+                original = (row.get("split") or "").strip().lower()
+                if original not in SPLIT_VALUES:
+                    raise DataError(f"{where}: split {row.get('split')!r} is not one of train, val, test")
+                split = SPLIT_VALUES[original]
+            tags = parse_tags(row.get("tags") or "")
+            untagged += not tags
+            meta = {"title": (row.get("title") or "").strip(), "synopsis_source": (row.get("synopsis_source") or "").strip(), "original_split": original}
+            documents.append(Document(id=imdb_id, text=text, split=split, labels=tags, meta=meta))
         if not documents:
             raise DataError(f"{csv_path}: no synopses")
         if empty_rows:

@@ -24,14 +24,14 @@ from mlmh.components import Dataset
 from mlmh.errors import DataError
 from mlmh.params import Param
 from mlmh.plugins.dataset_support import (
-    BUNDLED_SOURCE,
     ENTITIES_FILE,
     attach_entity_file,
-    bundled_dir,
+    data_root,
     read_jsonl,
     require_file,
     seeded_permutation,
     seeded_test_set,
+    short_documents_note,
     split_params,
 )
 from mlmh.types import Corpus, Document, Pair
@@ -150,13 +150,12 @@ class PanDataset(Dataset):
     )
 
     def load(self, path: str | None) -> Corpus:
-        source = BUNDLED_SOURCE if path is None else str(path)
-        root = bundled_dir("pan") if path is None else Path(path).expanduser()
-        if path is not None and not root.exists():
-            raise DataError(f"{root}: PAN data not found (expected a directory with pairs.jsonl and truth.jsonl)")
+        root, source = data_root(path, "pan", "a directory with pairs.jsonl and truth.jsonl")
         pairs_path, truth_path = find_pan_files(root)
         open_protocol = self.params["protocol"] == "open"
         raw_pairs = _read_pairs(pairs_path)
+        if not raw_pairs:
+            raise DataError(f"{pairs_path}: no pairs (the file is empty or has only blank lines)")
         truth = _read_truth(truth_path, raw_pairs, pairs_path, need_authors=open_protocol)
         notes: list[str] = []
         empty = [pid for pid, (_, texts, _) in raw_pairs.items() if not all(t.strip() for t in texts)]
@@ -164,6 +163,8 @@ class PanDataset(Dataset):
             notes.append(f"{pairs_path.name}: {len(empty)} pair(s) with an empty text dropped (first: line {raw_pairs[empty[0]][0]})")
         dropped = set(empty)
         kept = [pid for pid in raw_pairs if pid not in dropped]
+        if not kept:
+            raise DataError(f"{pairs_path}: every pair has an empty text; no pairs left")
         classes = {truth[pid][0] for pid in kept}
         if len(classes) < 2:
             only = "same-author" if True in classes else "different-author"
@@ -197,6 +198,9 @@ class PanDataset(Dataset):
             if len(labels) < 2:
                 notes.append(f"warning: the {side} split has only {'same' if True in labels else 'different'}-author pairs; verification cannot be scored on it (try another seed or test_fraction)")
         attach_entity_file(root / ENTITIES_FILE if root.is_dir() else pairs_path.with_name(ENTITIES_FILE), documents, notes)
+        short = short_documents_note(documents, pairs_path.name)
+        if short:
+            notes.append(short)
         return Corpus(dataset="pan", documents=documents, source=source, pairs=pairs, notes=notes)
 
 

@@ -357,3 +357,124 @@ def test_bundled_samples_are_small_and_reproducible_by_the_generator(tmp_path):
     assert sum(p.stat().st_size for p in data.rglob("*") if p.is_file()) < 2_000_000
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_samples.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# -- faults: empty files, invalid UTF-8, wrong kinds of path, short documents ------------------------
+
+
+def break_utf8(path: Path, line: int) -> Path:
+    """Put an invalid UTF-8 byte (0xff) at the start of the 1-based physical ``line`` of ``path``."""
+    lines = path.read_bytes().split(b"\n")
+    lines[line - 1] = b"\xff" + lines[line - 1]
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
+def test_pan_empty_pairs_file_says_it_has_no_pairs(tmp_path):
+    write_pan(tmp_path, [], [])
+    with pytest.raises(DataError, match=r"pairs\.jsonl: no pairs \(the file is empty"):
+        PanDataset().load(str(tmp_path))
+    (tmp_path / "pairs.jsonl").write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"pairs\.jsonl: no pairs"):
+        PanDataset().load(str(tmp_path))
+    pairs, truth = pan_rows(2, 2)
+    for row in pairs:
+        row["pair"][1] = " "
+    write_pan(tmp_path, pairs, truth)
+    with pytest.raises(DataError, match=r"pairs\.jsonl: every pair has an empty text; no pairs left"):
+        PanDataset().load(str(tmp_path))
+
+
+@pytest.mark.parametrize("name, line", [("pairs.jsonl", 3), ("truth.jsonl", 2), ("entities.jsonl", 1)])
+def test_pan_invalid_utf8_names_file_and_line(tmp_path, name, line):
+    pairs, truth = pan_rows()
+    write_pan(tmp_path, pairs, truth)
+    write_jsonl(tmp_path / "entities.jsonl", [{"doc": "p000-1", "spans": []}])
+    path = break_utf8(tmp_path / name, line)
+    offset = len(b"\n".join(path.read_bytes().split(b"\n")[: line - 1])) + (line > 1)
+    with pytest.raises(DataError) as info:
+        PanDataset().load(str(tmp_path))
+    assert str(info.value) == f"{path}:{line}: not valid UTF-8 (byte {offset}: ff); re-save the file as UTF-8"
+
+
+def test_mpst_invalid_utf8_names_the_physical_line_and_a_bom_is_accepted(tmp_path):
+    path = write_csv(tmp_path / "mpst_full_data.csv", MPST_HEADER, mpst_rows())
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # spreadsheets save a byte-order mark
+    assert "tt0000001" in MpstDataset().load(str(tmp_path)).by_id()
+    break_utf8(path, 5)  # row 3: the first synopsis spans lines 2-3
+    with pytest.raises(DataError, match=r"mpst_full_data\.csv:5: not valid UTF-8 \(byte \d+: ff\)"):
+        MpstDataset().load(str(tmp_path))
+
+
+def test_mimic_invalid_utf8_in_csv_gz_brat_text_and_annotation(tmp_path):
+    write_csv(tmp_path / "csv" / "NOTEEVENTS.csv", NOTE_HEADER, [note_row(10, NOTE), note_row(11, "second note here")])
+    break_utf8(tmp_path / "csv" / "NOTEEVENTS.csv", 4)
+    with pytest.raises(DataError, match=r"NOTEEVENTS\.csv:4: not valid UTF-8"):
+        MimicDataset().load(str(tmp_path / "csv"))
+    gz = tmp_path / "gz" / "NOTEEVENTS.csv.gz"
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress((tmp_path / "csv" / "NOTEEVENTS.csv").read_bytes()))
+    with pytest.raises(DataError, match=r"NOTEEVENTS\.csv\.gz:4: not valid UTF-8"):
+        MimicDataset().load(str(gz))
+    write_brat(tmp_path / "txt", "10", NOTE, GOOD_ANN)
+    break_utf8(tmp_path / "txt" / "10.txt", 2)
+    with pytest.raises(DataError, match=r"10\.txt:2: not valid UTF-8 \(byte 28: ff\)"):
+        MimicDataset().load(str(tmp_path / "txt"))
+    write_brat(tmp_path / "ann", "10", NOTE, GOOD_ANN)
+    break_utf8(tmp_path / "ann" / "10.ann", 3)
+    with pytest.raises(DataError, match=r"10\.ann:3: not valid UTF-8"):
+        MimicDataset().load(str(tmp_path / "ann"))
+
+
+def test_brat_offsets_refer_to_the_text_as_written(tmp_path):
+    text = NOTE.replace("\n", "\r\n")  # brat offsets count the \r of Windows line ends
+    start = text.index("Aspirin")
+    write_brat(tmp_path, "10", text, f"T1\tDrug {start} {start + 7}\tAspirin\n")
+    (tmp_path / "10.txt").write_bytes(text.encode("utf-8"))
+    (document,) = MimicDataset().load(str(tmp_path)).documents
+    assert document.text == text and document.entities[0].text == "Aspirin"
+
+
+@pytest.mark.parametrize("dataset", [PanDataset, MpstDataset, MimicDataset])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(dataset):
+    with pytest.raises(DataError, match=r"^empty path given for the (PAN|MPST|MIMIC) data \(expected "):
+        dataset().load("  ")
+
+
+def test_a_directory_where_a_file_is_expected_is_named(tmp_path):
+    pairs, _ = pan_rows()
+    (tmp_path / "pan").mkdir()
+    write_jsonl(tmp_path / "pan" / "pairs.jsonl", pairs)
+    (tmp_path / "pan" / "truth.jsonl").mkdir()
+    with pytest.raises(DataError, match=r"pan/truth\.jsonl: is a directory, expected the PAN truth file"):
+        PanDataset().load(str(tmp_path / "pan"))
+    (tmp_path / "mpst" / "mpst_full_data.csv").mkdir(parents=True)
+    with pytest.raises(DataError, match=r"mpst_full_data\.csv: is a directory, expected the MPST file"):
+        MpstDataset().load(str(tmp_path / "mpst"))
+    (tmp_path / "brat").mkdir()
+    (tmp_path / "brat" / "7.ann").write_text("T1\tDrug 0 1\tx\n", encoding="utf-8")
+    (tmp_path / "brat" / "7.txt").mkdir()
+    with pytest.raises(DataError, match=r"7\.txt: is a directory, expected the brat text file"):
+        MimicDataset().load(str(tmp_path / "brat"))
+
+
+def test_mimic_csv_without_discharge_summaries_is_named(tmp_path):
+    write_csv(tmp_path / "NOTEEVENTS.csv", NOTE_HEADER, [note_row(1, "x-ray clear", "Radiology"), note_row(2, " ")])
+    with pytest.raises(DataError, match=r"NOTEEVENTS\.csv: no usable discharge summaries"):
+        MimicDataset().load(str(tmp_path))
+
+
+def test_negative_split_seed_is_refused():
+    from mlmh.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"dataset 'mpst': parameter 'seed' must be >= 0"):
+        get_registry().build("dataset", "mpst:seed=-1")
+
+
+def test_very_short_documents_are_noted(tmp_path):
+    rows = [[f"tt{i}", "word" if i < 2 else f"a plot with several words {i}", "murder" if i % 2 else "comedy"] for i in range(6)]
+    write_csv(tmp_path / "mpst_full_data.csv", ["imdb_id", "plot_synopsis", "tags"], rows)
+    notes = MpstDataset().load(str(tmp_path)).notes
+    assert any(n.startswith("mpst_full_data.csv: 2 document(s) have fewer than 4 words (first: tt0)") for n in notes)
+    pairs, truth = pan_rows()
+    assert not any("fewer than" in n for n in PanDataset().load(str(write_pan(tmp_path / "pan", pairs, truth))).notes)

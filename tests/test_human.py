@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mlmh.cli import main
-from mlmh.errors import DataError
+from mlmh.errors import DataError, SpecError
 from mlmh.human import KEY_FILE, ORIGINAL, export_sheet, import_sheets
 
 
@@ -97,3 +97,82 @@ def test_export_without_generations_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["human", "export", str(tmp_path)])
     assert exit_info.value.code == 2 and "generations.jsonl" in capsys.readouterr().err
+
+
+TRICKY = ["=HYPERLINK(\"http://x\",\"click\")", "+1 more", "- a list item", "@SUM(A1)", "\tindented", "\rreturn",
+          "'quoted' already", "''two quotes", "plain text", "a = b - c", ""]
+
+
+def test_spreadsheet_safe_neutralises_formula_starts_and_round_trips_exactly():
+    from mlmh.human import from_spreadsheet, spreadsheet_safe
+
+    for text in TRICKY:
+        cell = spreadsheet_safe(text)
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+        assert from_spreadsheet(cell) == text
+    assert spreadsheet_safe("- item") == "'- item" and spreadsheet_safe("'x") == "''x"
+    assert spreadsheet_safe("plain") == "plain" and spreadsheet_safe("a = b") == "a = b"
+
+
+@pytest.fixture
+def tricky_run(tmp_path):
+    lines = [{"condition": "mlm | random | one-shot", "doc_id": f"d{i}", "original": f"original {i}.", "masked_text": "x",
+              "text": text} for i, text in enumerate(TRICKY)]
+    (tmp_path / "generations.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_export_writes_no_formula_cells_and_import_restores_every_text(tricky_run, tmp_path):
+    from mlmh.human import read_sheet
+
+    sheet = export_sheet(tricky_run, 40, seed=3)
+    cells = [r["text"] for r in read(sheet)]
+    assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells)
+    assert "'- a list item" in cells and "'''two quotes" in cells
+    key = json.loads((tricky_run / KEY_FILE).read_text())["items"]
+    filled = fill(sheet, tmp_path / "erin.csv", lambda r: ("4", "5"))
+    _, ratings, texts = read_sheet(filled, key)
+    exported = {r["text"] for r in map(json.loads, (tricky_run / "generations.jsonl").read_text().splitlines())}
+    assert {t for i, t in texts.items() if key[i]["condition"] != ORIGINAL} == exported
+    assert len(ratings) == len(cells)
+
+
+def test_sheet_saved_by_a_spreadsheet_without_the_quotes_still_imports(tricky_run, tmp_path):
+    from mlmh.human import read_sheet
+
+    sheet = export_sheet(tricky_run, 40, seed=3)
+    key = json.loads((tricky_run / KEY_FILE).read_text())["items"]
+
+    def unquote(row):  # a spreadsheet shows the quote as a text marker and saves the bare value
+        row["text"] = row["text"].removeprefix("'")
+        return ("3", "3")
+
+    _, ratings, _ = read_sheet(fill(sheet, tmp_path / "frank.csv", unquote), key)
+    assert len(ratings) == len(key)
+
+
+def test_sheet_from_another_export_is_refused_naming_the_row(run_dir, tmp_path):
+    first = fill(export_sheet(run_dir, 12, seed=0, out=tmp_path / "a.csv"), tmp_path / "gina.csv", lambda r: ("3", "3"))
+    export_sheet(run_dir, 12, seed=1)  # a new key: the same item ids now hold other texts
+    with pytest.raises(DataError, match=r"gina\.csv:\d+: the text of item h\d{4} differs from the exported one"):
+        import_sheets(run_dir, [first])
+
+
+def test_bad_sheet_and_generations_files_name_file_and_line(run_dir, tmp_path):
+    sheet = export_sheet(run_dir, 4)
+    raw = sheet.read_bytes().split(b"\n")
+    raw[2] = b"\xff" + raw[2]
+    (tmp_path / "hank.csv").write_bytes(b"\n".join(raw))
+    with pytest.raises(DataError, match=r"hank\.csv:3: not valid UTF-8 \(byte \d+\)"):
+        import_sheets(run_dir, [tmp_path / "hank.csv"])
+    with pytest.raises(DataError, match=r"rating sheet .* does not exist \(it is a directory\)"):
+        import_sheets(run_dir, [tmp_path])
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "generations.jsonl").write_text("\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"generations\.jsonl: no generations to rate"):
+        export_sheet(tmp_path / "empty")
+    (tmp_path / "empty" / "generations.jsonl").write_text('{"condition": "c", "doc_id": "d"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"generations\.jsonl:1: missing or non-text field\(s\) original, text"):
+        export_sheet(tmp_path / "empty")
+    with pytest.raises(SpecError, match="--seed must be >= 0, got -1"):
+        export_sheet(run_dir, 4, seed=-1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+from pathlib import Path
 
 import pytest
 
@@ -123,7 +124,7 @@ def test_trained_model_trains_once_then_loads_from_cache(name, monkeypatch):
     assert adapter.kind == name.split("-")[1]
     assert [e["step"] for e in events] == [1, 2] and events[-1]["total"] == 2
     (entry,) = ModelCache().entries()
-    assert entry["objective"] == adapter.kind and entry["heldout_source"] == "test split"
+    assert entry["objective"] == adapter.kind and entry["heldout_source"] == "validation split"
     assert entry["dataset"] == "made-up" and entry["steps"] == 2
 
     def no_training(*args, **kwargs):
@@ -145,3 +146,72 @@ def test_interrupted_training_leaves_no_model_in_the_cache():
     cache = ModelCache()
     assert cache.entries() == [] and cache.partial_dirs() == []
     assert [p.name for p in cache.root.iterdir() if p.is_dir()] == ["tokenizers"]
+
+
+def _weights_model(tmp, value=1.0):
+    import torch
+    from safetensors.torch import save_file
+
+    _fake_model(tmp, loss=value)
+    save_file({"w": torch.full((256,), value)}, str(tmp / "model.safetensors"))
+
+
+def _truncate(path, keep):
+    data = path.read_bytes()
+    path.write_bytes(data[:keep])
+
+
+@pytest.mark.parametrize("keep", [100, -8])  # inside the header ("invalid header length"); inside the data
+def test_truncated_weights_are_named_and_rebuilt(tmp_path, caplog, keep):
+    cache = ModelCache(tmp_path)
+    path, _ = cache.get_or_build("k", _weights_model)
+    weights = path / "model.safetensors"
+    _truncate(weights, keep)
+    assert cache.lookup("k") is None
+    assert [p for p, _ in cache.damaged_entries()] == [path]
+    with caplog.at_level("WARNING", logger="mlmh.modelcache"):
+        again, built = cache.get_or_build("k", lambda tmp: _weights_model(tmp, 2.0))
+    assert built and again == path
+    (record,) = [r for r in caplog.records if r.name == "mlmh.modelcache"]
+    assert str(path) in record.getMessage() and "model.safetensors" in record.getMessage()
+    assert "rebuilding" in record.getMessage()
+    from safetensors.torch import load_file
+
+    assert float(load_file(str(weights))["w"][0]) == 2.0
+    assert cache.get_or_build("k", lambda tmp: pytest.fail("rebuilt an intact entry")) == (path, False)
+
+
+def test_truncated_non_weight_file_is_caught_by_the_manifest(tmp_path, caplog):
+    cache = ModelCache(tmp_path)
+    key = "tok"
+    complete = lambda p: (p / "tokenizer.json").is_file()  # noqa: E731 - as training.shared_tokenizer passes it
+    path, _ = cache.get_or_build(key, lambda tmp: (tmp / "tokenizer.json").write_text('{"vocab": [1, 2, 3]}'), complete)
+    (path / "tokenizer.json").write_text('{"voc')
+    with caplog.at_level("WARNING", logger="mlmh.modelcache"):
+        _, built = cache.get_or_build(key, lambda tmp: (tmp / "tokenizer.json").write_text('{"vocab": []}'), complete)
+    assert built and "tokenizer.json has 5 bytes, 20 when it was written" in caplog.text
+    assert (path / "tokenizer.json").read_text() == '{"vocab": []}'
+
+
+def test_entry_without_manifest_is_still_checked_through_its_weights(tmp_path):
+    from mlmh.modelcache import MANIFEST_NAME, entry_problem
+
+    cache = ModelCache(tmp_path)
+    path, _ = cache.get_or_build("old", _weights_model)
+    (path / MANIFEST_NAME).unlink()  # built before manifests existed
+    assert entry_problem(path) is None
+    _truncate(path / "model.safetensors", 100)
+    assert "model.safetensors is damaged" in entry_problem(path)
+
+
+def test_trained_model_with_truncated_weights_is_retrained(caplog):
+    events = []
+    corpus = _corpus()
+    _model("trained-clm").load(LoadContext(corpus=corpus))
+    (entry,) = ModelCache().entries()
+    weights = next(Path(entry["path"]).glob("*.safetensors"))
+    _truncate(weights, 100)
+    with caplog.at_level("WARNING", logger="mlmh.modelcache"):
+        adapter = _model("trained-clm").load(LoadContext(corpus=_corpus(), progress=events.append))
+    assert adapter.kind == "clm" and [e["step"] for e in events] == [1, 2]  # trained again
+    assert f"cache entry {entry['path']} is damaged: {weights.name}" in caplog.text

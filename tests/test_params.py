@@ -73,3 +73,43 @@ def test_short_spec_keeps_headline_parameters_at_their_default():
     assert random.short_spec == "random:ratio=0.15"  # a table must say how much was masked
     assert random.configured(ratio=0.5).short_spec == "random:ratio=0.5"
     assert get_registry().get("sampler", "mask-predict").short_spec == "mask-predict:steps=4"  # T, the point of it
+
+
+@pytest.mark.parametrize(
+    "kind, spec, where",
+    [
+        ("masking", "random:ratio=nan", "masking 'random': parameter 'ratio'"),
+        ("masking", "random:ratio=-inf", "masking 'random': parameter 'ratio'"),
+        ("sampler", "one-shot:temperature=nan", "sampler 'one-shot': parameter 'temperature'"),
+        ("sampler", "one-shot:temperature=inf", "sampler 'one-shot': parameter 'temperature'"),
+        ("sampler", "one-shot:top_p=NaN", "sampler 'one-shot': parameter 'top_p'"),
+        ("sampler", {"name": "one-shot", "temperature": float("nan")}, "sampler 'one-shot': parameter 'temperature'"),
+    ],
+)
+def test_non_finite_floats_are_refused_naming_component_key_and_value(kind, spec, where):
+    from mlmh.registry import get_registry
+
+    with pytest.raises(SpecError) as info:
+        get_registry().build(kind, spec)
+    message = str(info.value)
+    assert message.startswith(f"{where} must be a finite number; got ")
+    assert "nan" in message.lower() or "inf" in message.lower()
+    assert "\n" not in message
+
+
+def test_finite_floats_and_integral_ints_still_pass():
+    assert Dummy().configured(ratio="1e-1").params["ratio"] == 0.1
+    with pytest.raises(SpecError, match="parameter 'steps' expects int, got inf"):
+        Dummy().configured(steps=float("inf"))
+
+
+def test_empty_text_is_refused_when_the_parameter_has_a_default():
+    class Paths(Masking):
+        name = "paths"
+        parameters = (Param("device", str, "cpu", "torch device"), Param("path", str, "", "empty = the default model"))
+
+    assert Paths().configured(path="").params["path"] == ""  # empty has a meaning here
+    with pytest.raises(SpecError, match=r"^masking 'paths': parameter 'device' must not be empty \(default: 'cpu'\)$"):
+        Paths().configured(device=" ")
+    with pytest.raises(SpecError, match="must be one of linear, cosine"):
+        Dummy().configured(schedule="")
