@@ -1,11 +1,22 @@
 """Train matched small MLM, CLM and seq2seq models offline: tokenizer, model configs, loop, card.
 
+Design decision: train, select, never test. Models learn from the train texts, the weights kept are
+those of the lowest validation loss (evaluated every ``eval_every`` steps on fixed, seeded masks, so the
+curve is comparable across steps), and training stops after ``patience`` evaluations without a new
+best: a small model on a small corpus otherwise recites its training text (held-out loss rising from
+step 50 of 500). Test documents never reach this module through the trained models.
+
+Design decision: the budget is declared (``budget``). ``tokens``: every objective sees the same
+steps x batch x seq_len. ``targets``: the MLM (which supervises only its masked tokens) gets as many
+steps more as it needs to match the CLM's expected supervised target tokens, at most
+``MAX_BUDGET_SCALE`` times. ``compute``: matched training FLOPs (~6 x parameters x tokens), i.e.
+steps scaled by the CLM's parameter count over the model's.
+
 Design decision: ONE shared vocabulary for all objectives. A cased WordPiece tokenizer (BERT-style
 specials [PAD] [UNK] [CLS] [SEP] [MASK]) is trained with the ``tokenizers`` library on the dataset's
 train split, and every objective sees the same token sequences ([CLS] text [SEP] blocks in the same
-order) and the same mask budget (15% of the tokens), so MLM vs CLM vs seq2seq is a controlled
-comparison: per size the three models have matched parameter counts (within 10%) and see the same
-number of training tokens.
+order), so MLM vs CLM vs seq2seq is a controlled comparison: per size the three models have matched
+parameter counts (within 10%) and a declared budget (below).
 
 Design decision: rotary position embeddings for the MLM and the CLM by default (``positions``).
 A small BERT with learned absolute positions sits on the unigram plateau for well over 1,500 steps
@@ -16,9 +27,15 @@ MLM leaves the plateau within a few hundred steps. The CLM gets rotary positions
 differs in attention mask and objective, not in how it encodes positions.
 ``positions="absolute"`` keeps the classic pair (BERT + GPT-2), e.g. to show that plateau.
 
-- MLM: 15% of tokens chosen, 80% [MASK] / 10% random / 10% kept (Devlin et al. 2019, via
-  transformers' ``DataCollatorForLanguageModeling``); ``RoFormerForMaskedLM`` (BERT's post-LN
-  layers with rotary positions) or ``BertForMaskedLM``.
+- MLM: ``RoFormerForMaskedLM`` (BERT's post-LN layers with rotary positions) or ``BertForMaskedLM``,
+  trained with one of three masking schedules (``mask_schedule``):
+  ``fixed``: ``mask_ratio`` (15%) of the tokens chosen, 80% [MASK] / 10% random / 10% kept (Devlin et
+  al. 2019, via transformers' ``DataCollatorForLanguageModeling``);
+  ``uniform``: per sequence k ~ U{1..N} of its N tokens, all [MASK] (CMLM / Mask-Predict,
+  Ghazvininejad et al. 2019), so the model sees every masking level that iterative decoding visits;
+  ``mdlm``: per sequence t ~ U(0, 1), each token [MASK] with probability t, masked-token cross-entropy
+  weighted by 1/t and divided by the token count (MDLM's continuous-time ELBO under the linear
+  schedule, Sahoo et al. 2024).
 - CLM: next-token prediction on the same blocks; ``GPTNeoXForCausalLM`` with sequential residuals
   and full rotary (GPT-2's pre-LN layers with rotary positions) or ``GPT2LMHeadModel``.
 - seq2seq: BART (``BartForConditionalGeneration``, learned absolute positions either way: its
@@ -52,16 +69,24 @@ if TYPE_CHECKING:
 
 OBJECTIVES = ("mlm", "clm", "seq2seq")
 POSITIONS = ("rotary", "absolute")
+MASK_SCHEDULES = ("fixed", "uniform", "mdlm")
+BUDGETS = ("tokens", "targets", "compute")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15
+MDLM_MIN_T = 1e-3  # t is clipped away from 0, where the 1/t weight explodes
+MAX_BUDGET_SCALE = 8.0  # ``budget=targets`` gives the MLM at most 8x the CLM's steps (fixed 0.15 asks 6.7x)
+INFERENCE_RATIOS = (0.15, 0.5, 0.8)  # masking ratios at which the MLM card reports accuracy
+EVALUATIONS_PER_BUDGET = 20  # default eval_every = the step budget / 20 ...
+MIN_EVAL_EVERY = 5  # ... but at least 5 steps: a validation pass costs about one training step
+PATIENCE = 4
 MEAN_SPAN = 3.0  # BART's Poisson lambda
 MINILM = "minilm"
 VOCABULARY_NOTE = (
     "one shared cased WordPiece vocabulary (BERT specials) trained on the train split for all "
-    "objectives, so MLM, CLM and seq2seq see identical token sequences and mask budgets"
+    "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -111,7 +136,11 @@ class TrainingConfig:
     epochs: float | None = None
     init: str = ""  # "" | "minilm" | a checkpoint directory
     positions: str = "rotary"  # position encoding of the MLM and CLM: "rotary" | "absolute"
-    mask_ratio: float = MASK_RATIO
+    mask_schedule: str = ""  # the MLM's: "fixed" | "uniform" | "mdlm"; "" for the other objectives
+    mask_ratio: float | None = MASK_RATIO  # fixed MLM and seq2seq infilling; None when drawn per sequence
+    budget: str = "tokens"  # "tokens" | "targets" | "compute"
+    eval_every: int = 0  # validation every this many steps; 0 = the step budget / EVALUATIONS_PER_BUDGET
+    patience: int = PATIENCE  # stop after this many evaluations without a new best; 0 = never stop early
     warmup_ratio: float = 0.06
     weight_decay: float = 0.01
     eval_blocks: int = 64
@@ -125,10 +154,11 @@ class TrainingConfig:
 
 
 def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps: int = 0,
-                epochs: float | None = None, init: str = "", positions: str = "rotary",
+                epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
+                mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0, patience: int = PATIENCE,
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
-    this for micro models)."""
+    this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%."""
     if objective not in OBJECTIVES:
         raise SpecError(f"unknown objective '{objective}' (valid: {', '.join(OBJECTIVES)})")
     if size not in SIZES:
@@ -143,9 +173,25 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
         raise SpecError("give either --max-steps or --epochs, not both")
     if init == MINILM and objective == "seq2seq":
         raise SpecError("--init minilm supports the mlm and clm objectives (MiniLM is an encoder, it has no decoder)")
+    if mask_schedule and objective != "mlm":
+        raise SpecError(f"--mask-schedule applies to the mlm objective only; '{objective}' has its own corruption")
+    if mask_schedule and mask_schedule not in MASK_SCHEDULES:
+        raise SpecError(f"unknown mask schedule '{mask_schedule}' (valid: {', '.join(MASK_SCHEDULES)})")
+    schedule = (mask_schedule or "fixed") if objective == "mlm" else ""
+    if mask_ratio and schedule != "fixed":
+        raise SpecError("--mask-ratio applies to the mlm objective's fixed schedule "
+                        f"({'uniform and mdlm draw it per sequence' if schedule else f'not to {objective}'})")
+    if mask_ratio and not 0 < mask_ratio < 1:
+        raise SpecError(f"--mask-ratio must be between 0 and 1; got {mask_ratio}")
+    if budget not in BUDGETS:
+        raise SpecError(f"unknown budget '{budget}' (valid: {', '.join(BUDGETS)})")
+    if eval_every < 0 or patience < 0:
+        raise SpecError(f"--eval-every and --patience must be >= 0; got {eval_every} and {patience}")
+    ratio = None if objective == "clm" or schedule in ("uniform", "mdlm") else (mask_ratio or MASK_RATIO)
     shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
     return TrainingConfig(objective=objective, size=size, shape=shape, seed=seed, max_steps=max_steps,
-                          epochs=epochs, init=init, positions=positions)
+                          epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
+                          budget=budget, eval_every=eval_every, patience=patience)
 
 
 # -- tokenizer -----------------------------------------------------------------------------------
@@ -482,15 +528,20 @@ def infill_example(block: Sequence[int], blocks: Blocks, mask_id: int, ratio: fl
 
 
 class BatchMaker:
-    """Turns lists of blocks into model inputs for one objective; the only randomness is seeded here."""
+    """Turns lists of blocks into model inputs for one objective; the only randomness is seeded here.
 
-    def __init__(self, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float, seed: int,
-                 mask_only: bool = False) -> None:
+    The MLM's ``schedule`` decides its corruption (see the module docstring); ``mdlm`` batches also
+    carry ``loss_weight`` (1/t per sequence) and ``loss_tokens`` (the maskable tokens, its normaliser).
+    """
+
+    def __init__(self, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float | None, seed: int,
+                 mask_only: bool = False, schedule: str = "fixed") -> None:
         import numpy as np
 
         self.objective, self.blocks, self.ratio = objective, blocks, ratio
+        self.schedule = schedule if objective == "mlm" else ""
         self.rng = np.random.default_rng([seed, 1])
-        if objective == "mlm":
+        if self.schedule == "fixed":
             from transformers import DataCollatorForLanguageModeling
 
             # mask_only: evaluation hides every chosen token with [MASK], as generation does
@@ -504,12 +555,15 @@ class BatchMaker:
     def __call__(self, rows: Sequence[Sequence[int]]) -> dict[str, "torch.Tensor"]:
         pad = self.blocks.pad_id
         if self.objective == "mlm":
-            ids, mask = _pad(rows, pad)
-            special = [[int(t in self.blocks.special_ids) for t in row] + [1] * (ids.shape[1] - len(row)) for row in rows]
             import torch
 
-            inputs, labels = self.collator.torch_mask_tokens(ids.clone(), torch.tensor(special, dtype=torch.bool))
-            return {"input_ids": inputs, "attention_mask": mask, "labels": labels}
+            ids, mask = _pad(rows, pad)
+            special = [[int(t in self.blocks.special_ids) for t in row] + [1] * (ids.shape[1] - len(row)) for row in rows]
+            special_mask = torch.tensor(special, dtype=torch.bool)
+            if self.schedule == "fixed":
+                inputs, labels = self.collator.torch_mask_tokens(ids.clone(), special_mask)
+                return {"input_ids": inputs, "attention_mask": mask, "labels": labels}
+            return {"attention_mask": mask, **self._mask_per_sequence(ids, ~special_mask)}
         if self.objective == "clm":
             ids, mask = _pad(rows, pad)
             return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
@@ -519,6 +573,61 @@ class BatchMaker:
         hidden_mask, _ = _pad([[int(h) for h in row] for row in hidden], 0)
         return {"input_ids": src, "attention_mask": src_mask, "labels": labels.masked_fill(label_mask == 0, -100),
                 "hidden": hidden_mask.bool()}
+
+    def _mask_per_sequence(self, ids: "torch.Tensor", maskable: "torch.Tensor") -> dict[str, "torch.Tensor"]:
+        """``uniform``: k ~ U{1..N} tokens of each sequence's N; ``mdlm``: each token with probability
+        t ~ U(0, 1) (t >= ``MDLM_MIN_T``), the batch's t drawn by MDLM's low-discrepancy sampler (row i
+        in [i/B, (i+1)/B): each t still uniform, the batch's loss far less noisy). Every chosen token
+        becomes [MASK]."""
+        import numpy as np
+        import torch
+
+        chosen = torch.zeros_like(maskable)
+        weight = torch.ones(len(ids))
+        rates = (self.rng.random(len(ids)) + np.arange(len(ids))) / len(ids)
+        for i, row in enumerate(maskable.numpy()):
+            positions = np.flatnonzero(row)
+            if not len(positions):
+                continue
+            if self.schedule == "uniform":
+                count = int(self.rng.integers(1, len(positions) + 1))
+                picked = self.rng.choice(positions, size=count, replace=False)
+            else:
+                t = max(float(rates[i]), MDLM_MIN_T)
+                picked = positions[self.rng.random(len(positions)) < t]
+                weight[i] = 1.0 / t
+            chosen[i, torch.from_numpy(np.asarray(picked, dtype=np.int64))] = True
+        batch = {"input_ids": ids.masked_fill(chosen, self.mask_id), "labels": ids.masked_fill(~chosen, -100)}
+        if self.schedule == "mdlm":
+            batch.update(loss_weight=weight, loss_tokens=maskable.sum())
+        return batch
+
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "labels")
+
+
+def supervised_targets(objective: str, batch: dict[str, "torch.Tensor"]) -> int:
+    """How many tokens of ``batch`` the objective's loss supervises (the CLM's first token has no
+    prediction; BART's decoder reconstructs every token)."""
+    labels = batch["labels"][:, 1:] if objective == "clm" else batch["labels"]
+    return int((labels != -100).sum())
+
+
+def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"]) -> tuple["torch.Tensor", int]:
+    """(summed loss, normaliser) of one batch, so losses over several batches average exactly.
+
+    Cross-entropy summed over the supervised tokens and their count; for ``mdlm`` batches the masked
+    tokens' cross-entropy weighted by 1/t, over the count of maskable tokens (MDLM's per-token ELBO).
+    """
+    import torch
+
+    if "loss_weight" not in batch:
+        out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
+        count = supervised_targets(objective, batch)
+        return (out.loss * count if count else out.logits.sum() * 0.0), count
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], ignore_index=-100, reduction="none")
+    return (nll.sum(dim=1) * batch["loss_weight"]).sum(), int(batch["loss_tokens"])
 
 
 # -- evaluation -----------------------------------------------------------------------------------
@@ -536,8 +645,9 @@ def _targets(objective: str, batch: dict[str, "torch.Tensor"], logits: "torch.Te
 
 def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float, seed: int,
              batch_size: int, baseline_token: int | None) -> dict[str, Any]:
-    """Held-out loss (the training objective) and accuracy: masked-token (mlm), next-token (clm),
-    hidden-span token (seq2seq, teacher-forced) accuracy, beside the unigram baseline's accuracy."""
+    """Loss and accuracy on ``blocks`` with all-[MASK] masking at ``ratio`` (as generation masks):
+    masked-token (mlm), next-token (clm), hidden-span token (seq2seq, teacher-forced) accuracy, beside
+    the unigram baseline's accuracy."""
     import torch
 
     maker = BatchMaker(objective, tokenizer, blocks, ratio=ratio, seed=seed + 7919, mask_only=True)
@@ -583,17 +693,59 @@ def default_threads(shape: SizeSpec | None = None) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def split_heldout(texts: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
-    """Hold out ~10% of the documents (at least one) when the dataset has no test split."""
-    import numpy as np
+def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(train, validation) texts by :func:`mlmh.splits.with_validation`'s rule, for callers that
+    give no validation texts (documents named by their position)."""
+    from mlmh.splits import with_validation
+    from mlmh.types import Corpus, Document
 
-    texts = list(texts)
-    if len(texts) < 2:
-        return texts, []
-    order = np.random.default_rng([seed, 2]).permutation(len(texts))
-    n_out = max(1, len(texts) // 10)
-    out = set(order[:n_out].tolist())
-    return [t for i, t in enumerate(texts) if i not in out], [t for i, t in enumerate(texts) if i in out]
+    corpus = with_validation(Corpus("texts", [Document(id=f"text-{i}", text=t) for i, t in enumerate(texts)], ""))
+    return [d.text for d in corpus.split("train")], [d.text for d in corpus.split("validation")]
+
+
+def target_share(config: TrainingConfig) -> float:
+    """Expected share of a block's tokens that the objective supervises: all of them for the CLM and for
+    BART (its decoder reconstructs the block); the MLM's masked share (uniform and mdlm: 1/2 on average)."""
+    if config.objective != "mlm":
+        return 1.0
+    return config.mask_ratio if config.mask_schedule == "fixed" else 0.5
+
+
+def budget_steps(config: TrainingConfig, steps: int, vocab_size: int) -> tuple[int, str]:
+    """The step budget under ``config.budget`` from the ``tokens`` budget ``steps``, and how it was set.
+
+    ``targets``: steps x (the CLM's target share / this objective's), at most ``MAX_BUDGET_SCALE``x.
+    ``compute``: training FLOPs ~ 6 x parameters x tokens, so steps x (the CLM's parameters / this
+    model's); the sizes are matched within 10%, so this stays close to ``tokens``.
+    """
+    if config.budget == "tokens":
+        return steps, "same tokens (steps x batch x seq_len) for every objective"
+    if config.budget == "targets":
+        wanted = 1.0 / target_share(config)
+        scale = min(wanted, MAX_BUDGET_SCALE)
+        capped = f", capped at {MAX_BUDGET_SCALE:g}x from {wanted:.2f}x" if wanted > MAX_BUDGET_SCALE else ""
+        return (max(1, round(steps * scale)),
+                f"supervised targets matched to the CLM's: {scale:.2f}x its steps{capped}")
+    if config.init:
+        return steps, "compute: continued pretraining has no matched CLM reference; same steps"
+    reference = count_parameters("clm", config.shape, vocab_size, positions=config.positions)
+    own = count_parameters(config.objective, config.shape, vocab_size, positions=config.positions)
+    return (max(1, round(steps * reference / own)),
+            f"training FLOPs (6 x parameters x tokens) matched to the CLM's: {reference / own:.3f}x its steps")
+
+
+def validation_loss(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]]) -> float:
+    """The training objective's loss over fixed validation batches, in eval mode (no dropout)."""
+    import torch
+
+    total, count = 0.0, 0
+    model.eval()
+    with torch.inference_mode():
+        for batch in batches:
+            summed, n = loss_terms(model, objective, batch)
+            total, count = total + float(summed), count + n
+    model.train()
+    return total / max(count, 1)
 
 
 def estimated_bytes(config: TrainingConfig) -> int:
@@ -604,17 +756,17 @@ def estimated_bytes(config: TrainingConfig) -> int:
     return int(params * 4 * 1.2) + 20_000_000
 
 
-def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldout_texts: Sequence[str] | None = None,
-          dataset: str = "", data_digest: str = "", progress: ProgressFn | None = None,
-          threads: int | None = None) -> dict[str, Any]:
-    """Train one model on ``texts`` and save it (HF directory + ``training_card.json``) in ``out_dir``.
+def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
+          validation_texts: Sequence[str] | None = None, dataset: str = "", data_digest: str = "",
+          progress: ProgressFn | None = None, threads: int | None = None) -> dict[str, Any]:
+    """Train one model on ``texts``, keep its best validation checkpoint, and save it (HF directory +
+    ``training_card.json``) in ``out_dir``.
 
-    ``heldout_texts`` (e.g. the test split) are only evaluated; without them 10% of ``texts`` are
-    held out. Deterministic for a given seed and thread count. Returns the training card.
+    ``validation_texts`` select the checkpoint (early stopping) and are never trained on; without
+    them ~10% of ``texts`` are set aside by :func:`split_validation`. Deterministic for a given seed
+    and thread count. Returns the training card.
     """
-    import numpy as np
     import torch
-    from transformers import get_linear_schedule_with_warmup
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress callback reports training
@@ -622,11 +774,11 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldou
     texts = [t for t in texts if t and t.strip()]
     if not texts:
         raise DataError(f"dataset '{dataset or '?'}' has no training texts (its train split is empty)")
-    heldout_source = "test split"
-    heldout = [t for t in (heldout_texts or []) if t and t.strip()]
-    if not heldout:
-        texts, heldout = split_heldout(texts, config.seed)
-        heldout_source = "10% of the train documents"
+    validation_source = "validation split"
+    validation = [t for t in (validation_texts or []) if t and t.strip()]
+    if not validation:
+        texts, validation = split_validation(texts)
+        validation_source = "10% of the train documents"
     if not data_digest:
         from mlmh.modelcache import data_hash
 
@@ -646,47 +798,23 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldou
             model = build_model(config.objective, shape, tokenizer, config.positions)
             seq_len = shape.seq_len
         train_blocks = make_blocks(tokenizer, texts, seq_len)
-        eval_blocks = make_blocks(tokenizer, heldout, seq_len)
+        eval_blocks = make_blocks(tokenizer, validation, seq_len)
         eval_blocks.ids = eval_blocks.ids[: config.eval_blocks]
         if not train_blocks.ids:
             raise DataError(f"dataset '{dataset or '?'}': the train split gives no token blocks to train on")
-        steps = config.max_steps or (
+        token_steps = config.max_steps or (
             math.ceil(config.epochs * len(train_blocks.ids) / shape.batch_size) if config.epochs else shape.steps
         )
-        model.train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-        schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * steps), steps)
-        maker = BatchMaker(config.objective, tokenizer, train_blocks, ratio=config.mask_ratio, seed=config.seed)
-        order_rng = np.random.default_rng([config.seed, 0])
-        order: list[int] = []
-        losses: list[float] = []
-        tokens_seen = 0
-        for step in range(1, steps + 1):
-            if len(order) < shape.batch_size:
-                order.extend(order_rng.permutation(len(train_blocks.ids)).tolist())
-            rows = [train_blocks.ids[i] for i in order[: shape.batch_size]]
-            del order[: shape.batch_size]
-            batch = maker(rows)
-            batch.pop("hidden", None)
-            loss = model(**batch).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.item())
-            tokens_seen += sum(len(r) for r in rows)
-            if progress is not None:
-                elapsed = time.perf_counter() - started
-                progress({"stage": "train", "step": step, "total": steps, "loss": sum(losses[-20:]) / len(losses[-20:]),
-                          "eta": elapsed / step * (steps - step), "tokens": tokens_seen})
+        steps, budget_note = budget_steps(config, token_steps, len(tokenizer))
+        eval_every = config.eval_every or max(MIN_EVAL_EVERY, token_steps // EVALUATIONS_PER_BUDGET)
+        run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, started)
         train_seconds = time.perf_counter() - started
-        metrics = evaluate(model, config.objective, tokenizer, eval_blocks, ratio=config.mask_ratio, seed=config.seed,
-                           batch_size=shape.batch_size, baseline_token=most_frequent_token(train_blocks))
+        card_metrics = _final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out_dir)
         tokenizer.save_pretrained(out_dir)
+        parameters = sum(p.numel() for p in model.parameters())
         card = {
             "format": RECIPE_VERSION,
             "objective": config.objective,
@@ -698,21 +826,36 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldou
             "data_hash": data_digest,
             "train_documents": len(texts),
             "train_blocks": len(train_blocks.ids),
-            "heldout_source": heldout_source,
-            "parameters": sum(p.numel() for p in model.parameters()),
+            "validation_documents": len(validation),
+            "heldout_source": validation_source,
+            "parameters": parameters,
             "vocab_size": len(tokenizer),
             "vocabulary": VOCABULARY_NOTE if not config.init else f"the tokenizer of {config.init}",
             "seq_len": seq_len,
             "batch_size": shape.batch_size,
-            "steps": steps,
-            "tokens_seen": tokens_seen,
-            "learning_rate": config.learning_rate,
+            "mask_schedule": config.mask_schedule,
             "mask_ratio": config.mask_ratio,
-            "final_loss": sum(losses[-20:]) / len(losses[-20:]),
-            **metrics,
+            "budget": config.budget,
+            "budget_note": budget_note,
+            "steps": steps,
+            "steps_run": run["steps_run"],
+            "step_kept": run["step_kept"],
+            "stopped_early": run["stopped_early"],
+            "eval_every": eval_every,
+            "patience": config.patience,
+            "validation_loss": run["best_validation_loss"],
+            "tokens_seen": run["tokens_seen"],
+            "supervised_targets": run["supervised_targets"],
+            "approx_train_flops": 6 * parameters * run["tokens_seen"],
+            "tokens_seen_at_kept_step": run["tokens_at_kept_step"],
+            "learning_rate": config.learning_rate,
+            "final_loss": run["final_loss"],
+            **card_metrics,
+            "train_curve": run["train_curve"],
+            "validation_curve": run["validation_curve"],
             "train_seconds": round(train_seconds, 2),
             "wall_seconds": round(time.perf_counter() - started, 2),
-            "seconds_per_step": round(train_seconds / steps, 4),
+            "seconds_per_step": round(train_seconds / run["steps_run"], 4),
             "threads": torch.get_num_threads(),
             "seed": config.seed,
             "config": config.to_dict(),
@@ -722,6 +865,108 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *, heldou
         return card
     finally:
         torch.set_num_threads(previous_threads)
+
+
+def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
+                steps: int, eval_every: int, progress: ProgressFn | None, started: float) -> dict[str, Any]:
+    """AdamW steps with early stopping: validation loss every ``eval_every`` steps (and at the last),
+    the best weights kept in memory and restored at the end; stops after ``config.patience``
+    evaluations without a new best. Returns the counters and curves of the card."""
+    import numpy as np
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    shape = config.shape
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * steps), steps)
+    maker = BatchMaker(config.objective, tokenizer, train_blocks, ratio=config.mask_ratio, seed=config.seed,
+                       schedule=config.mask_schedule)
+    # the validation masks are drawn once (their own seed), so every evaluation sees the same inputs
+    validation_maker = BatchMaker(config.objective, tokenizer, eval_blocks, ratio=config.mask_ratio,
+                                  seed=config.seed + 7919, schedule=config.mask_schedule)
+    validation_batches = [validation_maker(eval_blocks.ids[i:i + shape.batch_size])
+                          for i in range(0, len(eval_blocks.ids), shape.batch_size)]
+    order_rng = np.random.default_rng([config.seed, 0])
+    order: list[int] = []
+    losses: list[float] = []
+    since_eval: list[float] = []
+    train_curve: list[dict[str, float]] = []
+    validation_curve: list[dict[str, float]] = []
+    best_loss, best_state, step_kept, tokens_at_kept, evals_without_best = math.inf, None, 0, 0, 0
+    tokens_seen = targets_seen = 0
+    stopped_early = False
+    step = 0
+    for step in range(1, steps + 1):
+        if len(order) < shape.batch_size:
+            order.extend(order_rng.permutation(len(train_blocks.ids)).tolist())
+        rows = [train_blocks.ids[i] for i in order[: shape.batch_size]]
+        del order[: shape.batch_size]
+        batch = maker(rows)
+        summed, count = loss_terms(model, config.objective, batch)
+        loss = summed / max(count, 1)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        since_eval.append(losses[-1])
+        tokens_seen += sum(len(r) for r in rows)
+        targets_seen += supervised_targets(config.objective, batch)
+        event: dict[str, Any] = {"stage": "train", "step": step, "total": steps, "tokens": tokens_seen,
+                                 "loss": sum(losses[-20:]) / len(losses[-20:])}
+        if step % eval_every == 0 or step == steps:
+            train_curve.append({"step": step, "loss": sum(since_eval) / len(since_eval)})
+            since_eval = []
+            if validation_batches:
+                current = validation_loss(model, config.objective, validation_batches)
+                validation_curve.append({"step": step, "loss": current})
+                event["validation_loss"] = current
+                if current < best_loss:
+                    best_loss, step_kept, tokens_at_kept, evals_without_best = current, step, tokens_seen, 0
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                else:
+                    evals_without_best += 1
+                    stopped_early = bool(config.patience) and evals_without_best >= config.patience and step < steps
+        if progress is not None:
+            elapsed = time.perf_counter() - started
+            progress({**event, "eta": elapsed / step * (steps - step)})
+        if stopped_early:
+            break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    else:  # nothing to select on: the last weights
+        step_kept, tokens_at_kept = step, tokens_seen
+    return {
+        "steps_run": step, "step_kept": step_kept, "stopped_early": stopped_early,
+        "best_validation_loss": best_loss if best_state is not None else None,
+        "tokens_seen": tokens_seen, "supervised_targets": targets_seen, "tokens_at_kept_step": tokens_at_kept,
+        "final_loss": sum(losses[-20:]) / len(losses[-20:]),
+        "train_curve": train_curve, "validation_curve": validation_curve,
+    }
+
+
+def _final_metrics(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks,
+                   eval_blocks: Blocks) -> dict[str, Any]:
+    """The kept model's validation metrics (``heldout_*``, at the training ratio or 15%); for the MLM
+    also its masked-token accuracy at each inference ratio, with all-[MASK] masking as generation."""
+    baseline = most_frequent_token(train_blocks)
+    ratio = config.mask_ratio or MASK_RATIO
+
+    def measure(at: float) -> dict[str, Any]:
+        return evaluate(model, config.objective, tokenizer, eval_blocks, ratio=at, seed=config.seed,
+                        batch_size=config.shape.batch_size, baseline_token=baseline)
+
+    metrics = measure(ratio)
+    if config.objective != "mlm":
+        return metrics
+    at_ratio = {}
+    for at in INFERENCE_RATIOS:
+        m = metrics if at == ratio else measure(at)
+        at_ratio[f"{at:g}"] = {"accuracy": m["heldout_accuracy"], "unigram_baseline_accuracy":
+                               m["unigram_baseline_accuracy"], "targets": m["heldout_targets"]}
+    return {**metrics, "accuracy_at_ratio": at_ratio}
 
 
 # -- readiness ------------------------------------------------------------------------------------

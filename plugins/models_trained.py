@@ -2,7 +2,9 @@
 itself on the run's dataset the first time a run needs them, then reuses from the model cache.
 
 This is the offline default: no pretrained weights can be downloaded, so each preset compares an MLM,
-a CLM and a seq2seq denoiser of matched size and training budget (see :mod:`mlmh.training`).
+a CLM and a seq2seq denoiser of matched size and training budget (see :mod:`mlmh.training`). They learn
+from the train split, keep the checkpoint of the best validation loss (:func:`mlmh.splits.with_validation`)
+and never see the test split, whose documents stay unseen.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from mlmh.components import LoadContext, Model
 from mlmh.errors import SpecError
 from mlmh.params import Param
 from mlmh.types import Corpus
+
+BUDGETS = ("tokens", "targets", "compute")  # mlmh.training.BUDGETS (not imported here: it loads torch)
+MASK_SCHEDULES = ("fixed", "uniform", "mdlm")  # mlmh.training.MASK_SCHEDULES
 
 
 class TrainedModel(Model):
@@ -30,6 +35,9 @@ class TrainedModel(Model):
         Param("positions", str, "rotary", "position encoding of the MLM and CLM: rotary (RoFormer / GPT-NeoX "
               "layers; learns context fast) or absolute (classic BERT / GPT-2); seq2seq is BART either way",
               choices=("rotary", "absolute")),
+        Param("budget", str, "tokens", "what is matched across objectives: tokens (steps x batch x seq_len), "
+              "targets (the MLM trains until it has supervised as many tokens as the CLM, at most 8x the steps) "
+              "or compute (~6 x parameters x tokens)", choices=BUDGETS),
     )
 
     def __init__(self, **params: Any) -> None:
@@ -45,10 +53,21 @@ class TrainedModel(Model):
 
         return make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
                            max_steps=self.params["max_steps"], init=self.params["init"],
-                           positions=self.params["positions"])
+                           positions=self.params["positions"], budget=self.params["budget"],
+                           **self._objective_params())
+
+    def _objective_params(self) -> dict[str, Any]:
+        """Training parameters only this kind declares (the MLM's masking schedule)."""
+        return {}
 
     # -- what to train on ------------------------------------------------------------------------
     def _corpus(self, context: LoadContext) -> Corpus:
+        """The corpus to train on, with its validation split set."""
+        from mlmh.splits import with_validation
+
+        return with_validation(self._dataset_corpus(context))
+
+    def _dataset_corpus(self, context: LoadContext) -> Corpus:
         from mlmh.registry import get_registry
 
         wanted = self.params["dataset"] or context.dataset or (context.corpus.dataset if context.corpus else "")
@@ -73,7 +92,7 @@ class TrainedModel(Model):
             "config": config.to_dict(),
             "dataset": corpus.dataset,
             "train_hash": data_hash(d.text for d in corpus.split("train")),
-            "heldout_hash": data_hash(d.text for d in corpus.split("test")),
+            "validation_hash": data_hash(d.text for d in corpus.split("validation")),
             "init_weights": init_fingerprint(config.init),
             "versions": library_versions(),
         }
@@ -103,7 +122,7 @@ class TrainedModel(Model):
         def build(tmp: Any) -> None:
             ensure_free_space(cache.root, estimated_bytes(config))
             train([d.text for d in corpus.split("train")], config, tmp,
-                  heldout_texts=[d.text for d in corpus.split("test")], dataset=corpus.dataset,
+                  validation_texts=[d.text for d in corpus.split("validation")], dataset=corpus.dataset,
                   data_digest=recipe["train_hash"], progress=context.progress)
 
         path, _ = cache.get_or_build(self.cache_name(context), build)
@@ -115,6 +134,19 @@ class TrainedMLM(TrainedModel):
     model_kind = "mlm"
     description = ("BERT-style masked LM (rotary positions by default) trained offline on the run's dataset "
                    "(cached after first use)")
+    parameters: ClassVar[tuple[Param, ...]] = (
+        *TrainedModel.parameters,
+        Param("mask_schedule", str, "fixed", "training masks: fixed (BERT: mask_ratio of the tokens, 80/10/10), "
+              "uniform (CMLM / Mask-Predict: 1..N tokens per sequence, all [MASK]) or mdlm (MDLM: rate "
+              "t ~ U(0,1) per sequence, loss weighted 1/t)", choices=MASK_SCHEDULES),
+        Param("mask_ratio", float, 0.15, "share of tokens masked by the fixed schedule", min=0.01, max=0.99),
+    )
+
+    def _objective_params(self) -> dict[str, Any]:
+        schedule = self.params["mask_schedule"]
+        if schedule != "fixed" and self.params["mask_ratio"] != 0.15:
+            raise SpecError(f"{self.name}: mask_ratio applies to mask_schedule=fixed ({schedule} draws it per sequence)")
+        return {"mask_schedule": schedule, "mask_ratio": self.params["mask_ratio"] if schedule == "fixed" else 0.0}
 
 
 class TrainedCLM(TrainedModel):

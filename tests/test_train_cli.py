@@ -64,7 +64,8 @@ def test_train_writes_a_loadable_model_and_prints_the_card(objective, auto, tmp_
     assert code == 0, err
     card = json.loads(stdout)
     assert card["steps"] == 2 and card["objective"] == objective and card["path"] == str(out)
-    assert card["heldout_source"] == "test split" and card["dataset"] == "made-up"
+    assert card["heldout_source"] == "validation split" and card["dataset"] == "made-up"
+    assert card["validation_documents"] == 1 and card["train_documents"] == 11  # 12 train documents, 3 test
     assert json.loads((out / "training_card.json").read_text())["data_hash"] == card["data_hash"]
     getattr(transformers, auto).from_pretrained(out)
     assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary directory left
@@ -86,6 +87,9 @@ def test_help_has_examples(capsys):
     (["--objective", "mlm", "--max-steps", "2", "--epochs", "1"], "either --max-steps or --epochs", 2),
     (["--objective", "seq2seq", "--init", "minilm"], "minilm supports the mlm and clm", 2),
     (["--objective", "mlm", "--init", "NOTADIR"], "no such directory", 2),
+    (["--objective", "clm", "--mask-schedule", "uniform"], "--mask-schedule applies to the mlm objective only", 2),
+    (["--objective", "mlm", "--mask-schedule", "mdlm", "--mask-ratio", "0.5"], "uniform and mdlm draw it per sequence", 2),
+    (["--objective", "mlm", "--budget", "flops"], "Invalid value for '--budget'", 2),
 ])
 def test_bad_input_is_one_line(args, message, code, tmp_path, capsys):
     args = [a.replace("NOTADIR", str(tmp_path / "nope")) for a in args]
@@ -128,3 +132,36 @@ def test_failure_during_training_leaves_no_output(tmp_path, capsys, monkeypatch)
                        "--out", str(tmp_path / "m"))
     assert code == 1 and "simulated crash" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("schedule,extra", [("uniform", []), ("mdlm", []), ("fixed", ["--mask-ratio", "0.5"])])
+def test_each_mask_schedule_trains_on_pan_and_loads_as_a_masked_lm(schedule, extra, tmp_path, capsys):
+    import transformers
+
+    out = tmp_path / "model"
+    code, stdout, err = run(capsys, "--dataset", "pan", "--objective", "mlm", "--mask-schedule", schedule, *extra,
+                            "--size", "tiny", "--max-steps", "30", "--out", str(out), "--json")
+    assert code == 0, err
+    card = json.loads(stdout)
+    assert card["mask_schedule"] == schedule and card["mask_ratio"] == (0.5 if extra else None)
+    assert card["steps"] == 30 and 1 <= card["step_kept"] <= card["steps_run"] <= 30
+    assert card["validation_curve"] and set(card["accuracy_at_ratio"]) == {"0.15", "0.5", "0.8"}
+    transformers.AutoModelForMaskedLM.from_pretrained(out)
+
+
+def test_train_never_sees_test_documents(tmp_path, capsys, monkeypatch):
+    from mlmh import training
+    from mlmh.registry import get_registry
+
+    seen = {}
+
+    def capture(texts, config, out_dir, *, validation_texts=None, **kwargs):
+        seen.update(train=list(texts), validation=list(validation_texts or []))
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(training, "train", capture)
+    code, _, err = run(capsys, "--dataset", "pan", "--objective", "clm", "--out", str(tmp_path / "m"))
+    assert code == 1 and "captured" in err
+    test_texts = {d.text for d in get_registry().build("dataset", "pan").load(None).split("test")}
+    assert seen["validation"] and not test_texts & set(seen["validation"]) and not test_texts & set(seen["train"])
+    assert not set(seen["train"]) & set(seen["validation"])

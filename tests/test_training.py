@@ -1,15 +1,18 @@
-"""Training: matched sizes, each objective trains/saves/loads, masking budgets, determinism, --init."""
+"""Training: matched sizes, each objective trains/saves/loads, masking schedules and budgets, early stopping
+on validation, determinism, --init."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from mlmh.errors import SpecError
-from mlmh.training import (OBJECTIVES, POSITIONS, SIZES, BatchMaker, count_parameters, infill_example, infill_spans,
-                           load_init, make_blocks, make_config, train, train_tokenizer)
+from mlmh.training import (MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES, BatchMaker, budget_steps, build_model,
+                           count_parameters, infill_example, infill_spans, load_init, loss_terms, make_blocks,
+                           make_config, split_validation, train, train_tokenizer)
 
 WORDS = ("the old captain walked along the quiet harbour and counted the boats while gulls circled "
          "over the grey water ; later she wrote a letter to her brother about the storm").split()
@@ -67,7 +70,7 @@ def test_training_is_deterministic_under_a_seed_and_budgets_match(tmp_path):
 
 
 def test_clm_learns_beyond_the_unigram_baseline(tmp_path):
-    card = train(TEXTS, micro("clm", max_steps=80), tmp_path, heldout_texts=TEXTS[:4], threads=1)
+    card = train(TEXTS, micro("clm", max_steps=80), tmp_path, validation_texts=TEXTS[:4], threads=1)
     assert card["heldout_accuracy"] > card["unigram_baseline_accuracy"] + 0.2, card
 
 
@@ -84,7 +87,7 @@ def test_mlm_learns_beyond_the_unigram_baseline(tmp_path):
     0.86 against a unigram 0.19 after 300 steps; BERT's absolute positions stay near 0.24)."""
     unseen = [" ".join(WORDS[(i * 3 + 1) % len(WORDS):] + WORDS[: (i * 3 + 1) % len(WORDS)]) + "." for i in range(10)]
     config = micro("mlm", max_steps=300, hidden=64, ffn=128, batch_size=16, seq_len=40)
-    card = train(TEXTS, config, tmp_path, heldout_texts=unseen, threads=1)
+    card = train(TEXTS, config, tmp_path, validation_texts=unseen, threads=1)
     assert card["heldout_accuracy"] > card["unigram_baseline_accuracy"] + 0.3, card
 
 
@@ -242,3 +245,264 @@ def test_canonical_vocabulary_keeps_used_tokens_and_single_characters():
     assert {t for t in vocab if len(t.removeprefix("##")) > 1 and t not in SPECIALS} <= used  # no unused merges
     pieces = tok.tokenize("harbours")  # an unseen word is spelled with kept pieces
     assert "".join(p.removeprefix("##") for p in pieces) == "harbours" and "[UNK]" not in pieces
+
+
+# -- masking schedules -----------------------------------------------------------------------------
+
+def _long_blocks():
+    """Blocks of ~60 content tokens, so per-sequence shares are measurable."""
+    tok = train_tokenizer(TEXTS, 120)
+    long_texts = [" ".join([TEXTS[i], TEXTS[(i + 5) % len(TEXTS)]]) for i in range(len(TEXTS))]
+    return tok, make_blocks(tok, long_texts, 128)
+
+
+def _content(blocks, row):
+    return sum(t not in blocks.special_ids for t in row)
+
+
+def test_uniform_schedule_masks_one_to_all_tokens_uniformly_all_with_mask():
+    tok, blocks = _long_blocks()
+    maker = BatchMaker("mlm", tok, blocks, ratio=None, seed=0, schedule="uniform")
+    shares = []
+    for _ in range(40):
+        batch = maker(blocks.ids)
+        chosen = batch["labels"] != -100
+        assert (batch["input_ids"][chosen] == tok.mask_token_id).all()  # no random or kept tokens
+        assert not chosen[:, 0].any()  # [CLS] is never masked
+        for i, row in enumerate(blocks.ids):
+            n, k = _content(blocks, row), int(chosen[i].sum())
+            assert 1 <= k <= n
+            shares.append(k / n)
+    shares = np.array(shares)
+    assert abs(shares.mean() - 0.5) < 0.04  # E[k/N] = (N+1)/2N ~ 0.5
+    assert shares.min() < 0.1 and shares.max() > 0.9  # the whole range is visited
+    assert 0.2 < np.mean(shares < 0.25) < 0.3 and 0.2 < np.mean(shares > 0.75) < 0.3  # flat, not bell-shaped
+    assert "loss_weight" not in batch
+
+
+def test_mdlm_schedule_masks_at_the_drawn_rate_and_weights_by_its_inverse():
+    tok, blocks = _long_blocks()
+    maker = BatchMaker("mlm", tok, blocks, ratio=None, seed=0, schedule="mdlm")
+    t_values, shares = [], []
+    for _ in range(20):
+        batch = maker(blocks.ids)
+        chosen = batch["labels"] != -100
+        assert (batch["input_ids"][chosen] == tok.mask_token_id).all()
+        t = 1 / batch["loss_weight"].numpy()
+        assert t.min() >= 1e-3 and t.max() <= 1
+        assert int(batch["loss_tokens"]) == sum(_content(blocks, r) for r in blocks.ids)
+        t_values.extend(t)
+        shares.extend(int(chosen[i].sum()) / _content(blocks, row) for i, row in enumerate(blocks.ids))
+    t_values, shares = np.array(t_values), np.array(shares)
+    assert abs(t_values.mean() - 0.5) < 0.05 and abs(np.mean(t_values < 0.2) - 0.2) < 0.06  # t ~ U(0, 1)
+    assert np.corrcoef(t_values, shares)[0, 1] > 0.95 and np.abs(t_values - shares).mean() < 0.06
+
+
+def test_mdlm_loss_is_the_inverse_rate_weighted_masked_cross_entropy_per_token():
+    import torch
+
+    tok, blocks = _long_blocks()
+    torch.manual_seed(0)
+    model = build_model("mlm", dataclasses.replace(SIZES["tiny"], **{**MICRO, "seq_len": 128}), tok).eval()
+    batch = BatchMaker("mlm", tok, blocks, ratio=None, seed=1, schedule="mdlm")(blocks.ids[:6])
+    with torch.no_grad():
+        summed, count = loss_terms(model, "mlm", batch)
+        logp = torch.log_softmax(model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits, -1)
+    expected = 0.0
+    for i in range(6):
+        for j in torch.nonzero(batch["labels"][i] != -100).flatten().tolist():
+            expected += -float(logp[i, j, batch["labels"][i, j]]) * float(batch["loss_weight"][i])
+    assert count == sum(_content(blocks, r) for r in blocks.ids[:6])
+    assert float(summed) == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("schedule", ["uniform", "mdlm"])
+def test_schedules_are_seeded(schedule):
+    import torch
+
+    tok, blocks = _long_blocks()
+    first = BatchMaker("mlm", tok, blocks, ratio=None, seed=4, schedule=schedule)(blocks.ids)
+    torch.rand(10)
+    np.random.rand(10)
+    second = BatchMaker("mlm", tok, blocks, ratio=None, seed=4, schedule=schedule)(blocks.ids)
+    other = BatchMaker("mlm", tok, blocks, ratio=None, seed=5, schedule=schedule)(blocks.ids)
+    assert torch.equal(first["input_ids"], second["input_ids"]) and torch.equal(first["labels"], second["labels"])
+    assert not torch.equal(first["labels"], other["labels"])
+
+
+@pytest.mark.parametrize("schedule", ["uniform", "mdlm"])
+def test_each_schedule_trains_deterministically(schedule, tmp_path):
+    cards = [train(TEXTS, micro("mlm", mask_schedule=schedule, max_steps=4), tmp_path / str(i), threads=1)
+             for i in range(2)]
+    assert cards[0]["final_loss"] == cards[1]["final_loss"] and cards[0]["mask_schedule"] == schedule
+    assert cards[0]["mask_ratio"] is None and cards[0]["validation_curve"] == cards[1]["validation_curve"]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(objective="clm", mask_schedule="uniform"), "--mask-schedule applies to the mlm objective only; 'clm'"),
+    (dict(objective="mlm", mask_schedule="cosine"), "unknown mask schedule 'cosine'"),
+    (dict(objective="mlm", mask_schedule="mdlm", mask_ratio=0.3), "--mask-ratio applies to the mlm objective's fixed"),
+    (dict(objective="seq2seq", mask_ratio=0.3), "--mask-ratio applies to the mlm objective's fixed"),
+    (dict(objective="mlm", mask_ratio=1.5), "--mask-ratio must be between 0 and 1"),
+    (dict(objective="mlm", budget="flops"), "unknown budget 'flops'"),
+    (dict(objective="mlm", patience=-1), "must be >= 0"),
+])
+def test_bad_schedule_ratio_and_budget_are_usage_errors(kwargs, message):
+    with pytest.raises(SpecError, match=message):
+        make_config(kwargs.pop("objective"), **kwargs)
+
+
+def test_config_resolves_schedule_and_ratio_per_objective():
+    assert (make_config("mlm").mask_schedule, make_config("mlm").mask_ratio) == ("fixed", 0.15)
+    assert make_config("mlm", mask_ratio=0.4).mask_ratio == 0.4
+    assert make_config("mlm", mask_schedule="uniform").mask_ratio is None
+    assert (make_config("clm").mask_schedule, make_config("clm").mask_ratio) == ("", None)
+    assert make_config("seq2seq").mask_ratio == 0.15  # BART's infilling share
+
+
+# -- budgets ---------------------------------------------------------------------------------------
+
+def test_budget_rules_scale_the_step_budget():
+    assert budget_steps(make_config("mlm"), 300, 1500)[0] == 300  # tokens
+    steps, note = budget_steps(make_config("mlm", budget="targets"), 300, 1500)
+    assert steps == 2000 and "6.67x" in note  # 1 / 0.15
+    assert budget_steps(make_config("mlm", budget="targets", mask_ratio=0.05), 300, 1500)[0] == 300 * MAX_BUDGET_SCALE
+    assert "capped" in budget_steps(make_config("mlm", budget="targets", mask_ratio=0.05), 300, 1500)[1]
+    assert budget_steps(make_config("mlm", budget="targets", mask_schedule="mdlm"), 300, 1500)[0] == 600
+    assert budget_steps(make_config("clm", budget="targets"), 300, 1500)[0] == 300
+    assert budget_steps(make_config("clm", budget="compute"), 300, 1500)[0] == 300
+    mlm_compute = budget_steps(make_config("mlm", budget="compute"), 300, 1500)[0]
+    ratio = count_parameters("clm", SIZES["tiny"], 1500) / count_parameters("mlm", SIZES["tiny"], 1500)
+    assert mlm_compute == round(300 * ratio) and abs(mlm_compute / 300 - 1) <= 0.1  # matched sizes: ~ tokens
+
+
+def test_card_counts_tokens_targets_and_flops(tmp_path):
+    clm = train(TEXTS, micro("clm", max_steps=2), tmp_path / "clm", threads=1)
+    assert clm["budget"] == "tokens" and clm["supervised_targets"] == clm["tokens_seen"] - 2 * MICRO["batch_size"]
+    assert clm["approx_train_flops"] == 6 * clm["parameters"] * clm["tokens_seen"]
+    mlm = train(TEXTS, micro("mlm", max_steps=2, budget="targets"), tmp_path / "mlm", threads=1)
+    assert mlm["steps"] == round(2 / 0.15) and mlm["supervised_targets"] < 0.3 * mlm["tokens_seen"]
+
+
+# -- validation and early stopping -----------------------------------------------------------------
+
+def test_fallback_validation_is_a_tenth_of_the_texts_and_seed_free():
+    train_texts, validation = split_validation(TEXTS)
+    assert len(validation) == 2 and len(train_texts) == 22 and not set(validation) & set(train_texts)
+    assert split_validation(TEXTS) == (train_texts, validation)
+
+
+def test_early_stopping_restores_the_best_step_and_stops_on_patience(tmp_path, monkeypatch):
+    """A scripted validation curve (best at the 3rd evaluation, then worse): training stops after
+    ``patience`` evaluations without a new best and saves the weights of the 3rd evaluation."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from mlmh import training
+
+    script = iter([5.0, 4.0, 3.0, 3.5, 3.2, 3.1, 3.4, 2.0])
+    snapshots = {}
+
+    def scripted(model, objective, batches):
+        snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
+        return next(script)
+
+    monkeypatch.setattr(training, "validation_loss", scripted)
+    card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience=4), tmp_path, threads=1)
+    assert card["stopped_early"] and card["steps_run"] == 14 and card["step_kept"] == 6
+    assert card["validation_loss"] == 3.0 and card["steps"] == 40
+    assert [p["step"] for p in card["validation_curve"]] == [2, 4, 6, 8, 10, 12, 14]
+    assert [p["step"] for p in card["train_curve"]] == [2, 4, 6, 8, 10, 12, 14]
+    assert 0 < card["tokens_seen_at_kept_step"] < card["tokens_seen"]
+    saved = AutoModelForCausalLM.from_pretrained(tmp_path).state_dict()
+    for key, value in saved.items():
+        assert torch.equal(value, snapshots[3][key]), key
+    assert any(not torch.equal(snapshots[3][k], snapshots[7][k]) for k in saved)  # it did train on after
+
+
+def test_a_validation_curve_that_keeps_falling_trains_the_whole_budget(tmp_path):
+    card = train(TEXTS, micro("clm", max_steps=12, eval_every=3), tmp_path, validation_texts=TEXTS[:4], threads=1)
+    losses = [p["loss"] for p in card["validation_curve"]]
+    assert not card["stopped_early"] and card["steps_run"] == 12 and len(losses) == 4
+    assert card["step_kept"] == 3 * (1 + losses.index(min(losses))) and card["validation_loss"] == min(losses)
+    assert card["heldout_source"] == "validation split" and card["validation_documents"] == 4
+
+
+def test_mlm_card_reports_accuracy_at_inference_ratios(tmp_path):
+    card = train(TEXTS, micro("mlm", max_steps=3), tmp_path, threads=1)
+    assert set(card["accuracy_at_ratio"]) == {"0.15", "0.5", "0.8"}
+    targets = [card["accuracy_at_ratio"][r]["targets"] for r in ("0.15", "0.5", "0.8")]
+    assert targets[0] < targets[1] < targets[2]  # all-[MASK] masking at the named ratio
+    assert card["accuracy_at_ratio"]["0.15"]["accuracy"] == card["heldout_accuracy"]
+    for key in ("step_kept", "steps_run", "stopped_early", "train_curve", "validation_curve", "validation_loss",
+                "budget", "tokens_seen", "supervised_targets", "approx_train_flops", "mask_schedule"):
+        assert key in card, key
+
+
+# -- the trained-* models: train on train, select on validation, never touch test ------------------
+
+def _made_up_corpus():
+    from mlmh.types import Corpus, Document
+
+    docs = [Document(id=f"d{i}", text=t, split="test" if i % 4 == 0 else "train") for i, t in enumerate(TEXTS)]
+    return Corpus(dataset="made-up", documents=docs, source="test")
+
+
+def _trained(name, **params):
+    from mlmh.registry import get_registry
+
+    spec = name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+    return get_registry().build("model", spec)
+
+
+def test_trained_models_select_on_validation_and_never_see_test(monkeypatch):
+    from mlmh import training
+    from mlmh.components import LoadContext
+    from mlmh.splits import with_validation
+
+    seen = {}
+
+    def capture(texts, config, out_dir, *, validation_texts=None, **kwargs):
+        seen.update(train=list(texts), validation=list(validation_texts or []), config=config)
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(training, "train", capture)
+    corpus = _made_up_corpus()
+    model = _trained("trained-mlm", mask_schedule="mdlm", budget="targets", max_steps=2)
+    with pytest.raises(RuntimeError, match="captured"):
+        model.load(LoadContext(corpus=corpus))
+    split = with_validation(corpus)
+    assert seen["validation"] == [d.text for d in split.split("validation")] and len(seen["validation"]) == 2
+    assert seen["train"] == [d.text for d in split.split("train")]
+    test_ids = {d.id for d in corpus.split("test")}
+    assert not test_ids & {d.id for d in split.split("validation")}
+    assert (seen["config"].mask_schedule, seen["config"].budget) == ("mdlm", "targets")
+    # a corpus that already has its validation split (as the runner passes it) names the same model
+    assert model.identity(LoadContext(corpus=split)) == model.identity(LoadContext(corpus=corpus))
+
+
+def test_trained_model_recipe_follows_validation_not_test():
+    from mlmh.components import LoadContext
+
+    corpus = _made_up_corpus()
+    ident = _trained("trained-clm").identity(LoadContext(corpus=corpus))
+    changed_test = _made_up_corpus()
+    changed_test.documents[0].text = "a different unseen document ."
+    assert _trained("trained-clm").identity(LoadContext(corpus=changed_test)) == ident
+    assert _trained("trained-clm", budget="compute").identity(LoadContext(corpus=corpus)) != ident
+
+
+def test_only_the_trained_mlm_takes_a_schedule():
+    from mlmh.components import LoadContext
+
+    with pytest.raises(SpecError, match="mask_schedule"):
+        _trained("trained-clm", mask_schedule="uniform")
+    with pytest.raises(SpecError, match="mask_ratio applies to mask_schedule=fixed"):
+        _trained("trained-mlm", mask_schedule="uniform", mask_ratio=0.3).identity(LoadContext(corpus=_made_up_corpus()))
+
+
+def test_trained_model_choices_mirror_the_training_module():
+    from mlmh import training
+    from mlmh.plugins import models_trained
+
+    assert models_trained.BUDGETS == training.BUDGETS and models_trained.MASK_SCHEDULES == training.MASK_SCHEDULES

@@ -8,14 +8,21 @@ from typing import Any
 import click
 
 OBJECTIVE_CHOICES = ("mlm", "clm", "seq2seq")
+MASK_SCHEDULE_CHOICES = ("fixed", "uniform", "mdlm")
+BUDGET_CHOICES = ("tokens", "targets", "compute")
 SIZE_CHOICES = ("tiny", "small", "base")
 CARD_ROWS = (
     ("objective", "objective"), ("architecture", "architecture"), ("positions", "positions"), ("size", "size"),
     ("init", "init"),
-    ("dataset", "dataset"), ("parameters", "parameters"), ("vocab_size", "vocabulary"), ("steps", "steps"),
-    ("tokens_seen", "tokens seen"), ("final_loss", "final train loss"), ("heldout_loss", "held-out loss"),
-    ("heldout_accuracy", "held-out accuracy"), ("unigram_baseline_accuracy", "unigram baseline accuracy"),
-    ("heldout_source", "held-out data"), ("wall_seconds", "wall time (s)"), ("seconds_per_step", "s / step"),
+    ("dataset", "dataset"), ("parameters", "parameters"), ("vocab_size", "vocabulary"),
+    ("mask_schedule", "mask schedule"), ("mask_ratio", "mask ratio"), ("budget", "budget"),
+    ("budget_note", "budget rule"), ("steps", "step budget"), ("steps_run", "steps run"),
+    ("step_kept", "step kept (best validation)"), ("stopped_early", "stopped early"),
+    ("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
+    ("approx_train_flops", "approx. training FLOPs"), ("final_loss", "final train loss"),
+    ("validation_loss", "best validation loss"), ("heldout_accuracy", "validation accuracy"),
+    ("unigram_baseline_accuracy", "unigram baseline accuracy"), ("heldout_source", "validation data"),
+    ("wall_seconds", "wall time (s)"), ("seconds_per_step", "s / step"),
     ("threads", "threads"), ("seed", "seed"), ("data_hash", "data sha256"),
 )
 
@@ -37,6 +44,18 @@ CARD_ROWS = (
                    "bundled pretrained MiniLM-L6 encoder with a fresh MLM head (mlm) or as a causal decoder (clm); "
                    "MiniLM (22M parameters) costs about 5 s of CPU per 16x128 step on 2 cores.")
 @click.option("--max-steps", type=int, default=0, help="Training steps (default: the size's default).")
+@click.option("--mask-schedule", type=click.Choice(MASK_SCHEDULE_CHOICES), default=None,
+              help="MLM training masks: fixed = BERT (--mask-ratio of the tokens, 80/10/10; the default), "
+                   "uniform = CMLM / Mask-Predict (1..N tokens per sequence, all [MASK]), mdlm = MDLM "
+                   "(rate t ~ U(0,1) per sequence, loss weighted 1/t).")
+@click.option("--mask-ratio", type=float, default=0.0, help="Share of tokens the fixed schedule masks (default 0.15).")
+@click.option("--budget", type=click.Choice(BUDGET_CHOICES), default="tokens", show_default=True,
+              help="What is matched across objectives: tokens (steps x batch x seq_len); targets (the MLM gets "
+                   "the steps to supervise as many tokens as the CLM, at most 8x); compute (~6 x params x tokens).")
+@click.option("--eval-every", type=int, default=0,
+              help="Validation loss every N steps (default: the size's step budget / 20).")
+@click.option("--patience", type=int, default=None,
+              help="Stop after this many evaluations without a better validation loss (default 4; 0 = never).")
 @click.option("--epochs", type=float, default=None, help="Train for this many passes over the data instead.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of weights, data order and masking.")
 @click.option("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
@@ -44,15 +63,20 @@ CARD_ROWS = (
 @click.option("--overwrite", is_flag=True, help="Replace --out if it already holds something.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
 def train(dataset: str, data_path: str | None, objective: str, positions: str, size: str, init: str,
-          max_steps: int, epochs: float | None, seed: int, threads: int | None, out_dir: str, overwrite: bool, as_json: bool) -> None:
+          max_steps: int, mask_schedule: str | None, mask_ratio: float, budget: str, eval_every: int,
+          patience: int | None, epochs: float | None, seed: int, threads: int | None, out_dir: str, overwrite: bool,
+          as_json: bool) -> None:
     """Train a tokenizer and a small MLM, CLM or seq2seq model on a dataset's train split.
 
     All objectives share one cased WordPiece vocabulary and see the same token blocks, so models of
-    one size have matched parameter counts and a matched training budget (tokens seen). The model is
-    written to a temporary directory and moved to --out only when complete; it loads with
+    one size have matched parameter counts and a declared training budget (--budget). The checkpoint
+    kept is the one of the lowest loss on the validation split (~10% of the train documents when the
+    dataset has none); the test split is never read. The model is written to a temporary directory and
+    moved to --out only when complete; it loads with
     AutoModelForMaskedLM / AutoModelForCausalLM / AutoModelForSeq2SeqLM.from_pretrained(DIR), and
-    training_card.json records data hash, steps, tokens, losses, held-out accuracy vs. the unigram
-    baseline, wall time and library versions.
+    training_card.json records data hash, budget, steps run and kept, training and validation curves,
+    validation accuracy vs. the unigram baseline (for the MLM at masking ratios 0.15, 0.5 and 0.8),
+    wall time and library versions.
 
     \b
     Examples:
@@ -61,16 +85,20 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
       mlmh train --dataset pan --objective mlm --positions absolute --out models/pan-bert
       mlmh train --dataset mpst --data ~/mpst.csv --objective seq2seq --epochs 2 --out models/mpst-bart
       mlmh train --dataset pan --objective mlm --init minilm --max-steps 200 --out models/pan-minilm
+      mlmh train --dataset pan --objective mlm --mask-schedule mdlm --budget targets --out models/pan-mdlm
     """
     from pathlib import Path
 
     from mlmh.errors import DataError, SpecError
     from mlmh.modelcache import atomic_directory, ensure_free_space
     from mlmh.registry import get_registry
-    from mlmh.training import estimated_bytes, init_source, make_config
+    from mlmh.splits import with_validation
+    from mlmh.training import PATIENCE, estimated_bytes, init_source, make_config
     from mlmh.training import train as train_model
 
-    config = make_config(objective, size, seed=seed, max_steps=max_steps, epochs=epochs, init=init, positions=positions)
+    config = make_config(objective, size, seed=seed, max_steps=max_steps, epochs=epochs, init=init, positions=positions,
+                         mask_schedule=mask_schedule or "", mask_ratio=mask_ratio, budget=budget, eval_every=eval_every,
+                         patience=PATIENCE if patience is None else patience)
     if init:
         init_source(init)  # fail on a bad --init before loading any data
     if threads is not None and threads < 1:
@@ -78,14 +106,14 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     out = Path(out_dir).expanduser()
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise SpecError(f"--out {out} already exists and is not empty; choose another directory or pass --overwrite")
-    corpus = get_registry().build("dataset", dataset).load(data_path)
+    corpus = with_validation(get_registry().build("dataset", dataset).load(data_path))
     train_texts = [d.text for d in corpus.split("train")]
     if not train_texts:
         raise DataError(f"dataset '{dataset}' ({corpus.source}) has no documents in its train split")
     ensure_free_space(out.parent, estimated_bytes(config))
     with atomic_directory(out, overwrite=True) as tmp:
         with _ProgressBar(f"training {objective} ({size})") as bar:
-            card = train_model(train_texts, config, tmp, heldout_texts=[d.text for d in corpus.split("test")],
+            card = train_model(train_texts, config, tmp, validation_texts=[d.text for d in corpus.split("validation")],
                                dataset=corpus.dataset, progress=bar.update, threads=threads)
     card = {"path": str(out), **card}
     if as_json:
@@ -130,5 +158,10 @@ def _print_card(card: dict[str, Any]) -> None:
             continue
         if isinstance(value, float):
             value = f"{value:.4f}"
+        elif key == "approx_train_flops":
+            value = f"{value:.3g}"
         table.add_row(label, str(value))
+    for ratio, at in (card.get("accuracy_at_ratio") or {}).items():
+        table.add_row(f"accuracy at mask ratio {ratio}",
+                      f"{at['accuracy'] or 0:.4f} (unigram baseline {at['unigram_baseline_accuracy'] or 0:.4f})")
     Console().print(table)

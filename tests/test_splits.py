@@ -1,0 +1,106 @@
+"""Document roles: validation carved from train by a hash of the ids, pairs kept whole, test untouched."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mlmh.errors import DataError
+from mlmh.splits import check_roles, with_validation
+from mlmh.types import Corpus, Document, Pair
+
+
+def _corpus(n_train=40, n_test=10, pairs=False) -> Corpus:
+    docs = [Document(id=f"tr{i}", text=f"train text {i}") for i in range(n_train)]
+    docs += [Document(id=f"te{i}", text=f"test text {i}", split="test") for i in range(n_test)]
+    pair_list = []
+    if pairs:
+        pair_list = [Pair(id=f"p{i}", a=f"tr{2 * i}", b=f"tr{2 * i + 1}", same=i % 2 == 0) for i in range(n_train // 2)]
+        pair_list += [Pair(id=f"q{i}", a=f"te{2 * i}", b=f"te{2 * i + 1}", same=True, split="test")
+                      for i in range(n_test // 2)]
+    return Corpus(dataset="made-up", documents=docs, source="test", pairs=pair_list)
+
+
+def _ids(corpus, split):
+    return {d.id for d in corpus.split(split)}
+
+
+def test_a_tenth_of_train_moves_to_validation_and_test_never_moves():
+    before = _corpus()
+    after = with_validation(before)
+    assert len(_ids(after, "validation")) == 4 and len(_ids(after, "train")) == 36
+    assert _ids(after, "test") == _ids(before, "test")
+    assert _ids(after, "validation") <= _ids(before, "train")
+    assert [d.text for d in after.documents] == [d.text for d in before.documents]  # same order, same texts
+    assert before.split("validation") == []  # the input is not changed
+    assert any("validation split: 4 of 40" in note for note in after.notes)
+    check_roles(after)
+
+
+def test_the_choice_is_deterministic_and_follows_ids_not_order():
+    corpus = _corpus()
+    first = _ids(with_validation(corpus), "validation")
+    assert _ids(with_validation(_corpus()), "validation") == first
+    shuffled = dataclasses.replace(corpus, documents=corpus.documents[::-1])
+    assert _ids(with_validation(shuffled), "validation") == first
+    assert first != {"tr0", "tr1", "tr2", "tr3"}  # hashed, not the first ids
+
+
+def test_it_is_idempotent_and_keeps_a_dataset_validation_split():
+    once = with_validation(_corpus())
+    assert with_validation(once) is once
+    shipped = _corpus()
+    shipped.documents[0] = dataclasses.replace(shipped.documents[0], split="validation")
+    assert with_validation(shipped) is shipped and _ids(shipped, "validation") == {"tr0"}
+
+
+@pytest.mark.parametrize("n_train,expected", [(2, 1), (3, 1), (14, 1), (15, 2)])
+def test_small_train_splits_give_at_least_one_validation_document(n_train, expected):
+    after = with_validation(_corpus(n_train=n_train))
+    assert len(_ids(after, "validation")) == expected and after.split("train")
+
+
+def test_a_single_train_document_stays_in_train():
+    corpus = _corpus(n_train=1)
+    assert with_validation(corpus) is corpus
+
+
+def test_verification_pairs_move_whole():
+    before = _corpus(n_train=40, pairs=True)
+    after = with_validation(before)
+    validation = _ids(after, "validation")
+    moved_pairs = [p for p in after.pairs if p.split == "validation"]
+    assert len(validation) == 4 and len(moved_pairs) == 2
+    assert {x for p in moved_pairs for x in (p.a, p.b)} == validation
+    assert all(p.a not in validation and p.b not in validation for p in after.pairs if p.split != "validation")
+    assert [p.split for p in after.pairs if p.id.startswith("q")] == ["test"] * 5
+    check_roles(after)
+
+
+def test_check_roles_names_the_offending_document():
+    corpus = _corpus(n_train=3, n_test=1)
+    corpus.documents.append(Document(id="tr0", text="again", split="test"))
+    with pytest.raises(DataError, match="document 'tr0' is in both 'train' and 'test'"):
+        check_roles(corpus)
+    with pytest.raises(DataError, match="document 'x' has split 'dev'"):
+        check_roles(Corpus("made-up", [Document(id="x", text="t", split="dev")], "test"))
+    split_pair = _corpus(n_train=2, pairs=True)
+    split_pair.documents[0] = dataclasses.replace(split_pair.documents[0], split="test")
+    with pytest.raises(DataError, match="pair 'p0' \\(train\\) joins documents of splits"):
+        check_roles(split_pair)
+
+
+def test_bad_fraction_is_one_clear_error():
+    with pytest.raises(DataError, match="validation fraction must be between 0 and 1; got 1.5"):
+        with_validation(_corpus(), 1.5)
+
+
+def test_bundled_pan_sample_gets_pair_whole_validation_disjoint_from_test():
+    from mlmh.registry import get_registry
+
+    corpus = with_validation(get_registry().build("dataset", "pan").load(None))
+    check_roles(corpus)
+    validation, test = _ids(corpus, "validation"), _ids(corpus, "test")
+    assert 30 <= len(validation) <= 40 and not validation & test
+    assert {x for p in corpus.pairs if p.split == "validation" for x in (p.a, p.b)} == validation
