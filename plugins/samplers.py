@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from mlmh import hookimpl
+from mlmh.plugins.samplers_diffusion import AdaptiveGibbs, Llada, Mdlm, Remdm
 from mlmh.plugins.samplers_infill import ClmInfill, Seq2SeqInfill
 from mlmh.plugins.samplers_mlm import Confidence, Gibbs, LeftToRight, MaskPredict, OneShot
 
 
 @hookimpl
 def register_samplers(register):
-    for sampler in (OneShot, LeftToRight, MaskPredict, Confidence, Gibbs, ClmInfill, Seq2SeqInfill):
+    for sampler in (OneShot, LeftToRight, MaskPredict, Confidence, Gibbs, Mdlm, Llada, Remdm, AdaptiveGibbs, ClmInfill,
+                    Seq2SeqInfill):
         register(sampler())
