@@ -104,10 +104,12 @@ def spacy_pipeline() -> Any | None:
 
 
 class NerMasking(RatioMasking):
-    """Named-entity words: from an offline spaCy model when installed, else the dataset's annotations."""
+    """Named-entity words: from an installed spaCy model, else the dataset's annotations, else the offline CRF
+    tagger trained on the bundled samples (:mod:`mlmh.plugins.offline_taggers`); the note says which."""
 
     name = "ner"
-    description = "Mask a ratio of the named-entity words (spaCy tagger if installed, else dataset annotations)."
+    description = ("Mask a ratio of the named-entity words (spaCy model if installed, else dataset annotations, "
+                   "else the offline CRF tagger trained on the bundled samples).")
     parameters = (FULL_RATIO,)
 
     def maskable(self, document: Document, words: Words) -> tuple[list[int], str]:
@@ -120,10 +122,9 @@ class NerMasking(RatioMasking):
             return _overlapping_words(words, list(ranges)), "entities from dataset annotations (no spaCy model installed)"
         if document.meta.get("entities_annotated") or document.meta.get("annotations"):  # annotated, no entity here
             return [], "entities from dataset annotations (none in this document)"
-        raise MlmhError(
-            f"masking 'ner' needs entity annotations or a spaCy model: document '{document.id}' has no entities "
-            "and no spaCy English model is installed (pip install spacy en_core_web_sm, or use a dataset with entities)"
-        )
+        from mlmh.plugins.offline_taggers import ENTITY_TAGGER_NOTE, entity_tags
+
+        return [i for i, tag in enumerate(entity_tags(words.text)) if tag != "O"], ENTITY_TAGGER_NOTE
 
 
 POS_GROUPS = {
@@ -135,34 +136,43 @@ _PTB_TO_UPOS = {"NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "J
                 "VB": "VERB", "VBD": "VERB", "VBG": "VERB", "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB", "MD": "AUX"}
 
 
+def nltk_perceptron_installed() -> bool:
+    import nltk
+
+    for resource in ("averaged_perceptron_tagger_eng", "averaged_perceptron_tagger"):
+        try:
+            nltk.data.find(f"taggers/{resource}")
+            return True
+        except LookupError:
+            continue
+    return False
+
+
 def pos_tags(words: Words) -> tuple[list[str], str]:
-    """Universal POS tag per word with an offline tagger (spaCy model or NLTK's perceptron data)."""
+    """Universal POS tag per word and which tagger gave it: a spaCy model, else NLTK's perceptron data,
+    else the offline WordNet tagger (:mod:`mlmh.plugins.offline_taggers`)."""
     nlp = spacy_pipeline()
     if nlp is not None:
         from spacy.tokens import Doc
 
         doc = nlp(Doc(nlp.vocab, words=list(words)))
         return [t.pos_ for t in doc], f"POS from spaCy model {nlp.meta.get('name', '?')}"
-    import nltk
+    if nltk_perceptron_installed():
+        import nltk
 
-    for resource in ("averaged_perceptron_tagger_eng", "averaged_perceptron_tagger"):
-        try:
-            nltk.data.find(f"taggers/{resource}")
-        except LookupError:
-            continue
         tagged = nltk.pos_tag(list(words))
         return [_PTB_TO_UPOS.get(tag, tag) for _, tag in tagged], "POS from NLTK averaged perceptron tagger"
-    raise MlmhError(
-        "masking 'pos' needs an offline POS tagger: install a spaCy English model (pip install en_core_web_sm) "
-        "or NLTK's tagger data (python -m nltk.downloader averaged_perceptron_tagger_eng)"
-    )
+    from mlmh.plugins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
+
+    return wordnet_pos_tags(words), POS_TAGGER_NOTE
 
 
 class PosMasking(RatioMasking):
     """Content words of chosen parts of speech (nouns, verbs, adjectives)."""
 
     name = "pos"
-    description = "Mask a ratio of the nouns/verbs/adjectives (offline spaCy or NLTK tagger; fails clearly without)."
+    description = ("Mask a ratio of the nouns/verbs/adjectives (spaCy model if installed, else NLTK's perceptron "
+                   "tagger, else the offline WordNet tagger).")
     parameters = (
         FULL_RATIO,
         Param("tags", str, "noun+verb+adj", "'+'-separated groups among noun, verb, adj"),
@@ -218,23 +228,21 @@ def register_maskings(register):
 
 
 def _tagger_status() -> "Any":
-    """Doctor check: which offline tagger the pos and ner maskings will use."""
+    """Doctor check: which tagger the pos and ner maskings will use."""
     from mlmh.doctor import CheckResult
 
     name = "pos/ner tagger"
-    if importlib.util.find_spec("spacy") is not None and spacy_pipeline() is not None:
-        return CheckResult(name, True, "spaCy English model installed: pos and ner maskings tag offline")
-    import nltk
+    if spacy_pipeline() is not None:
+        return CheckResult(name, True, "spaCy English model installed: pos and ner maskings tag with it")
+    ner = "ner: dataset entity annotations, else the offline CRF tagger trained on the bundled samples"
+    if nltk_perceptron_installed():
+        return CheckResult(name, True, f"pos: NLTK perceptron tagger; {ner}")
+    from mlmh.wordnet import debian_files_present, find_wordnet
 
-    for resource in ("averaged_perceptron_tagger_eng", "averaged_perceptron_tagger"):
-        try:
-            nltk.data.find(f"taggers/{resource}")
-            return CheckResult(name, True, "NLTK perceptron tagger for pos masking; ner masking uses dataset entity annotations")
-        except LookupError:
-            continue
-    # optional: everything else works without a tagger, so this is not a failure
-    return CheckResult(name, True, "no offline tagger: pos masking unavailable, ner masking uses dataset entity annotations "
-                       "(to add one: pip install spacy en_core_web_sm)")
+    if find_wordnet() or debian_files_present():
+        return CheckResult(name, True, f"pos: the offline WordNet tagger (no spaCy model, no NLTK tagger data); {ner}")
+    return CheckResult(name, False, f"no spaCy model, NLTK tagger data or WordNet: pos masking cannot run; {ner}",
+                       "mlmh doctor --fix (WordNet for the offline pos tagger), or pip install spacy en_core_web_sm")
 
 
 def _register_check() -> None:

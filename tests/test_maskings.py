@@ -80,20 +80,105 @@ def test_ner_uses_dataset_annotations_and_says_so():
     assert len(half.word_indices) == 1
 
 
-@pytest.mark.skipif(importlib.util.find_spec("spacy") is not None, reason="a spaCy model would tag entities itself")
-def test_ner_without_tagger_or_annotations_names_the_document():
-    with pytest.raises(MlmhError, match="document 'plain' has no entities"):
-        mask("ner", document=Document(id="plain", text=TEXT))
+NO_SPACY = pytest.mark.skipif(importlib.util.find_spec("spacy") is not None, reason="a spaCy model would tag itself")
+UNSEEN = ("Yesterday Margaret Thornton flew from Tbilisi to Oslo with her brother Tomasz. When the rain stopped, "
+          "Ingrid walked down to the harbour in Bergen. Last winter Halvard Okonkwo drove to Winnipeg.")
 
 
-def test_pos_masks_nouns_or_fails_with_the_fix():
-    try:
-        words, plan = mask("pos:tags=noun")
-    except MlmhError as exc:
-        assert "needs an offline POS tagger" in str(exc) and "pip install" in str(exc)
+@pytest.fixture(scope="session")
+def entity_tagger_model(tmp_path_factory):
+    from realdata import trained_entity_tagger
+
+    return trained_entity_tagger(tmp_path_factory.mktemp("entity-tagger"))
+
+
+@pytest.fixture
+def entity_tagger(entity_tagger_model):
+    """The session's trained tagger copied into this test's cache dir (training takes ~20 s)."""
+    from realdata import install_entity_tagger
+
+    from mlmh.paths import cache_dir
+
+    install_entity_tagger(entity_tagger_model, cache_dir())
+    return entity_tagger_model
+
+
+@NO_SPACY
+def test_ner_without_annotations_uses_the_offline_tagger_and_says_so(entity_tagger):
+    from mlmh.plugins.offline_taggers import ENTITY_TAGGER_NOTE, entity_training_documents
+
+    names = ["Margaret", "Thornton", "Tbilisi", "Oslo", "Ingrid", "Bergen", "Halvard", "Okonkwo", "Winnipeg"]
+    training_words = {w for d in entity_training_documents() for w in split_words(d.text)}
+    assert not training_words & set(names)  # names the tagger never saw
+    words, plan = mask("ner", text=UNSEEN, document=Document(id="plain", text=UNSEEN))
+    masked = [words[i] for i in plan.word_indices]
+    assert len(set(names) & set(masked)) >= 7, masked  # most unseen names, from shape and context alone
+    assert not {"walked", "the", "rain", "harbour", "."} & set(masked)
+    assert plan.note == ENTITY_TAGGER_NOTE and "CRF" in plan.note and "not spaCy" in plan.note
+    assert "offline CRF tagger" in get_registry().build("masking", "ner").description
+
+
+def test_offline_entity_tagger_is_deterministic_and_cached_by_its_training_data(entity_tagger):
+    from mlmh.plugins import offline_taggers
+    from mlmh.types import EntitySpan
+
+    first = offline_taggers.entity_tags(UNSEEN)
+    assert len(first) == len(split_words(UNSEEN))
+    offline_taggers._load_entity_tagger.cache_clear()  # reload the model from disk
+    assert offline_taggers.entity_tags(UNSEEN) == first
+    assert offline_taggers.entity_tagger_path().name == entity_tagger.name  # found in the cache, not retrained
+    documents = offline_taggers.entity_training_documents()
+    key = offline_taggers.entity_tagger_key(documents)
+    changed = Document(id="extra", text="Ada met Bob.", entities=[EntitySpan(0, 3, "PERSON")])
+    assert offline_taggers.entity_tagger_key(documents + [changed]) != key
+    assert offline_taggers.entity_tagger_key(list(reversed(documents))) == key
+    assert offline_taggers.entity_tags("") == []
+
+
+def test_unseen_name_view_drops_the_identity_of_entity_words_only():
+    from mlmh.plugins.offline_taggers import unseen_name_view
+    from mlmh.plugins.tasks_ner import featurize
+
+    sentence = ["then", "Ada", "left", "home", "early"]
+    tags = ["O", "B-PERSON", "O", "O", "O"]
+    features = featurize([sentence])[0]
+    view = unseen_name_view(features, tags)
+    assert "lower" not in view[1] and "suffix3" not in view[1] and view[1]["shape"] == "Xx"
+    assert "1:lower" not in view[0] and "-1:lower" not in view[2] and "-2:lower" not in view[3]
+    assert view[4] == features[4] and view[0]["lower"] == "then"
+
+
+@NO_SPACY
+def test_pos_offline_wordnet_tagger_tags_content_words_and_says_which():
+    from mlmh.plugins.maskings import nltk_perceptron_installed
+    from mlmh.plugins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
+
+    text = "The old man walked slowly to the harbour, and they can fly kites there. Margaret doesn't run on Mondays."
+    words = split_words(text)
+    tags = dict(zip(words, wordnet_pos_tags(words)))
+    assert [tags[w] for w in ("The", "old", "man", "walked", "slowly", "to", "harbour", "and", "they", "can", "fly", "kites")] == \
+        ["DET", "ADJ", "NOUN", "VERB", "ADV", "PART", "NOUN", "CCONJ", "PRON", "AUX", "VERB", "NOUN"]
+    assert tags["Mondays"] == "PROPN" and tags["doesn't"] == "AUX" and tags[","] == "PUNCT"
+    assert wordnet_pos_tags(words) == wordnet_pos_tags(words)
+    if nltk_perceptron_installed():
         return
-    assert "chest" in [words[i] for i in plan.word_indices]
-    assert "POS from" in plan.note
+    words, plan = mask("pos:tags=noun", text=text)
+    assert [words[i] for i in plan.word_indices] == ["man", "harbour", "kites", "Margaret", "Mondays"]
+    assert plan.note == POS_TAGGER_NOTE and "WordNet" in plan.note
+    words, plan = mask("pos:tags=verb+adj", text=text)
+    assert [words[i] for i in plan.word_indices] == ["old", "walked", "can", "fly", "doesn't", "run"]
+
+
+def test_pos_without_wordnet_says_how_to_get_it(monkeypatch):
+    from mlmh import wordnet
+    from mlmh.plugins.offline_taggers import wordnet_reader
+
+    def missing():
+        raise MlmhError("WordNet not found: no NLTK data and no Debian files under /usr/share/wordnet")
+
+    monkeypatch.setattr(wordnet, "wordnet_for_scoring", missing)
+    with pytest.raises(MlmhError, match=r"masking 'pos' .* WordNet.*mlmh doctor --fix"):
+        wordnet_reader()
 
 
 @pytest.mark.parametrize("spec, message", [
