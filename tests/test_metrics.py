@@ -81,6 +81,22 @@ def test_bleu_equals_sacrebleu():
     assert result.ci_low <= result.value <= result.ci_high
 
 
+def test_bleu_ci_equals_resampling_with_the_public_api():
+    """The CI sums private per-sentence statistics (sacrebleu pinned <2.7): equal to public corpus_score resamples."""
+    from sacrebleu.metrics import BLEU
+
+    from mlmh.stats import resample_ci
+
+    result = run("bleu", items(), seed=5)["bleu"]
+    public = BLEU()
+    low, high = resample_ci(
+        len(PREDS),
+        lambda idx: public.corpus_score([PREDS[i] for i in idx], [[REFS[i] for i in idx]]).score,
+        seed=5,
+    )
+    assert (result.ci_low, result.ci_high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+
+
 def test_bleu_options_reach_sacrebleu():
     from sacrebleu.metrics import BLEU
 
@@ -133,26 +149,6 @@ def test_rouge_lsum_splits_sentences():
     assert results["rougeLsum"].value == pytest.approx(1.0)  # each sentence matched in full (union LCS)
     assert results["rougeL"].value == pytest.approx(0.5)  # one sentence's worth in order
     assert run("rouge:lsum_split=newline", swapped)["rougeLsum"].value == pytest.approx(0.5)
-
-
-def test_fast_lcs_table_equals_rouge_score_table():
-    from rouge_score import rouge_scorer
-
-    from mlmh.plugins.metrics_overlap import lcs_table
-
-    rng = np.random.default_rng(0)
-    for _ in range(300):
-        ref = [str(t) for t in rng.integers(0, 5, rng.integers(0, 25))]
-        can = [str(t) for t in rng.integers(0, 5, rng.integers(0, 25))]
-        assert lcs_table(ref, can) == rouge_scorer._lcs_table(ref, can)
-
-
-def test_rouge_leaves_rouge_score_unpatched():
-    from rouge_score import rouge_scorer
-
-    original = rouge_scorer._lcs_table
-    run("rouge", items())
-    assert rouge_scorer._lcs_table is original
 
 
 # -- METEOR -------------------------------------------------------------------------------------
@@ -211,9 +207,55 @@ def test_bertscore_equals_bert_score_on_packaged_minilm():
     if not metrics_bertscore.roberta_large_cached():
         default = run("bertscore", items(preds, refs))["bertscore_f1"]
         assert default.per_sample == pytest.approx(results["bertscore_f1"].per_sample, abs=1e-9)
-        assert len([k for k in metrics_bertscore._SCORERS if k[0] == str(path)]) == 1
+        assert len([k for k in metrics_bertscore._ENCODERS if k[0] == str(path)]) == 1
     same = run("bertscore", items(refs, refs))["bertscore_f1"]
     assert same.value == pytest.approx(1.0, abs=1e-5)
+
+
+def test_bertscore_batches_idf_and_cache_equal_bert_score():
+    """Length-sorted batches smaller than the input, idf weights and cached references give bert-score's values."""
+    import bert_score
+
+    from mlmh.plugins import metrics_bertscore
+
+    path = str(metrics_bertscore.minilm_path())
+    preds = PREDS + ["Short.", "Not empty either.", "A much longer candidate sentence that goes on and on about the storm and the coast."]
+    refs = REFS + ["Short one.", "Not empty.", "The storm hit the coast."]
+    metrics_bertscore.clear_embedding_caches()
+    for idf in (False, True):
+        spec = f"bertscore:model={path},layer=5,batch_size=2,idf={str(idf).lower()}"
+        results = run(spec, items(preds, refs))
+        p, r, f = bert_score.score(preds, refs, model_type=path, num_layers=5, batch_size=3, idf=idf)
+        for name, expected in (("bertscore_p", p), ("bertscore_r", r), ("bertscore_f1", f)):
+            assert results[name].per_sample == pytest.approx(expected.tolist(), abs=1e-6)
+    encoder = metrics_bertscore.get_encoder(path, 5)
+    assert len(encoder.cache) == len(set(preds) | set(refs))  # every distinct text embedded once, then reused
+    calls = []
+    hook = encoder.model.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+    try:
+        new_preds = [p + " again" for p in preds]
+        again = run(f"bertscore:model={path},layer=5", items(new_preds, refs))["bertscore_f1"]
+    finally:
+        hook.remove()
+    assert sum(calls) == len(set(new_preds))  # the references came from the cache
+    expected = bert_score.score(new_preds, refs, model_type=path, num_layers=5)[2]
+    assert again.per_sample == pytest.approx(expected.tolist(), abs=1e-6)
+    empty = run(f"bertscore:model={path},layer=5", items(["", "x"], ["A reference.", "x"]))
+    assert empty["bertscore_p"].per_sample[0] == 0.0 and empty["bertscore_r"].per_sample[0] == 0.0  # bert-score's rule
+
+
+def test_bertscore_cache_is_bounded():
+    import torch
+
+    from mlmh.plugins.metrics_bertscore import EmbeddingCache
+
+    cache = EmbeddingCache(max_bytes=3 * 4 * 8)
+    for index in range(5):
+        cache.put(f"t{index}", [index], torch.zeros(2, 4))  # 32 bytes each
+    assert len(cache) == 3 and cache.bytes == 96 and cache.get("t0") is None and cache.get("t4") is not None
+    cache.get("t2")
+    cache.put("t5", [5], torch.zeros(2, 4))
+    assert cache.get("t2") is not None and cache.get("t3") is None  # least recently used goes first
 
 
 # -- repetition and diversity (hand-checked) ----------------------------------------------------
