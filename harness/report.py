@@ -310,95 +310,12 @@ def render_markdown(results: dict[str, Any], plots: list[str]) -> str:
     return "\n".join(lines)
 
 
-# -- plots ---------------------------------------------------------------------------------------------
-def write_plots(results: dict[str, Any], out_dir: Path) -> list[str]:
-    """PNG figures (matplotlib, Agg): metric vs masking ratio, quality vs steps, quality vs downstream."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    metrics = main_metrics(results)
-    series = ratio_series(results)
-    with_ratio = [m for m in metrics if any(len(p) >= 2 for p in series.get(m, {}).values())]
-    if with_ratio:
-        fig, axes = plt.subplots(1, len(with_ratio), figsize=(4.2 * len(with_ratio), 3.6), squeeze=False)
-        for ax, metric in zip(axes[0], with_ratio):
-            for (model, sampler), points in sorted(series[metric].items()):
-                xs, ys = zip(*sorted(points))
-                ax.plot(xs, ys, marker="o", label=f"{model} / {sampler}")
-            ax.set_xlabel("masking ratio")
-            ax.set_title(metric)
-        axes[0][0].legend(fontsize=6)
-        written.append(_save(fig, out_dir / "metric_vs_ratio.png", plt))
-    steps = _steps_series(results, metrics[0]) if metrics else {}
-    if steps:
-        fig, ax = plt.subplots(figsize=(5, 3.6))
-        for label, points in sorted(steps.items()):
-            xs, ys = zip(*sorted(points))
-            ax.plot(xs, ys, marker="o", label=label)
-        ax.set_xlabel("refinement steps")
-        ax.set_ylabel(metrics[0])
-        ax.legend(fontsize=6)
-        written.append(_save(fig, out_dir / "quality_vs_steps.png", plt))
-    scatter = _downstream_points(results, metrics[0]) if metrics else None
-    if scatter:
-        (task_metric, points), baseline = scatter
-        fig, ax = plt.subplots(figsize=(5, 3.6))
-        for kind, pts in sorted(points.items()):
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=KIND_LABEL.get(kind, kind))
-        if baseline is not None:
-            ax.axhline(baseline, linestyle="--", color="grey", label="real train baseline")
-        ax.set_xlabel(metrics[0])
-        ax.set_ylabel(task_metric)
-        ax.legend(fontsize=7)
-        written.append(_save(fig, out_dir / "quality_vs_downstream.png", plt))
-    return written
-
-
-def _save(fig: Any, path: Path, plt: Any) -> str:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
-
-
-def _steps_series(results: dict[str, Any], metric: str) -> dict[str, list[tuple[int, float]]]:
-    out: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for row in results.get("conditions", []):
-        value = _value(row, metric)
-        if row.get("steps") is not None and value is not None:
-            name = row["sampler"].split(":")[0]
-            out[f"{row['model']} / {name} / {row['masking']}"].append((int(row["steps"]), float(value)))
-    return {k: v for k, v in out.items() if len({s for s, _ in v}) >= 2}
-
-
-def _downstream_points(results: dict[str, Any], metric: str):
-    first = None
-    for row in results.get("conditions", []):
-        for task, scores in row.get("downstream", {}).items():
-            if scores:
-                first = (task, next(iter(scores)))
-                break
-        if first:
-            break
-    if first is None:
-        return None
-    task, score = first
-    points: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for row in results.get("conditions", []):
-        x, y = _value(row, metric), row.get("downstream", {}).get(task, {}).get(score)
-        if x is not None and y is not None:
-            points[row["model_kind"]].append((float(x), float(y)))
-    baseline = results.get("baseline", {}).get(task, {}).get(score)
-    return (f"{task} {score}", points), baseline
-
-
 def write_report(results: dict[str, Any], out_dir: str | Path) -> Path:
     """Write report.md and the plots into ``out_dir``; returns the report's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from mlmh.plots import write_plots  # plots reads this module's metric helpers
+
     plots = write_plots(results, out)
     path = out / "report.md"
     path.write_text(render_markdown(results, plots), encoding="utf-8")

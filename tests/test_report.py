@@ -76,7 +76,7 @@ def test_best_per_column_respects_direction(results):
 def test_write_report_makes_markdown_and_three_pngs(results, tmp_path):
     path = write_report(results, tmp_path)
     text = path.read_text()
-    for name in ("metric_vs_ratio.png", "quality_vs_steps.png", "quality_vs_downstream.png"):
+    for name in ("quality_by_masking.png", "quality_vs_steps.png", "quality_vs_downstream.png"):
         assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC
         assert f"({name})" in text
     assert "| real train split (baseline) |" in text
