@@ -32,6 +32,7 @@ class LazyGroup(click.Group):
     """A click group whose builtin subcommands are imported only when invoked."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        _load_plugin_commands(self)
         return sorted(set(COMMANDS) | set(super().list_commands(ctx)))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
@@ -43,24 +44,33 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Short help comes from the table above so --help imports nothing heavy.
+        # Builtin short help comes from the table above so --help imports no builtin command module.
+        _load_plugin_commands(self)
+        limit = formatter.width - 6 - max(map(len, self.list_commands(ctx)))
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        rows += [(name, command.get_short_help_str(limit)) for name, command in sorted(self.commands.items())
+                 if name not in COMMANDS and not command.hidden]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 _plugin_commands_loaded = False
 
 
 def _load_plugin_commands(group: click.Group) -> None:
+    """Let each entry-point plugin add its commands once; one that raises is named and skipped."""
     global _plugin_commands_loaded
     if _plugin_commands_loaded:
         return
     _plugin_commands_loaded = True
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugin_manager import get_command_manager, plugin_label
 
-    get_plugin_manager().hook.register_commands(cli=group)
+    for impl in get_command_manager().hook.register_commands.get_hookimpls():
+        try:
+            impl.function(cli=group)
+        except Exception as exc:
+            click.echo(f"mlmh: plugin '{plugin_label(impl.plugin_name)}' failed to add its commands: "
+                       f"{type(exc).__name__}: {exc}", err=True)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,7 +86,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
       mlmh eval --preset quick          # a one-minute smoke run, offline
       mlmh eval --preset pan            # the paper's PAN experiment
       mlmh ls samplers                  # what can generate, and its parameters
-      mlmh generate --model trained:objective=mlm --masking random:ratio=0.3 \\
+      mlmh generate --model trained-mlm --masking random:ratio=0.3 \\
                     --sampler mask-predict:steps=4 --text "The cat sat on the mat."
       mlmh tui                          # watch refinement step by step
     """

@@ -1,16 +1,19 @@
 """The pluggy plugin manager: builtins first, then entry points of group ``mlmh``.
 
 ``MLMH_LOAD_PLUGINS`` (comma-separated distribution names) limits which entry points load;
-set but empty loads none. Builtins always load. A plugin that fails to import is recorded and
-reported by name; the others still load.
+set but empty loads none; a name no installed distribution has is named in a warning. Builtins always
+load. A plugin that fails to import is recorded and reported by name; the others still load.
+
+Commands come from entry-point plugins only (the builtins' commands are :mod:`mlmh.cli`'s table), so
+:func:`get_command_manager` lets ``mlmh --help`` list plugin commands without importing the builtins.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
-from importlib import metadata
 from typing import Any
 
 import pluggy
@@ -21,15 +24,27 @@ ENTRY_POINT_GROUP = "mlmh"
 BUILTINS_NAME = "mlmh.plugins"
 
 _pm: pluggy.PluginManager | None = None
+_command_pm: pluggy.PluginManager | None = None
+_entry_plugins: list[tuple[str, Any]] | None = None  # (registered name, plugin), loaded once per process
 load_errors: list[str] = []
 _DIST_OF: dict[str, tuple[str, str | None]] = {}  # registered plugin name -> (distribution, version)
 
 
-def _allowed() -> set[str] | None:
+def _normal(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def _allowed(installed: set[str]) -> set[str] | None:
+    """The distributions ``MLMH_LOAD_PLUGINS`` allows (None: all); names not ``installed`` are warned about."""
     raw = os.environ.get("MLMH_LOAD_PLUGINS")
     if raw is None:
         return None
-    return {name.strip().lower().replace("_", "-") for name in raw.split(",") if name.strip()}
+    allowed = {_normal(name) for name in raw.split(",") if name.strip()}
+    unknown = sorted(allowed - installed)
+    if unknown:
+        print(f"mlmh: MLMH_LOAD_PLUGINS names plugins that are not installed: {', '.join(unknown)} "
+              f"(installed: {', '.join(sorted(installed)) or 'none'})", file=sys.stderr)
+    return allowed
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -40,10 +55,21 @@ def get_plugin_manager() -> pluggy.PluginManager:
     return _pm
 
 
+def get_command_manager() -> pluggy.PluginManager:
+    """A manager of the entry-point plugins alone: what ``register_commands`` is called on."""
+    global _command_pm
+    if _command_pm is None:
+        _command_pm = pluggy.PluginManager("mlmh")
+        _command_pm.add_hookspecs(hookspecs)
+        for name, plugin in _entry_point_plugins():
+            _command_pm.register(plugin, name=name)
+    return _command_pm
+
+
 def reset() -> None:
-    """Forget the manager and registry (tests, or after installing a plugin in-process)."""
-    global _pm
-    _pm = None
+    """Forget the managers and registry (tests, or after installing a plugin in-process)."""
+    global _pm, _command_pm, _entry_plugins
+    _pm = _command_pm = _entry_plugins = None
     load_errors.clear()
     from mlmh import registry
 
@@ -57,23 +83,84 @@ def _create() -> pluggy.PluginManager:
     for module_name in builtins.BUILTIN_MODULES:
         module = importlib.import_module(module_name)
         pm.register(module, name=module_name)
-    allowed = _allowed()
-    eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ((ep.dist.name if ep.dist else ""), ep.name))
-    for ep in eps:
-        dist = ep.dist.name if ep.dist else ep.name
-        if allowed is not None and dist.lower().replace("_", "-") not in allowed:
+    for name, plugin in _entry_point_plugins():
+        pm.register(plugin, name=name)
+    return pm
+
+
+def _entry_point_plugins() -> list[tuple[str, Any]]:
+    """The allowed entry-point plugins of group ``mlmh``, sorted by distribution, each imported once."""
+    global _entry_plugins
+    if _entry_plugins is not None:
+        return _entry_plugins
+    _entry_plugins = []
+    table = entry_point_table()
+    allowed = _allowed({_normal(dist) for dist, _, _, _ in table})
+    for dist, version, name, value in table:
+        if allowed is not None and _normal(dist) not in allowed:
             continue
-        plugin_name = f"{dist}:{ep.name}"  # entry-point names alone may clash across distributions
-        if pm.get_plugin(plugin_name) is not None:
+        plugin_name = f"{dist}:{name}"  # entry-point names alone may clash across distributions
+        if any(known == plugin_name for known, _ in _entry_plugins):
             continue
         try:
-            plugin = ep.load()
+            plugin = _load_entry_point(value)
         except Exception as exc:  # a broken plugin must not take the others down
             load_errors.append(f"plugin '{dist}' failed to load: {type(exc).__name__}: {exc}")
             continue
-        pm.register(plugin, name=plugin_name)
-        _DIST_OF[plugin_name] = (dist, ep.dist.version if ep.dist else None)
-    return pm
+        _entry_plugins.append((plugin_name, plugin))
+        _DIST_OF[plugin_name] = (dist, version)
+    return _entry_plugins
+
+
+def entry_point_table() -> list[list[Any]]:
+    """``[distribution, version, name, "module:attr"]`` of each entry point of group ``mlmh``, sorted.
+
+    Importing :mod:`importlib.metadata` and reading every distribution's metadata costs more than the
+    rest of ``mlmh --help``, so the table is kept in the cache dir under a fingerprint of what that scan
+    reads: the ``*.dist-info`` / ``*.egg-info`` folders on ``sys.path`` and their ``entry_points.txt``
+    modification times (stevedore keeps its entry-point cache the same way).
+    """
+    from mlmh.paths import cache_dir
+
+    stamps = []
+    for entry in sys.path:
+        try:
+            names = sorted(n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                stamps.append(f"{entry}/{name}:{os.stat(os.path.join(entry or '.', name, 'entry_points.txt')).st_mtime_ns}")
+            except OSError:
+                stamps.append(f"{entry}/{name}:-")
+    path = cache_dir() / "entry-points.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if cached["stamps"] == stamps:
+            return cached["table"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from importlib import metadata
+
+    table = sorted(([ep.dist.name if ep.dist else ep.name, ep.dist.version if ep.dist else None, ep.name, ep.value]
+                    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)), key=lambda row: (row[0], row[2]))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"stamps": stamps, "table": table}), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:  # a read-only cache only costs speed
+        pass
+    return table
+
+
+def _load_entry_point(value: str) -> Any:
+    """The object an entry point's ``module:attr.attr`` value names (extras in brackets ignored)."""
+    module_name, _, attrs = value.split("[")[0].strip().partition(":")
+    target: Any = importlib.import_module(module_name.strip())
+    for attr in filter(None, attrs.strip().split(".")):
+        target = getattr(target, attr)
+    return target
 
 
 def plugin_label(plugin_name: str) -> str:

@@ -136,3 +136,18 @@ def test_hook_example_runs_as_a_plugin(hook, request):
     check = CHECKS[hook]
     fixtures = [request.getfixturevalue(name) for name in list(inspect.signature(check).parameters)[1:]]
     check(example_plugin(hook), *fixtures)
+
+
+def test_contract_checks_section_runs_and_names_real_functions():
+    body = DOC.split("## Checking your component: `mlmh.testing`", 1)[1]
+    import mlmh.testing
+
+    named = set(re.findall(r"`((?:check|sample|tiny|scoring)_\w+)\(", body))
+    assert named and all(hasattr(mlmh.testing, name) for name in named), named
+    code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "PLUGINS.md:mlmh.testing", "exec"), namespace)
+    with pytest.raises(AssertionError, match="every-third"):  # the example's masking breaks a rule when altered
+        namespace["check_masking"](type("Reversed", (namespace["EveryThirdWord"],), {
+            "mask": lambda self, document, words, rng: namespace["MaskPlan"](self.spec, tuple(range(len(words)))[::-1])})(),
+            namespace["documents"]())

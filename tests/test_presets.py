@@ -112,7 +112,7 @@ def test_show_config_round_trips(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, needle", [
     (["--preset", "nope"], "unknown preset 'nope'"),
-    (["--preset", "pan", "--limit", "-1"], "'limit'"),
+    (["--preset", "pan", "--limit", "-1"], "--limit -1"),
     (["--preset", "pan", "--sampler", "gibs"], "gibs"),
     (["--preset", "pan", "--batch-size", "0"], "'batch_size'"),
 ])

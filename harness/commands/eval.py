@@ -6,27 +6,35 @@ from typing import Any
 
 import click
 
+from mlmh import options
+
 
 @click.command(name="eval")
 @click.option("--preset", "preset", metavar="NAME|FILE.toml", help="Preset to run: pan, mpst, mimic, quick, or a TOML file.")
-@click.option("--dataset", help="Override the dataset (a registered dataset name).")
+@click.option("--dataset", callback=options.dataset, help="Override the dataset (a registered dataset name).")
 @click.option("--data", "data", metavar="PATH", help="Dataset files in their official format (default: bundled sample).")
-@click.option("--model", "models", multiple=True, metavar="SPEC", help="Model spec; repeat for several (replaces the preset's).")
-@click.option("--masking", "maskings", multiple=True, metavar="SPEC", help="Masking spec; repeatable.")
-@click.option("--sampler", "samplers", multiple=True, metavar="SPEC", help="Sampler spec; repeatable.")
-@click.option("--metric", "metrics", multiple=True, metavar="SPEC", help="Metric spec; repeatable ('none' for no metrics).")
-@click.option("--task", "tasks", multiple=True, metavar="SPEC", help="Downstream task; repeatable ('none' to skip downstream).")
-@click.option("--limit", metavar="N|0.x", help="Documents per condition: a count, a fraction, or 0 for all.")
-@click.option("--seed", "seeds", multiple=True, type=int, help="Run seed; repeatable (one condition per seed).")
+@click.option("--model", "models", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("model"),
+              help="Model spec; repeat or separate with commas (replaces the preset's).")
+@click.option("--masking", "maskings", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("masking"),
+              help="Masking spec; repeat or separate with commas.")
+@click.option("--sampler", "samplers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("sampler"),
+              help="Sampler spec; repeat or separate with commas.")
+@click.option("--metric", "metrics", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("metric", none=True),
+              help="Metric spec; repeat or separate with commas ('none' for no metrics).")
+@click.option("--task", "tasks", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("task", none=True),
+              help="Downstream task; repeat or separate with commas ('none' to skip downstream).")
+@click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
+@click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
+              help="Run seed; repeat or separate with commas (one condition per seed).")
 @click.option("--batch-size", type=int, help="Generation batch size (results do not depend on it).")
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/).")
 @click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations with other runs (a private cache in the run dir).")
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
-def eval_command(preset: str | None, dataset: str | None, data: str | None, models: tuple[str, ...],
-                 maskings: tuple[str, ...], samplers: tuple[str, ...], metrics: tuple[str, ...], tasks: tuple[str, ...],
-                 limit: str | None, seeds: tuple[int, ...], batch_size: int | None, output_path: str | None,
+def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
+                 maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str],
+                 limit: int | float | None, seeds: list[int], batch_size: int | None, output_path: str | None,
                  log_samples: bool | None, resume: bool, no_cache: bool, show_config: bool) -> None:
     """Run an experiment: models x maskings x samplers x seeds -> generation quality, downstream
     usefulness, correlations. Writes results.json, report.md and plots to the run directory.
@@ -38,6 +46,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset mpst --data ~/mpst --limit 200
       mlmh eval --preset pan --model trained-mlm --model trained-clm \\
                 --masking random:ratio=0.3 --sampler mask-predict:steps=10 --sampler clm-infill
+      mlmh eval --preset quick --metric bleu,rouge --seed 0,1   # comma lists = repeated options
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
     """
@@ -81,7 +90,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     print_summary(results, out)
 
 
-def _optional_list(values: tuple[str, ...]) -> list[str] | None:
+def _optional_list(values: list[str]) -> list[str] | None:
     if not values:
         return None
     if [v.lower() for v in values] == ["none"]:

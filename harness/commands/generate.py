@@ -7,8 +7,15 @@ from typing import Any
 
 import click
 
+from mlmh.plan import DEFAULT_SAMPLERS
+
+#: the dataset a trained-* model learns from when it regenerates a --text and names no dataset
+TEXT_TRAINING_DATASET = "pan"
+
 EPILOG = """\b
 Examples:
+  mlmh generate --model trained-mlm --masking random:ratio=0.3 --sampler mask-predict:steps=4 \\
+                --text "Everything moves very fast in football." --trace
   mlmh generate --model hf-mlm:path=./bert-tiny --masking random:ratio=0.3 \\
                 --sampler mask-predict:steps=4 --text "The cat sat on the mat." --trace
   mlmh generate --model trained-clm --masking stopwords --sampler clm-infill --dataset pan --limit 3
@@ -20,8 +27,11 @@ Examples:
 @click.command(epilog=EPILOG)
 @click.option("--model", "model_spec", required=True, help="Model spec, e.g. hf-mlm:path=DIR or trained-mlm.")
 @click.option("--masking", "masking_spec", default="random:ratio=0.15", show_default=True, help="Masking spec.")
-@click.option("--sampler", "sampler_spec", default=None, help="Sampler spec (default: one-shot / clm-infill / seq2seq-infill by model kind).")
-@click.option("--text", default=None, help="The text to mask and regenerate.")
+@click.option("--sampler", "sampler_spec", default=None,
+              help="Sampler spec (default by model kind: " + ", ".join(f"{k}: {v}" for k, v in DEFAULT_SAMPLERS.items()) + ").")
+@click.option("--text", default=None,
+              help=f"The text to mask and regenerate (a trained-* model then trains on the '{TEXT_TRAINING_DATASET}' "
+                   "sample unless its spec names dataset=NAME).")
 @click.option("--dataset", default=None, help="Take documents from this dataset instead (test split first).")
 @click.option("--data", "data_path", default=None, type=click.Path(), help="Dataset files (default: the bundled sample).")
 @click.option("--limit", default=1, show_default=True, type=click.IntRange(min=1), help="Documents to take from --dataset.")
@@ -37,25 +47,28 @@ def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text:
     from mlmh.components import LoadContext
     from mlmh.errors import SpecError
     from mlmh.generation import check_compatible, generate as run_generation, prepare_items
-    from mlmh.registry import get_registry
+    from mlmh.options import build_spec
+    from mlmh.plan import default_sampler
     from mlmh.types import Document, to_dict
 
     if (text is None) == (dataset is None):
         raise SpecError("give exactly one of --text or --dataset")
     if data_path and not dataset:
         raise SpecError("--data goes with --dataset")
-    registry = get_registry()
-    model = registry.build("model", model_spec)
-    masking = registry.build("masking", masking_spec)
-    default_sampler = {"mlm": "one-shot", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}.get(model.model_kind, "one-shot")
-    sampler = registry.build("sampler", sampler_spec or default_sampler)
+    model = build_spec("model", model_spec, "--model")
+    masking = build_spec("masking", masking_spec, "--masking")
+    sampler = build_spec("sampler", sampler_spec or default_sampler(model.model_kind), "--sampler")
     check_compatible(sampler, model.model_kind)
     corpus = None
     if dataset is not None:
-        corpus = registry.build("dataset", dataset).load(data_path)
+        corpus = build_spec("dataset", dataset, "--dataset").load(data_path)
         documents = (corpus.split("test") or corpus.documents)[:limit]
     else:
         documents = [Document(id="text", text=text or "")]
+        if model.params.get("dataset") == "":  # a trained-* model that would train on the run's dataset
+            dataset = TEXT_TRAINING_DATASET
+            click.echo(f"note: {model.name} trains on the bundled '{dataset}' sample (cached after the first time); "
+                       f"set {model.name}:dataset=NAME for another", err=True)
     context = LoadContext(dataset=dataset, data_path=data_path, corpus=corpus, seed=seed, progress=_progress_printer())
     adapter = model.load(context)
     items = prepare_items(documents, masking, seed, condition=f"{masking.spec}|{sampler.spec}")

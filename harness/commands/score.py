@@ -7,9 +7,11 @@ import os
 
 import click
 
+from mlmh import options
+
 
 @click.command(name="score")
-@click.option("--metric", "-m", "metric_values", multiple=True, required=True, metavar="SPEC[,SPEC...]",
+@click.option("--metric", "-m", "specs", multiple=True, required=True, metavar="SPEC[,SPEC...]", callback=options.specs("metric"),
               help="Metric spec(s); repeat the option or separate with commas (see: mlmh ls metrics).")
 @click.option("--pred", "pred_path", required=True, type=click.Path(dir_okay=False), help="Predictions: one text a line, or .jsonl.")
 @click.option("--ref", "ref_path", required=True, type=click.Path(dir_okay=False), help="References, paired line by line with --pred.")
@@ -19,7 +21,7 @@ import click
               help="Processes scoring metrics side by side (1 = all in this process).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results (with per-sample values) as JSON.")
 def score(
-    metric_values: tuple[str, ...], pred_path: str, ref_path: str, field: str, seed: int, workers: int, as_json: bool
+    specs: list[str], pred_path: str, ref_path: str, field: str, seed: int, workers: int, as_json: bool
 ) -> None:
     """Score predictions against references with one or more metrics.
 
@@ -34,10 +36,9 @@ def score(
       mlmh score -m bertscore:layer=4 --pred gen.jsonl --ref orig.jsonl --field text --json
       mlmh score -m gen-ppl:path=./my-gpt2 -m stutter -m distinct-n:n=2 --pred gen.txt --ref orig.txt
     """
-    from mlmh.scoring import read_pairs, score_texts, split_metric_specs
+    from mlmh.scoring import read_pairs, score_texts
     from mlmh.types import to_dict
 
-    specs = split_metric_specs(metric_values)
     predictions, references = read_pairs(pred_path, ref_path, field=field)
     from rich.console import Console
 

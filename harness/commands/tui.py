@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import click
 
+from mlmh import options
+
 
 @click.command(name="tui")
 @click.option("--preset", "preset", metavar="NAME", help="Open the run screen and start this preset (a name or a .toml file).")
 @click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory or results.json.")
-@click.option("--model", "models", metavar="SPEC", multiple=True,
-              help="Playground model (give twice for the left and right side). Default: trained-mlm and trained-clm.")
+@click.option("--model", "models", metavar="SPEC[,SPEC]", multiple=True, callback=options.specs("model"),
+              help="Playground model (give two, repeated or comma-separated, for the left and right side). "
+                   "Default: trained-mlm and trained-clm.")
 @click.option("--text", metavar="TEXT", help="Playground text to mask (default: a built-in example).")
-def tui(preset: str | None, run_dir: str | None, models: tuple[str, ...], text: str | None) -> None:
+def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | None) -> None:
     """Watch masked and causal LMs regenerate the same masked text step by step, run presets with live
     progress, and compare results.
 
@@ -28,17 +31,13 @@ def tui(preset: str | None, run_dir: str | None, models: tuple[str, ...], text: 
       mlmh tui --run runs/20240101-120000-pan     # browse a finished run
     """
     from mlmh.errors import SpecError
-    from mlmh.registry import get_registry
 
-    registry = get_registry()
     if preset is not None:
         from mlmh.config import resolve
 
         resolve(preset)  # a bad preset fails here in one line, before the screen opens
     if len(models) > 2:
-        raise SpecError(f"--model given {len(models)} times; the playground has two sides (give it at most twice)")
-    for spec in models:
-        registry.build("model", spec)
+        raise SpecError(f"--model: {len(models)} models given; the playground has two sides (give it at most twice)")
     if run_dir is not None:
         from mlmh.tui.run_files import load_run
 

@@ -1,0 +1,218 @@
+"""Every command the docs show is a command that works: the fenced ``sh`` blocks of README.md, the
+"Examples:" blocks of ``mlmh --help`` and of each ``mlmh COMMAND --help``, and the ``mlmh ...`` code
+spans of docs/PLUGINS.md are extracted and run in-process through Click's CliRunner.
+
+Placeholders (``runs/<id>``, ``gen.txt``, ``./my-bert``) are mapped to files prepared here. Runs that would
+train models for minutes run on the same data and grid with every trained-* model capped at a few
+training steps and two documents per condition (``--limit 2``): the commands' parsing, presets,
+components and output paths are what the docs promise, not the models' quality. An example that cannot
+run in a test is listed in NOT_RUN with the reason, and checked another way."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mlmh.cli import COMMANDS, cli
+
+ROOT = Path(__file__).resolve().parents[1]
+#: training steps of every trained-* model in these runs (instead of the size default of 500)
+TRAIN_STEPS = 3
+
+#: examples that are not run, with why, and the check made instead
+NOT_RUN = {
+    "mlmh tui": "interactive; `mlmh tui --help` is run instead (tests/test_tui_*.py drive the app headless)",
+    "mlmh tui --preset quick": "interactive; the preset resolves in `mlmh eval --preset quick --show-config`",
+    "mlmh tui --run": "interactive; the run directory is read by `mlmh report` on the same placeholder",
+    "mlmh tui --model": "interactive; the model specs are built by `mlmh generate` examples",
+    "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
+    "mlmh eval --preset mpst --data": "needs the official MPST csv; the mpst preset resolves with --show-config",
+    "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
+    "mlmh eval --preset pan --data": "needs the official PAN pairs.jsonl/truth.jsonl; tests/test_datasets.py reads that format",
+    "mlmh train": "trains for minutes; tests/test_train_cli.py runs it with --max-steps",
+    "mlmh hello-example": "a command of the example plugin; tests/test_entry_points.py installs and runs it",
+}
+
+
+def _examples_from_text(text: str) -> list[str]:
+    """``mlmh ...`` command lines, with backslash continuations joined and ``# comments`` dropped."""
+    out, pending = [], ""
+    for raw in text.splitlines():
+        line = pending + " " + raw.strip() if pending else raw.strip()
+        if line.endswith("\\"):
+            pending = line[:-1].strip()
+            continue
+        pending = ""
+        command = re.sub(r"\s+#.*$", "", line).strip()
+        if re.match(r"^(\w+=\S* )?mlmh\b", command):
+            out.append(re.sub(r"\s+", " ", command))
+    return out
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(where, command) for every documented example."""
+    found: list[tuple[str, str]] = []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
+        found += [("README.md", c) for c in _examples_from_text(block)]
+    runner = CliRunner()
+    for args in [[]] + [[name] for name in sorted(COMMANDS)]:
+        help_text = runner.invoke(cli, [*args, "--help"], terminal_width=200).output
+        examples = help_text.split("Examples:", 1)[1] if "Examples:" in help_text else ""
+        examples = re.split(r"\n\S", examples, maxsplit=1)[0]  # up to the next unindented section
+        found += [(f"mlmh {' '.join(args)} --help".replace("  ", " "), c) for c in _examples_from_text(examples)]
+    plugins_doc = (ROOT / "docs" / "PLUGINS.md").read_text(encoding="utf-8")
+    found += [("docs/PLUGINS.md", c) for c in re.findall(r"`((?:\w+=\S* )?mlmh [^`]*)`", plugins_doc)]
+    first: dict[str, str] = {}
+    for where, command in found:
+        first.setdefault(command, where)
+    return [(where, command) for command, where in first.items()]
+
+
+COMMANDS_FOUND = documented_commands()
+
+
+def _skip_reason(command: str) -> str | None:
+    for prefix, reason in NOT_RUN.items():
+        if command == prefix or command.startswith(prefix + " "):
+            return reason
+    return None
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq):
+    """Files the placeholders stand for, and a finished run for `mlmh report` / `mlmh human`."""
+    work = tmp_path_factory.mktemp("documented")
+    (work / "gen.txt").write_text("the cat sat on a mat\nhello there world\n", encoding="utf-8")
+    (work / "orig.txt").write_text("the cat sat on the mat\nhello world\n", encoding="utf-8")
+    for name in ("gen", "orig"):
+        lines = (work / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+        (work / f"{name}.jsonl").write_text("".join(f'{{"text": "{line}"}}\n' for line in lines), encoding="utf-8")
+    return {"work": work, "mlm": tiny_mlm, "clm": tiny_clm, "seq2seq": tiny_seq2seq, "run": work / "runs" / "quick"}
+
+
+def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
+    """The environment and argv a documented command runs as here: placeholders mapped to prepared
+    paths, and runs limited to two documents per condition."""
+    env = {}
+    words = shlex.split(command)
+    while words and re.match(r"^\w+=", words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    assert words[0] == "mlmh"
+    run = str(prepared["run"])
+    if words[1:] == ["ls", "..."]:  # "mlmh ls ..." in prose: any kind
+        words[2] = "models"
+    paths = {"./bert-tiny": prepared["mlm"], "./my-bert": prepared["mlm"], "./my-gpt2": prepared["clm"],
+             "./bart": prepared["seq2seq"]}
+    out = []
+    for word in words[1:]:
+        word = re.sub(r"^runs/(<id>|X|\d{8}-\d{6}-\w+)", run, word)
+        for placeholder, path in paths.items():
+            word = word.replace(f"path={placeholder}", f"path={path}")
+        if word in ("gen.txt", "orig.txt", "gen.jsonl", "orig.jsonl", "rater1.csv", "rater2.csv", "alice.csv", "bob.csv"):
+            word = str(prepared["work"] / word)
+        out.append(word)
+    if out[0] == "eval" and "--show-config" not in out:  # a run directory per example; --resume continues the plain one
+        preset = out[out.index("--preset") + 1]
+        plain = [w for w in out if w != "--resume"] == ["eval", "--preset", preset]
+        name = preset if plain else f"{preset}-{abs(hash(command)) % 10**8}"
+        out += ["--limit", "2", "--output-path", str(prepared["work"] / "runs" / name)]
+    return env, out
+
+
+@pytest.fixture
+def few_training_steps(monkeypatch):
+    """Every trained-* model trains TRAIN_STEPS steps: the same code path, seconds instead of minutes."""
+    from mlmh import training
+
+    make_config = training.make_config
+
+    def capped(*args, **kwargs):
+        kwargs["max_steps"] = TRAIN_STEPS
+        kwargs.pop("epochs", None)
+        return make_config(*args, **kwargs)
+
+    monkeypatch.setattr(training, "make_config", capped)
+
+
+@pytest.fixture
+def shared_cache(tmp_path_factory, monkeypatch):
+    """One cache for all examples, so models trained for one are reused by the next."""
+    path = tmp_path_factory.getbasetemp() / "documented-cache"
+    path.mkdir(exist_ok=True)
+    monkeypatch.setenv("MLMH_CACHE_DIR", str(path))
+
+
+def test_the_docs_have_examples_to_run():
+    sources = {where for where, _ in COMMANDS_FOUND}
+    assert {"README.md", "docs/PLUGINS.md", "mlmh --help", "mlmh generate --help", "mlmh eval --help"} <= sources
+    assert any(c.startswith("mlmh generate --model trained-mlm") for _, c in COMMANDS_FOUND)
+
+
+def test_not_run_examples_still_parse():
+    """An example left out of the runs still names a real command whose --help works."""
+    for _, command in COMMANDS_FOUND:
+        if _skip_reason(command) is None:
+            continue
+        name = shlex.split(command)[1]
+        if name == "hello-example":
+            continue
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, (command, result.output)
+
+
+ORDERED = sorted(COMMANDS_FOUND, key=lambda wc: (not wc[1].startswith("mlmh eval"), "--resume" in wc[1]))
+
+
+@pytest.mark.parametrize("where, command", ORDERED, ids=[f"{w}: {c}"[:90] for w, c in ORDERED])
+def test_documented_command_runs(where, command, prepared, few_training_steps, shared_cache, monkeypatch):
+    reason = _skip_reason(command)
+    if reason:
+        pytest.skip(f"not run: {reason}")
+    env, args = concrete(command, prepared)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(prepared["work"])
+    from mlmh import plugin_manager
+
+    plugin_manager.reset()
+    if args[0] == "human" and args[1] == "import":
+        _rate(prepared)
+    if args[0] in ("report", "human") and not (prepared["run"] / "results.json").exists():
+        _run(["eval", "--preset", "quick", "--limit", "2", "--output-path", str(prepared["run"]), "--log-samples"])
+    if "--resume" in args:  # continues the plain run of the same preset, which may have run on another worker
+        output = Path(args[args.index("--output-path") + 1])
+        if not (output / "config.json").exists():
+            _run([a for a in args if a != "--resume"])
+    _run(args, where=where, command=command)
+
+
+def _run(args: list[str], where: str = "", command: str = "") -> None:
+    result = CliRunner().invoke(cli, args, catch_exceptions=True)
+    assert result.exit_code == 0, (f"{where}: `{command}` ran as `mlmh {shlex.join(args)}` and failed:\n"
+                                   f"{result.output}\n{result.exception!r}")
+
+
+def _rate(prepared: dict) -> None:
+    """Two raters' filled-in sheets from the exported one, for `mlmh human import`."""
+    import csv
+
+    run = prepared["run"]
+    sheets = sorted(run.glob("**/*.csv"))
+    assert sheets, "`mlmh human export` should have written a rating sheet first"
+    rows = list(csv.DictReader(sheets[0].open(encoding="utf-8")))
+    for rater, shift in (("rater1", 0), ("rater2", 1), ("alice", 0), ("bob", 2)):
+        with (prepared["work"] / f"{rater}.csv").open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            for number, row in enumerate(rows):
+                filled = dict(row)
+                for key in filled:
+                    if key in ("coherence", "grammar"):
+                        filled[key] = str(1 + (number + shift) % 5)
+                writer.writerow(filled)
