@@ -1,8 +1,11 @@
 """The per-sample generation cache: SQLite in WAL mode, one transaction per finished batch.
 
-A sample's key hashes everything that decides its generation (model identity and tokenizer, the
-document id and a hash of its text, the masking and sampler specs with every parameter, and the
-per-sample seed) and nothing that does not (batch size, order, output path). So a killed run loses at
+A sample's key hashes everything that decides its generation: the model identity and tokenizer, the
+document id and a hash of its text, the mask plan (the masked word indices, whatever masking code
+chose them), the sampler spec with every parameter, the per-sample seed, and the identity of the code
+(:mod:`mlmh.implementation`: the sampler's and the generation engine's distribution version and source
+hash). Nothing that does not decide it goes in (batch size, order, output path). So a change to a
+component's code never serves stale samples. So a killed run loses at
 most the batch in flight, and ``--resume`` (or any later run of the same condition) regenerates only
 what is missing.
 """
@@ -15,29 +18,33 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from mlmh.errors import MlmhError
 from mlmh.types import Generation, from_dict, to_dict
 
 #: bump when the stored Generation layout or the key recipe changes
-SCHEMA = 1
+SCHEMA = 2
 
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def sample_key(*, model: str, tokenizer: str, doc_id: str, text: str, masking: str, sampler: str, seed: int) -> str:
-    """The cache key of one sample (see the module docstring for what goes in)."""
+def sample_key(*, model: str, tokenizer: str, doc_id: str, text: str, masked_words: Sequence[int], masking: str,
+               sampler: str, code: str, seed: int) -> str:
+    """The cache key of one sample (see the module docstring for what goes in); ``code`` is the
+    implementation identity of the sampler and the engine."""
     parts = {
         "schema": SCHEMA,
         "model": model,
         "tokenizer": tokenizer,
         "doc": doc_id,
         "text": text_hash(text),
+        "mask": list(masked_words),
         "masking": masking,
         "sampler": sampler,
+        "code": code,
         "seed": seed,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

@@ -17,7 +17,11 @@ if TYPE_CHECKING:
 
 
 class Masking(Component):
-    """Chooses which words of a document to hide. Must depend only on (document, words, rng)."""
+    """Chooses which words of a document to hide. Must depend only on (document, words, rng).
+
+    Any component may define ``unavailable(corpus) -> str | None``: the reason it cannot run on a loaded
+    corpus (a missing tagger, WordNet, annotations), checked by the run plan before any model trains.
+    """
 
     kind: ClassVar[str] = "masking"
 
@@ -51,6 +55,10 @@ class Model(Component):
     def load(self, context: LoadContext) -> Any:
         """Return the adapter of :mod:`mlmh.adapters` matching ``model_kind``."""
         raise NotImplementedError
+
+    def training_card(self, context: LoadContext) -> dict[str, Any]:
+        """How these weights were trained, when mlmh trained them (budget, checkpoint kept, curves); {} otherwise."""
+        return {}
 
 
 class Sampler(Component):

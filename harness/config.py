@@ -56,9 +56,13 @@ class RunConfig:
     batch_size: int = 8
     log_samples: bool = False
     description: str = ""
+    #: keys set on the command line rather than by the preset (errors then name the flag, not the file)
+    overridden: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out.pop("overridden")
+        return out
 
     def experiment(self) -> dict[str, Any]:
         """The keys that decide results (batch size and logging do not), for resume checks."""
@@ -66,6 +70,12 @@ class RunConfig:
         for key in ("batch_size", "log_samples", "source", "description"):
             out.pop(key)
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        """The configuration a run saved (``config.json``), for ``--resume``."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def to_toml(self) -> str:
         """The resolved configuration as a preset file (``--show-config``)."""
@@ -129,6 +139,7 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
         if value is not None:
             merged[key] = value
     config = RunConfig(preset=name, source=source, dataset=_string(merged, "dataset", source, required=True))
+    config.overridden = sorted(k for k, v in (overrides or {}).items() if v is not None)
     config.description = _string(merged, "description", source) or ""
     config.data = _string(merged, "data", source)
     for key in COMPONENT_LISTS:
@@ -149,20 +160,16 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
 
 
 def check_components(config: RunConfig) -> None:
-    """Build every component once so unknown names and bad parameters fail before the run starts."""
+    """Build the run plan once so unknown names and bad parameters fail before the run starts."""
+    from mlmh.plan import build_plan
     from mlmh.registry import get_registry
 
-    registry = get_registry()
     try:
-        registry.get("dataset", config.dataset)
+        get_registry().get("dataset", config.dataset)
     except SpecError as exc:
-        raise SpecError(f"{config.source}: key 'dataset': {exc}") from None
-    for key, kind in COMPONENT_LISTS.items():
-        for spec in getattr(config, key):
-            try:
-                registry.build(kind, spec)
-            except SpecError as exc:
-                raise SpecError(f"{config.source}: key '{key}': {exc}") from None
+        where = "--dataset" if "dataset" in config.overridden else f"{config.source}: key 'dataset'"
+        raise SpecError(f"{where}: {exc}") from None
+    build_plan(config)
 
 
 def _string(table: dict[str, Any], key: str, source: str, required: bool = False) -> str | None:

@@ -40,6 +40,9 @@ from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, Run
 from mlmh.seeding import sample_seed
 from mlmh.types import Corpus, Document, Generation, MaskedItem, MetricResult, TaskResult, to_dict
 
+#: version of the results.json layout (docs/RESULTS.md)
+RESULTS_SCHEMA = 2
+
 RESULTS_FILE = "results.json"
 CONFIG_FILE = "config.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -55,36 +58,17 @@ class RunCancelled(MlmhError):
 
 
 @dataclass
-class Condition:
-    """One cell of the grid: a model, a masking, a sampler and a seed."""
-
-    id: str
-    model: Any
-    masking: Any
-    sampler: Any
-    seed: int
-
-    def row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "id": self.id,
-            "model": self.model.short_spec,
-            "model_kind": self.model.model_kind,
-            "masking": self.masking.short_spec,
-            "sampler": self.sampler.short_spec,
-            "seed": self.seed,
-        }
-        if "ratio" in self.masking.params:
-            row["masking_ratio"] = self.masking.params["ratio"]
-        if "steps" in self.sampler.params:
-            row["steps"] = self.sampler.params["steps"]
-        return row
-
-
-@dataclass
 class LoadedModel:
     component: Any
     identity: str
     adapter: Any = None
+    training: dict[str, Any] = field(default_factory=dict)  # the card of a model mlmh trained
+
+
+#: the two document sets of every run: regenerations of train documents (the synthetic corpus of the
+#: paper's protocol) and of test documents that no model trained on or was selected on
+ROLES = ("seen", "unseen")
+SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
 
 
 @dataclass
@@ -92,17 +76,22 @@ class RunState:
     """What the stages hand to each other."""
 
     corpus: Corpus | None = None
-    documents: list[Document] = field(default_factory=list)
+    documents: dict[str, list[Document]] = field(default_factory=dict)  # role -> documents
+    role_of: dict[str, str] = field(default_factory=dict)  # doc id -> role
     train: Corpus | None = None
     test: Corpus | None = None
     models: dict[str, LoadedModel] = field(default_factory=dict)
     items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)
     generations: dict[str, list[Generation]] = field(default_factory=dict)
-    metrics: dict[str, list[MetricResult]] = field(default_factory=dict)
+    quality: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # condition -> role -> set
+    metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # condition -> headline set
+    filler: dict[tuple[str, int], dict[str, dict[str, Any]]] = field(default_factory=dict)
+    filler_word: str = ""
     downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     baseline: dict[str, Any] = field(default_factory=dict)
     correlations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -120,19 +109,34 @@ def latest_run(preset: str, root: str | Path = "runs") -> Path | None:
     return runs[-1] if runs else None
 
 
+def saved_config(out: str | Path) -> RunConfig:
+    """The configuration an interrupted run saved in its directory (what ``--resume`` continues)."""
+    saved = Path(out) / CONFIG_FILE
+    if not saved.is_file():
+        raise SpecError(f"--resume: {out} holds no interrupted run (no {CONFIG_FILE})")
+    try:
+        data = json.loads(saved.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"--resume: {saved} is not a readable run configuration: {exc}") from None
+    return RunConfig.from_dict(data.get("config", data))
+
+
 def run_experiment(config: RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None, *,
                    output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
-                   cache_path: str | Path | None = None) -> dict[str, Any]:
-    """Run every condition of ``config`` and write results.json, report.md and plots to ``output_path``."""
+                   cache_path: str | Path | None = None, executor: Any = None) -> dict[str, Any]:
+    """Run every condition of ``config`` and write results.json, report.md and plots to ``output_path``.
+
+    ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
+    """
     out = Path(output_path) if output_path else default_output_path(config.preset)
     runner = Runner(config, EventBus(listener), cancel or threading.Event(), out, resume=resume,
-                    use_cache=use_cache, cache_path=cache_path)
+                    use_cache=use_cache, cache_path=cache_path, executor=executor)
     return runner.run()
 
 
 class Runner:
     def __init__(self, config: RunConfig, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,
-                 use_cache: bool, cache_path: str | Path | None) -> None:
+                 use_cache: bool, cache_path: str | Path | None, executor: Any = None) -> None:
         self.config = config
         self.bus = bus
         self.cancel = cancel
@@ -140,18 +144,33 @@ class Runner:
         self.resume = resume
         self.use_cache = use_cache
         self.cache_path = cache_path
+        self.executor = executor
         self.state = RunState()
-        self.conditions: list[Condition] = []
+        self.plan: Any = None
+        self._generated_any = False
+
+    @property
+    def conditions(self) -> list[Any]:
+        return self.plan.conditions
 
     # -- orchestration -------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        from mlmh.plan import build_plan
+
         started = time.time()
+        self.plan = build_plan(self.config)
         self._prepare_output()
-        self.conditions = self._expand_grid()
+        try:
+            return self._run(started)
+        except BaseException:
+            self._forget_if_nothing_generated()
+            raise
+
+    def _run(self, started: float) -> dict[str, Any]:
         self.bus.emit(RunStarted(run_id=self.out.name, config=self.config.to_dict(), n_conditions=len(self.conditions),
                                  output_path=str(self.out)))
-        for note in self.state.notes:  # the grid's notes, held back until the run has started
-            self.bus.emit(Message(level="info", text=note))
+        for warning in self.plan.warnings:
+            self._note(warning, "warning")
         cache = self._open_cache()
         try:
             self._stage("data", self._load_data)
@@ -161,12 +180,11 @@ class Runner:
             self._stage("metrics", self._score)
             self._stage("downstream", self._downstream)
             self._stage("correlation", self._correlate)
+            self.state.timings["total"] = round(time.time() - started, 3)
             results = self._results(started)
             self._stage("report", lambda: self._write(results))
         finally:
             cache.close()
-        results["timings"]["total"] = round(time.time() - started, 3)
-        _write_json(self.out / RESULTS_FILE, results)
         self.bus.emit(RunFinished(output_path=str(self.out), results=results, seconds=time.time() - started))
         return results
 
@@ -178,35 +196,58 @@ class Runner:
         self.state.timings[name] = round(seconds, 3)
         self.bus.emit(StageFinished(stage=name, seconds=seconds))
 
+    def resume_hint(self) -> str:
+        return f"mlmh eval --resume --output-path {self.out}"
+
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
             self.bus.emit(Message(level="warning", text="run cancelled; finished batches are cached (use --resume)"))
-            raise RunCancelled(f"run cancelled; resume with: mlmh eval --preset {self.config.preset} --resume "
-                               f"--output-path {self.out}")
+            raise RunCancelled(f"run cancelled; resume with: {self.resume_hint()}")
 
     def _note(self, text: str, level: str = "info", emit: bool = True) -> None:
         if text not in self.state.notes:
             self.state.notes.append(text)
-        if emit:
-            self.bus.emit(Message(level=level, text=text))
+            if emit:
+                self.bus.emit(Message(level=level, text=text))
+
+    def _error(self, component: str, what: str, exc: BaseException | str) -> None:
+        """A component that failed: recorded by name in results.json and said once; the run goes on."""
+        message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        entry = {"component": component, "during": what, "error": message}
+        if entry not in self.state.errors:
+            self.state.errors.append(entry)
+            self._note(f"{component} failed ({what}): {message}", "warning")
 
     # -- setup ---------------------------------------------------------------------------------
     def _prepare_output(self) -> None:
         saved = self.out / CONFIG_FILE
         if self.resume:
-            if not saved.is_file():
-                raise SpecError(f"--resume: {self.out} holds no interrupted run (no {CONFIG_FILE})")
-            before = json.loads(saved.read_text(encoding="utf-8"))
-            if before != self.config.experiment():
-                changed = sorted(k for k in set(before) | set(self.config.experiment())
-                                 if before.get(k) != self.config.experiment().get(k))
+            before = saved_config(self.out)
+            if before.experiment() != self.config.experiment():
+                after = self.config.experiment()
+                changed = sorted(k for k in set(before.experiment()) | set(after)
+                                 if before.experiment().get(k) != after.get(k))
                 raise SpecError(f"--resume: the configuration differs from the run in {self.out} "
-                                f"(changed: {', '.join(changed)}); start a new run instead")
+                                f"(changed: {', '.join(changed)}); resume with `{self.resume_hint()}` alone, "
+                                "or start a new run")
         elif (self.out / RESULTS_FILE).exists() or saved.exists():
-            raise SpecError(f"output path {self.out} already holds a run; pass --resume to continue it or choose "
-                            "another --output-path")
+            raise SpecError(f"output path {self.out} already holds a run; continue it with `{self.resume_hint()}` "
+                            "or choose another --output-path")
         self.out.mkdir(parents=True, exist_ok=True)
-        _write_json(saved, self.config.experiment())
+        _write_json(saved, {"config": self.config.to_dict(), "experiment": self.config.experiment()})
+
+    def _forget_if_nothing_generated(self) -> None:
+        """A run that failed or stopped before generating anything leaves no run behind, so the corrected
+        retry can use the same output path."""
+        if self.resume or self._generated_any or (self.out / RESULTS_FILE).exists():
+            return
+        (self.out / CONFIG_FILE).unlink(missing_ok=True)
+        for leftover in ("samples.sqlite", "samples.sqlite-wal", "samples.sqlite-shm"):
+            (self.out / leftover).unlink(missing_ok=True)
+        try:
+            self.out.rmdir()  # only when empty
+        except OSError:
+            pass
 
     def _open_cache(self):
         from mlmh.cache import SampleCache
@@ -217,57 +258,40 @@ class Runner:
         # --no-cache: a private cache in the run directory, so the run is still resumable
         return SampleCache(samples_db() if self.use_cache else self.out / "samples.sqlite")
 
-    def _expand_grid(self) -> list[Condition]:
-        from mlmh.registry import get_registry
-
-        registry = get_registry()
-        for message in registry.errors:
-            self._note(message, "warning", emit=False)
-        build = registry.build
-        models = _unique(build("model", s) for s in self.config.models)
-        maskings = _unique(build("masking", s) for s in self.config.maskings)
-        samplers = _unique(build("sampler", s) for s in self.config.samplers)
-        conditions = []
-        for model in models:
-            usable = [s for s in samplers if model.model_kind in s.model_kinds]
-            unfit = [s.short_spec for s in samplers if s not in usable]
-            if unfit:
-                self._note(f"{model.short_spec}: skipped sampler(s) {', '.join(unfit)} (they do not drive "
-                           f"{model.model_kind} models)", emit=False)
-            for masking in maskings:
-                for sampler in usable:
-                    for seed in self.config.seeds:
-                        cid = f"{model.short_spec} | {masking.short_spec} | {sampler.short_spec} | seed={seed}"
-                        conditions.append(Condition(cid, model, masking, sampler, seed))
-        if not conditions:
-            raise SpecError(f"{self.config.source}: no condition left: no sampler fits any model "
-                            f"(models: {', '.join(self.config.models)}; samplers: {', '.join(self.config.samplers)})")
-        return conditions
-
     # -- stages --------------------------------------------------------------------------------
     def _load_data(self) -> None:
-        from mlmh.registry import get_registry
+        from mlmh.splits import with_validation
 
         self.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {self.config.dataset}"))
-        corpus = get_registry().build("dataset", self.config.dataset).load(self.config.data)
+        corpus = with_validation(self.plan.dataset.load(self.config.data))
         self.state.corpus = corpus
         if self.config.data is None:
             self._note(f"dataset {self.config.dataset}: using its {corpus.source} (pass --data PATH for the real files)")
         for note in corpus.notes:
             self._note(f"dataset {self.config.dataset}: {note}")
-        docs = select_documents(corpus, self.config.limit)
-        if not docs:
+        for role in ROLES:
+            self.state.documents[role] = select_documents(corpus, self.config.limit, SPLIT_OF_ROLE[role])
+        if not self.state.documents["seen"]:
             raise MlmhError(f"dataset {self.config.dataset} has no train documents to generate from ({corpus.source})")
-        self.state.documents = docs
-        self.state.train = _subcorpus(corpus, docs)
+        if not self.state.documents["unseen"]:
+            self._note(f"dataset {self.config.dataset} has no test split: quality is measured on seen (train) "
+                       "documents only, and cannot separate generation from memorization", "warning")
+        self.state.role_of = {d.id: role for role in ROLES for d in self.state.documents[role]}
         self.state.test = _subcorpus(corpus, corpus.split("test"))
-        self.bus.emit(Progress(stage="data", completed=1, total=1, info={"documents": len(docs)}))
+        if any(not m.name.startswith("trained-") for m in self.plan.models):
+            self._note("seen / unseen are the dataset's train / test splits; mlmh does not know what a user "
+                       "checkpoint (hf-*) was trained on")
+        self.plan.check(corpus)
+        for note in self.plan.notes:
+            self._note(note)
+        self.bus.emit(Progress(stage="data", completed=1, total=1,
+                               info={role: len(docs) for role, docs in self.state.documents.items()}))
 
     def _load_models(self) -> None:
         from mlmh.components import LoadContext
         from mlmh.paths import models_dir
 
-        models = _unique(c.model for c in self.conditions)
+        models = self.plan.models
         self.bus.emit(StageStarted(stage="models", total=len(models), description="loading models (training on first use)"))
         for done, model in enumerate(models):
             self._check_cancel()
@@ -276,7 +300,7 @@ class Runner:
                                   progress=self._training_progress(model.short_spec))
             identity = model.identity(context)
             adapter = model.load(context)
-            self.state.models[model.spec] = LoadedModel(model, identity, adapter)
+            self.state.models[model.spec] = LoadedModel(model, identity, adapter, model.training_card(context))
             self.bus.emit(Progress(stage="models", completed=done + 1, total=len(models), info={"model": model.short_spec}))
 
     def _training_progress(self, model: str) -> Callable[[dict[str, Any]], None]:
@@ -288,97 +312,150 @@ class Runner:
         return forward
 
     def _mask(self) -> None:
-        from mlmh.generation import prepare_items
+        from mlmh.generation import fit_to_windows, prepare_items
 
-        maskings = _unique(c.masking for c in self.conditions)
-        pairs = [(m, seed) for m in maskings for seed in self.config.seeds]
+        for role in ROLES:
+            fitted, cut = fit_to_windows(self.state.documents[role], [m.adapter for m in self.state.models.values()])
+            self.state.documents[role] = fitted
+            if cut:
+                self._note(f"{cut} of {len(fitted)} {role} documents were cut after the last word that fits every "
+                           "model's window, so no masked word goes ungenerated and no unseen text pads the scores")
+        # the real-text baseline of the downstream tasks trains on the same (cut) documents as the synthetic corpora
+        self.state.train = _subcorpus(self.state.corpus, self.state.documents["seen"])
+        documents = [d for role in ROLES for d in self.state.documents[role]]
+        pairs = [(m, seed) for m in self.plan.maskings for seed in self.config.seeds]
         self.bus.emit(StageStarted(stage="mask", total=len(pairs), description="masking documents"))
         for done, (masking, seed) in enumerate(pairs):
             self._check_cancel()
-            self.state.items[(masking.spec, seed)] = prepare_items(self.state.documents, masking, seed)
+            self.state.items[(masking.spec, seed)] = prepare_items(documents, masking, seed)
             self.bus.emit(Progress(stage="mask", completed=done + 1, total=len(pairs), info={"masking": masking.short_spec}))
 
     def _generate(self, cache: Any) -> None:
         from mlmh.cache import sample_key
-        from mlmh.generation import generate
+        from mlmh.executors import InProcessExecutor
+        from mlmh.implementation import engine_id, implementation_id
 
-        texts = {d.id: d.text for d in self.state.documents}
-        total = len(self.conditions) * len(self.state.documents)
-        self.bus.emit(StageStarted(stage="generate", total=total, description="generating"))
-        completed = 0
+        engine = engine_id()
+        keys: dict[tuple[str, str], str] = {}
         for condition in self.conditions:
-            self._check_cancel()
             loaded = self.state.models[condition.model.spec]
+            code = f"{implementation_id(condition.sampler)}|{engine}"
+            for item in self.state.items[(condition.masking.spec, condition.seed)]:
+                keys[(condition.id, item.doc_id)] = sample_key(
+                    model=f"{condition.model.spec}@{loaded.identity}", tokenizer=_tokenizer_identity(loaded),
+                    doc_id=item.doc_id, text=item.words.text, masked_words=item.plan.word_indices,
+                    masking=condition.masking.spec, sampler=condition.sampler.spec, code=code, seed=item.seed)
+        total = len(keys)
+        self.bus.emit(StageStarted(stage="generate", total=total, description="generating"))
+        cached = cache.get_many(keys.values())
+        found: dict[tuple[str, str], Generation] = {k: cached[key] for k, key in keys.items() if key in cached}
+        completed = len(found)
+        if found:
+            self.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"cached": len(found)}))
+        units = self.plan.units(self.state.items, self.config.batch_size, skip=found)
+
+        def done(unit: Any, batch: list[Generation]) -> None:
+            nonlocal completed
+            cache.put_many({keys[(unit.condition, g.doc_id)]: g for g in batch})
+            self._generated_any = True
+            for g in batch:
+                found[(unit.condition, g.doc_id)] = g
+                self.bus.emit(SampleGenerated(condition=unit.condition, generation=g))
+            completed += len(batch)
+            self.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"condition": unit.condition}))
+            self._check_cancel()
+
+        executor = self.executor or InProcessExecutor(
+            {spec: m.adapter for spec, m in self.state.models.items()}, {s.spec: s for s in self.plan.samplers})
+        if units:
+            executor.run(units, done, self.cancel)
+        self._check_cancel()
+        for condition in self.conditions:
             items = self.state.items[(condition.masking.spec, condition.seed)]
-            keys = {item.doc_id: sample_key(model=f"{condition.model.spec}@{loaded.identity}",
-                                            tokenizer=_tokenizer_identity(loaded), doc_id=item.doc_id,
-                                            text=texts[item.doc_id], masking=condition.masking.spec,
-                                            sampler=condition.sampler.spec, seed=item.seed)
-                    for item in items}
-            cached = cache.get_many(keys.values())
-            found = {doc: cached[key] for doc, key in keys.items() if key in cached}
-            completed += len(found)
-            if found:
-                self.bus.emit(Progress(stage="generate", completed=completed, total=total,
-                                       info={"condition": condition.id, "cached": len(found)}))
-            missing = [item for item in items if item.doc_id not in found]
-
-            def store(index: int, batch: Sequence[Generation], condition: Condition = condition) -> None:
-                nonlocal completed
-                cache.put_many({keys[g.doc_id]: g for g in batch})
-                for g in batch:
-                    found[g.doc_id] = g
-                    self.bus.emit(SampleGenerated(condition=condition.id, generation=g))
-                completed += len(batch)
-                self.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"condition": condition.id}))
-                self._check_cancel()
-
-            if missing:
-                generate(loaded.adapter, condition.sampler, missing, self.config.batch_size, on_batch=store)
-            self.state.generations[condition.id] = [found[item.doc_id] for item in items]
+            self.state.generations[condition.id] = [found[(condition.id, item.doc_id)] for item in items]
 
     def _score(self) -> None:
-        from mlmh.components import ScoringItem
-        from mlmh.registry import get_registry
+        from mlmh.memorization import filler_generations, filler_word
 
-        metrics = _unique(get_registry().build("metric", s) for s in self.config.metrics)
-        total = len(self.conditions) * len(metrics)
-        self.bus.emit(StageStarted(stage="metrics", total=total, description="scoring"))
-        done = 0
-        reported: set[str] = set()
+        self.state.filler_word = filler_word(self.state.corpus.split("train"))
+        fillers = list(self.state.items)
+        roles = sum(1 for role in ROLES if self.state.documents.get(role))
+        self._scoring_total = (len(self.conditions) + len(fillers)) * len(self.plan.metrics) * roles
+        self.bus.emit(StageStarted(stage="metrics", total=self._scoring_total, description="scoring"))
+        self._scored = 0
+        for key in fillers:
+            generations = filler_generations(self.state.items[key], self.state.filler_word)
+            self.state.filler[key] = self._score_roles(generations, key[1], f"filler '{self.state.filler_word}'",
+                                                       filler=True)[0]
         for condition in self.conditions:
-            gens = self.state.generations[condition.id]
-            items = [ScoringItem(prediction=g.text, reference=g.original, generation=g) for g in gens]
-            results: list[MetricResult] = []
-            for metric in metrics:
-                self._check_cancel()
-                try:
-                    scored = metric.score(items, seed=condition.seed)
-                except MlmhError as exc:
-                    scored = [MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
-                                           error=str(exc))]
-                for result in scored:
-                    if result.error and result.name not in reported:
-                        reported.add(result.name)
-                        self._note(f"metric {result.name} could not run: {result.error}", "warning")
-                results.extend(scored)
-                done += 1
-                self.bus.emit(Progress(stage="metrics", completed=done, total=total,
-                                       info={"condition": condition.id, "metric": metric.short_spec}))
-            self.state.metrics[condition.id] = results
+            quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
+            self.state.quality[condition.id] = quality
+            self.state.metric_results[condition.id] = headline
+
+    def _score_roles(self, generations: list[Generation], seed: int, what: str, *,
+                     filler: bool = False) -> tuple[dict[str, dict[str, Any]], list[MetricResult]]:
+        """Quality of ``generations`` on each document set; also the headline set's raw results.
+
+        The ``filler`` baseline has no step traces, so metrics that need one are left out of it quietly.
+        """
+        from mlmh.memorization import verbatim_recall
+
+        out: dict[str, dict[str, Any]] = {}
+        raw: dict[str, list[MetricResult]] = {}
+        for role in ROLES:
+            gens = [g for g in generations if self.state.role_of.get(g.doc_id) == role]
+            if not gens:
+                continue
+            scorable = [g for g in gens if g.masked_words]
+            entry: dict[str, Any] = {"documents": len(gens), "scored": len(scorable)}
+            if len(scorable) < len(gens):
+                entry["nothing_masked"] = len(gens) - len(scorable)
+            truncated = sum(1 for g in gens if g.truncated_tokens)
+            if truncated:
+                entry["truncated_documents"] = truncated
+            results = self._metrics_of(scorable, seed, what, quiet=filler) if scorable else []
+            if filler:
+                results = [r for r in results if not r.error]
+            entry["metrics"] = {r.name: _metric_entry(r) for r in results}
+            if not filler:
+                entry["verbatim_recall"] = verbatim_recall(scorable, seed=seed)
+            out[role] = entry
+            raw[role] = results
+            if not scorable and not filler:
+                self._note(f"{what}: nothing was masked in any {role} document, so its {role} quality is not "
+                           "scored", "warning")
+        headline = "unseen" if "unseen" in raw else "seen"
+        return out, raw.get(headline, [])
+
+    def _metrics_of(self, gens: list[Generation], seed: int, what: str, quiet: bool = False) -> list[MetricResult]:
+        from mlmh.components import ScoringItem
+
+        items = [ScoringItem(prediction=g.text, reference=g.original, generation=g) for g in gens]
+        results: list[MetricResult] = []
+        for metric in self.plan.metrics:
+            self._check_cancel()
+            name = self.plan.describe(metric)
+            try:
+                scored = metric.score(items, seed=seed)
+            except Exception as exc:  # a failing metric is reported by name; the others still score
+                if not quiet:
+                    self._error(name, f"scoring {what}", exc)
+                scored = [MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
+                                       error=f"{type(exc).__name__}: {exc}")]
+            for result in scored:
+                result.name = self.plan.metric_label(metric, result.name)
+                if result.error and not quiet:
+                    self._error(name, "scoring", result.error)
+            results.extend(scored)
+            self._scored += 1
+            self.bus.emit(Progress(stage="metrics", completed=self._scored, total=self._scoring_total,
+                                   info={"condition": what, "metric": metric.short_spec}))
+        return results
 
     def _downstream(self) -> None:
-        from mlmh.registry import get_registry
-
         corpus, train, test = self.state.corpus, self.state.train, self.state.test
         assert corpus is not None and train is not None and test is not None
-        tasks = []
-        for task in _unique(get_registry().build("task", s) for s in self.config.tasks):
-            if task.applies_to(corpus):
-                tasks.append(task)
-            else:
-                self._note(f"task {task.short_spec} skipped: dataset {corpus.dataset} lacks "
-                           f"{', '.join(sorted(task.requires))}")
+        tasks = self.plan.tasks
         total = len(tasks) * (len(self.conditions) + 1)
         self.bus.emit(StageStarted(stage="downstream", total=total, description="downstream tasks"))
         if not tasks:
@@ -396,7 +473,9 @@ class Runner:
             done += 1
             self.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
         for condition in self.conditions:
-            gens = {g.doc_id: g for g in self.state.generations[condition.id]}
+            # only regenerations of seen (train) documents become training data; never a test document
+            gens = {g.doc_id: g for g in self.state.generations[condition.id]
+                    if self.state.role_of.get(g.doc_id) == "seen"}
             synthetic = synthetic_corpus(train, gens)
             scores = {}
             for task in tasks:
@@ -408,20 +487,25 @@ class Runner:
             self.state.downstream[condition.id] = scores
 
     def _task_scores(self, task: Any, train: Corpus, test: Corpus, seed: int, what: str) -> dict[str, float]:
+        name = self.plan.describe(task)
         try:
             result: TaskResult = task.run(train, test, seed=seed)
-        except MlmhError as exc:
-            self._note(f"task {task.name} on {what}: {exc}", "warning")
+        except Exception as exc:  # a failing task is reported by name; the rest of the run completes
+            self._error(name, f"on {what}", exc)
             return {}
         if result.error:
-            self._note(f"task {task.name} on {what}: {result.error}", "warning")
+            self._error(name, f"on {what}", result.error)
             return {}
         return {k: float(v) for k, v in result.scores.items()}
 
     def _correlate(self) -> None:
+        """Quality of the synthetic corpus (seen regenerations) against its downstream usefulness."""
         self.bus.emit(StageStarted(stage="correlation", total=1, description="quality vs downstream"))
-        rows = [{"condition": c.id, "metrics": _metric_values(self.state.metrics[c.id]),
-                 "downstream": self.state.downstream.get(c.id, {})} for c in self.conditions]
+        rows = []
+        for c in self.conditions:
+            seen = self.state.quality[c.id].get("seen", {}).get("metrics", {})
+            rows.append({"condition": c.id, "metrics": {k: v["value"] for k, v in seen.items() if v.get("value") is not None},
+                         "downstream": self.state.downstream.get(c.id, {})})
         if any(row["downstream"] for row in rows):
             from mlmh.analysis import correlate
 
@@ -430,29 +514,55 @@ class Runner:
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, started: float) -> dict[str, Any]:
+        from mlmh.memorization import gap
+
         conditions = []
+        headline = "unseen" if self.state.documents.get("unseen") else "seen"
         for condition in self.conditions:
             gens = self.state.generations[condition.id]
             row = condition.row()
-            row["metrics"] = {r.name: _metric_entry(r) for r in self.state.metrics[condition.id]}
+            quality = self.state.quality[condition.id]
+            filler = self.state.filler.get((condition.masking.spec, condition.seed), {})
+            for role, entry in quality.items():
+                entry["filler"] = filler.get(role, {}).get("metrics", {})
+                row[role] = entry
+            row["metrics"] = quality.get(headline, {}).get("metrics", {})
+            if "seen" in quality and "unseen" in quality:
+                row["gap"] = {name: g for name in quality["seen"]["metrics"]
+                              if (g := gap(quality["seen"]["metrics"][name], quality["unseen"]["metrics"].get(name)))}
+                recall = gap(quality["seen"].get("verbatim_recall"), quality["unseen"].get("verbatim_recall"))
+                if recall:
+                    row["gap"]["verbatim_recall"] = recall
             row["downstream"] = self.state.downstream.get(condition.id, {})
             row["generation"] = _generation_stats(gens)
             conditions.append(row)
+            truncated = row["generation"]["truncated_documents"]
+            if truncated:  # fit_to_windows estimates per word; a model may still cut a few tokens
+                self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
+                           "tokens; their last masked words were left as they were (generation.truncated_tokens)",
+                           "warning", emit=False)
         return {
+            "schema_version": RESULTS_SCHEMA,
             "run_id": self.out.name,
             "config": self.config.to_dict(),
             "versions": versions(),
             "dataset": {"name": self.config.dataset, "source": self.state.corpus.source if self.state.corpus else "",
-                        "train_documents": len(self.state.documents),
+                        "train_documents": len(self.state.corpus.split("train")) if self.state.corpus else 0,
+                        "validation_documents": len(self.state.corpus.split("validation")) if self.state.corpus else 0,
                         "test_documents": len(self.state.test.documents) if self.state.test else 0},
-            "n_samples": len(self.state.documents),
+            "documents": {role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
+                                 "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
+            "headline": headline,
+            "filler_word": self.state.filler_word,
+            "n_samples": sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
             "n_conditions": len(conditions),
             "conditions": conditions,
             "baseline": self.state.baseline,
             "correlations": self.state.correlations,
-            "models": {spec: {"identity": m.identity, "model_kind": m.component.model_kind}
-                       for spec, m in self.state.models.items()},
+            "models": {spec: {"identity": m.identity, "model_kind": m.component.model_kind,
+                              **_training_facts(m)} for spec, m in self.state.models.items()},
             "notes": self.state.notes,
+            "errors": self.state.errors,
             "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
             "timings": self.state.timings,
         }
@@ -461,70 +571,64 @@ class Runner:
         from mlmh.report import write_report
 
         self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
-        metric_rows = {c.id: self.state.metrics[c.id] for c in self.conditions}
         with open(self.out / GENERATIONS_FILE, "w", encoding="utf-8") as fh:
             for condition in self.conditions:
                 for g in self.state.generations[condition.id]:
-                    fh.write(json.dumps({"condition": condition.id, "doc_id": g.doc_id, "original": g.original,
+                    fh.write(json.dumps({"condition": condition.id, "doc_id": g.doc_id,
+                                         "role": self.state.role_of.get(g.doc_id), "original": g.original,
                                          "masked_text": g.masked_text, "text": g.text}, ensure_ascii=False) + "\n")
         if self.config.log_samples:
             with open(self.out / SAMPLES_FILE, "w", encoding="utf-8") as fh:
                 for condition in self.conditions:
-                    for i, g in enumerate(self.state.generations[condition.id]):
-                        per_sample = {r.name: (r.per_sample[i] if i < len(r.per_sample) else None)
-                                      for r in metric_rows[condition.id]}
-                        fh.write(json.dumps({"condition": condition.id, "generation": to_dict(g), "metrics": per_sample},
+                    by_doc = _per_sample(self.state.metric_results[condition.id],
+                                         [g for g in self.state.generations[condition.id] if g.masked_words
+                                          and self.state.role_of.get(g.doc_id) == results["headline"]])
+                    for g in self.state.generations[condition.id]:
+                        fh.write(json.dumps({"condition": condition.id, "role": self.state.role_of.get(g.doc_id),
+                                             "generation": to_dict(g), "metrics": by_doc.get(g.doc_id, {})},
                                             ensure_ascii=False) + "\n")
-        _write_json(self.out / RESULTS_FILE, results)
         write_report(results, self.out)
+        _write_json(self.out / RESULTS_FILE, results)
         self.bus.emit(Progress(stage="report", completed=1, total=1))
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def select_documents(corpus: Corpus, limit: int | float) -> list[Document]:
-    """The train documents to generate from: all, the first ``limit`` of a seeded shuffle, or a fraction.
+def select_documents(corpus: Corpus, limit: int | float, split: str = "train") -> list[Document]:
+    """The documents of ``split`` to regenerate: all, the first ``limit`` of a seeded shuffle, or a fraction.
 
-    With verification pairs, whole train pairs are taken (same-author and different-author pairs
+    With verification pairs, whole pairs of the split are taken (same-author and different-author pairs
     alternating) so the synthetic corpus keeps usable pairs; the selection never depends on the run seeds.
     """
-    train = corpus.split("train")
+    pool = corpus.split(split)
     if not limit:
-        return train
-    n = int(limit) if isinstance(limit, int) else max(1, round(limit * len(train)))
-    if n >= len(train):
-        return train
-    rng = np.random.default_rng(sample_seed(0, "select", corpus.dataset))
-    ids = {d.id for d in train}
+        return pool
+    n = int(limit) if isinstance(limit, int) else max(1, round(limit * len(pool)))
+    if n >= len(pool):
+        return pool
+    rng = np.random.default_rng(sample_seed(0, "select" if split == "train" else f"select|{split}", corpus.dataset))
+    ids = {d.id for d in pool}
     chosen: list[str] = []
-    train_pairs = [p for p in corpus.pairs if p.a in ids and p.b in ids]
-    if train_pairs:
-        same = [train_pairs[i] for i in rng.permutation(len(train_pairs)) if train_pairs[i].same]
-        diff = [train_pairs[i] for i in rng.permutation(len(train_pairs)) if not train_pairs[i].same]
+    pairs = [p for p in corpus.pairs if p.a in ids and p.b in ids]
+    if pairs:
+        same = [pairs[i] for i in rng.permutation(len(pairs)) if pairs[i].same]
+        diff = [pairs[i] for i in rng.permutation(len(pairs)) if not pairs[i].same]
         for k in range(max(len(same), len(diff))):
             for group in (same, diff):
                 if k < len(group) and len(chosen) < n:
                     chosen.extend(x for x in (group[k].a, group[k].b) if x not in chosen)
-    for i in rng.permutation(len(train)):
+    for i in rng.permutation(len(pool)):
         if len(chosen) >= n:
             break
-        if train[i].id not in chosen:
-            chosen.append(train[i].id)
+        if pool[i].id not in chosen:
+            chosen.append(pool[i].id)
     keep = set(chosen)
-    return [d for d in train if d.id in keep]
+    return [d for d in pool if d.id in keep]
 
 
 def _subcorpus(corpus: Corpus, documents: list[Document]) -> Corpus:
     ids = {d.id for d in documents}
     return Corpus(dataset=corpus.dataset, documents=list(documents), source=corpus.source,
                   pairs=[p for p in corpus.pairs if p.a in ids and p.b in ids], notes=list(corpus.notes))
-
-
-def _unique(components: Any) -> list[Any]:
-    """Components in order, without two of the same canonical spec."""
-    seen: dict[str, Any] = {}
-    for component in components:
-        seen.setdefault(component.spec, component)
-    return list(seen.values())
 
 
 def _tokenizer_identity(loaded: LoadedModel) -> str:
@@ -534,8 +638,21 @@ def _tokenizer_identity(loaded: LoadedModel) -> str:
     return f"{type(tokenizer).__name__}:{len(tokenizer)}:{getattr(tokenizer, 'name_or_path', '')}"
 
 
-def _metric_values(results: list[MetricResult]) -> dict[str, float]:
-    return {r.name: r.value for r in results if r.value is not None}
+def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str, dict[str, Any]]:
+    """Per-document metric values of the scored generations (the metrics' per-sample lists follow their order)."""
+    out: dict[str, dict[str, Any]] = {}
+    for n, g in enumerate(gens):
+        out[g.doc_id] = {r.name: (r.per_sample[n] if n < len(r.per_sample) else None) for r in results}
+    return out
+
+
+def _training_facts(loaded: LoadedModel) -> dict[str, Any]:
+    """What a trained model's card says about its training (budget, checkpoint kept, curves)."""
+    keep = ("objective", "mask_schedule", "mask_ratio", "budget", "steps", "steps_run", "step_kept", "stopped_early",
+            "tokens_seen", "supervised_targets", "approx_train_flops", "best_validation_loss", "final_loss",
+            "train_curve", "validation_curve", "heldout_source", "inference_accuracy", "parameters")
+    card = loaded.training
+    return {"training": {k: card[k] for k in keep if k in card}} if card else {}
 
 
 def _metric_entry(result: MetricResult) -> dict[str, Any]:
@@ -557,6 +674,7 @@ def _generation_stats(gens: list[Generation]) -> dict[str, Any]:
         "generated_tokens": sum(g.generated_tokens for g in gens),
         "tokens_processed": processed,
         "truncated_tokens": sum(g.truncated_tokens for g in gens),
+        "truncated_documents": sum(1 for g in gens if g.truncated_tokens),
         "seconds": round(seconds, 4),
         "tokens_per_s": round(processed / seconds, 1) if seconds > 0 else None,
     }

@@ -27,7 +27,7 @@ class Document:
 
     id: str
     text: str
-    split: str = "train"  # "train" | "test"
+    split: str = "train"  # "train" | "validation" | "test" (roles: mlmh.splits)
     labels: list[str] = field(default_factory=list)  # e.g. MPST tags
     author: str | None = None  # e.g. PAN author id
     entities: list[EntitySpan] = field(default_factory=list)  # e.g. drug/dose spans

@@ -10,7 +10,8 @@ from mlmh.cache import SampleCache, sample_key
 from mlmh.types import Generation, Step
 
 BASE = dict(model="trained-mlm:size=tiny@abc", tokenizer="WordPiece:300", doc_id="d1", text="The cat sat.",
-            masking="random:ratio=0.3", sampler="mask-predict:steps=4", seed=7)
+            masked_words=(1,), masking="random:ratio=0.3", sampler="mask-predict:steps=4",
+            code="mlmh==0.1+abc|mlmh==0.1+def", seed=7)
 
 
 def generation(doc_id="d1", text="The dog sat."):
@@ -22,7 +23,8 @@ def generation(doc_id="d1", text="The dog sat."):
 
 @pytest.mark.parametrize("field, value", [
     ("model", "trained-mlm:size=tiny@abd"), ("tokenizer", "WordPiece:301"), ("doc_id", "d2"),
-    ("text", "The cat sat!"), ("masking", "random:ratio=0.5"), ("sampler", "mask-predict:steps=10"), ("seed", 8),
+    ("text", "The cat sat!"), ("masked_words", (0,)), ("masking", "random:ratio=0.5"),
+    ("sampler", "mask-predict:steps=10"), ("code", "mlmh==0.1+abd|mlmh==0.1+def"), ("seed", 8),
 ])
 def test_key_changes_with_every_ingredient(field, value):
     assert sample_key(**BASE) == sample_key(**BASE)

@@ -62,7 +62,8 @@ def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_
     cut = tmp_path / "cut"
     proc = subprocess.Popen(eval_args(path, cut), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     db = cut / "samples.sqlite"
-    total = DOCS * CONDITIONS
+    reference_results = json.loads((reference / "results.json").read_text(encoding="utf-8"))
+    total = CONDITIONS * sum(role["documents"] for role in reference_results["documents"].values())
     deadline = time.time() + 300
     try:
         while time.time() < deadline and proc.poll() is None and stored(db) < 6:

@@ -28,6 +28,11 @@ def run(tmp_path, name="run", listener=None, **kwargs):
     return run_experiment(cfg, listener, output_path=tmp_path / name, **kwargs)
 
 
+def n_docs(results):
+    """Documents regenerated per condition: the seen (train) and the unseen (test) sets."""
+    return sum(role["documents"] for role in results["documents"].values())
+
+
 def test_grid_skips_samplers_that_do_not_fit_the_model(tmp_path):
     events = []
     results = run(tmp_path, listener=events.append)
@@ -51,24 +56,30 @@ def test_events_come_in_stage_order(tmp_path):
     finished = [e.stage for e in events if isinstance(e, StageFinished)]
     assert finished == started
     samples = [e for e in events if isinstance(e, SampleGenerated)]
-    assert len(samples) == 9 * results["n_samples"] and all(e.generation.doc_id for e in samples)
+    assert len(samples) == 9 * n_docs(results) and all(e.generation.doc_id for e in samples)
     training = [e for e in events if isinstance(e, Progress) and e.stage == "train"]
     assert training and training[-1].info["loss"] == pytest.approx(1 / 3)
     generate = [e for e in events if isinstance(e, Progress) and e.stage == "generate"]
-    assert generate[-1].completed == generate[-1].total == 9 * results["n_samples"]
+    assert generate[-1].completed == generate[-1].total == 9 * n_docs(results)
 
 
 def test_results_have_the_documented_shape(tmp_path):
     results = run(tmp_path)
     assert {"config", "versions", "n_samples", "conditions", "baseline", "correlations", "notes"} <= set(results)
-    assert results["n_samples"] == 8 and results["versions"]["mlmh"]
+    assert results["documents"]["seen"]["documents"] == 8 and results["documents"]["unseen"]["documents"] > 0
+    assert results["n_samples"] == n_docs(results) and results["versions"]["mlmh"]
     row = results["conditions"][0]
     assert {"id", "model", "model_kind", "masking", "masking_ratio", "sampler", "seed", "metrics", "downstream",
             "generation"} <= set(row)
     assert row["masking_ratio"] == 0.3 and row["model_kind"] == "mlm"
     match = row["metrics"]["word-match"]
     assert {"value", "ci_low", "ci_high", "higher_is_better"} <= set(match) and match["ci_low"] <= match["value"]
-    assert row["generation"]["forward_passes"] == 8 and row["generation"]["samples"] == 8
+    assert results["documents"]["seen"]["documents"] == 8 and results["documents"]["unseen"]["documents"] == 4
+    assert row["generation"]["forward_passes"] == 12 and row["generation"]["samples"] == 12
+    for role in ("seen", "unseen"):
+        assert {"documents", "metrics", "verbatim_recall", "filler"} <= set(row[role])
+    assert row["metrics"] == row["unseen"]["metrics"] and results["headline"] == "unseen"
+    assert "word-match" in row["gap"] and "verbatim_recall" in row["gap"]
     assert "label-task" in results["baseline"] and "label-task" in row["downstream"]
     steps = {r["sampler"]: r.get("steps") for r in results["conditions"]}
     assert steps["fake-fill:steps=4"] == 4
@@ -81,10 +92,10 @@ def test_results_have_the_documented_shape(tmp_path):
 def test_log_samples_writes_traces_and_per_sample_metrics(tmp_path):
     import json
 
-    run(tmp_path, cfg=config(log_samples=True))
+    results = run(tmp_path, cfg=config(log_samples=True))
     lines = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
-    assert len(lines) == 9 * 8
-    first = lines[0]
+    assert len(lines) == 9 * n_docs(results)
+    first = next(line for line in lines if line["role"] == "unseen")
     assert {"condition", "generation", "metrics"} <= set(first)
     assert first["generation"]["original"] and "word-match" in first["metrics"]
 
@@ -129,7 +140,7 @@ def test_cancel_then_resume_matches_an_uninterrupted_run(tmp_path):
     events = []
     resumed = run(tmp_path, "cut", listener=events.append, resume=True, use_cache=False, cache_path=None)
     regenerated = [e for e in events if isinstance(e, SampleGenerated)]
-    assert 0 < len(regenerated) <= 72 - 16  # at least two finished batches of 8 were kept
+    assert 0 < len(regenerated) <= 9 * n_docs(reference) - 16  # at least two finished batches were kept
     assert {**strip_timings(resumed), "run_id": 0} == {**strip_timings(reference), "run_id": 0}
 
 

@@ -1,0 +1,94 @@
+"""The identity of a component's implementation: which code produced a result.
+
+A cached sample is only as good as the code that made it. The identity of a component is its
+distribution's name and version plus a hash of the source of its module *and every module of the same
+top-level package that module reaches through its globals* (what it imports, transitively). So editing
+a sampler's module, or a helper module it imports (``samplers_common``, ``adapters``), changes the
+identity, while editing an unrelated plugin does not. Modules without readable source (compiled,
+frozen) contribute their version only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+import types
+from functools import lru_cache
+from typing import Any
+
+#: engine modules every generation passes through, whatever the sampler imports
+ENGINE_MODULES = ("mlmh.generation", "mlmh.words", "mlmh.types", "mlmh.adapters")
+
+
+def implementation_id(component: Any) -> str:
+    """``dist==version+sourcehash`` of the class of ``component`` (see the module docstring)."""
+    module = type(component).__module__
+    return f"{_distribution(module)}+{source_hash(module)}"
+
+
+def engine_id() -> str:
+    """The identity of the generation engine itself (batching, word splitting, the model adapters)."""
+    digest = hashlib.sha256()
+    for name in ENGINE_MODULES:
+        digest.update(source_hash(name).encode())
+    return f"{_distribution('mlmh')}+{digest.hexdigest()[:16]}"
+
+
+@lru_cache(maxsize=None)
+def source_hash(module_name: str) -> str:
+    """A hash of the source of ``module_name`` and the same-package modules it reaches."""
+    digest = hashlib.sha256()
+    for name in sorted(_reachable(module_name)):
+        digest.update(name.encode())
+        digest.update(_source(name))
+    return digest.hexdigest()[:16]
+
+
+def _reachable(module_name: str) -> set[str]:
+    """``module_name`` and, transitively, the modules of its top-level package referenced by its
+    globals (imported modules, and the modules of imported classes and functions)."""
+    top = module_name.split(".")[0]
+    seen: set[str] = set()
+    todo = [module_name]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, types.ModuleType):
+                target = value.__name__
+            else:
+                target = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType)) else None
+            if isinstance(target, str) and target.split(".")[0] == top and target not in seen:
+                todo.append(target)
+    return seen
+
+
+def _source(module_name: str) -> bytes:
+    module = sys.modules.get(module_name)
+    if module is None:
+        return b""
+    try:
+        return inspect.getsource(module).encode("utf-8")
+    except (OSError, TypeError):
+        return b""
+
+
+@lru_cache(maxsize=None)
+def _distribution(module_name: str) -> str:
+    """``name==version`` of the installed distribution that provides ``module_name``'s top package."""
+    from importlib import metadata
+
+    top = module_name.split(".")[0]
+    names = metadata.packages_distributions().get(top) or []
+    for dist in names:
+        try:
+            return f"{dist}=={metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return f"{top}==unknown"

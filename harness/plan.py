@@ -1,0 +1,257 @@
+"""The run plan: a :class:`~mlmh.config.RunConfig` resolved once into built components, conditions and
+work units, so the runner, the executors, ``mlmh generate``, the TUI and the bench all run the same thing.
+
+This is the only module on the run path that asks the registry for components, and it owns the rules
+that used to be decided in several places:
+
+- which samplers fit a model (:func:`fits`; a sampler that declares no model kinds fits any),
+- the default sampler of each model kind (:func:`default_sampler`),
+- the seed of each sample: :func:`mlmh.generation.prepare_items` with no ``condition`` keys the mask and
+  the sampler's random stream on (run seed, masking spec, document id) only, so every model and sampler
+  of a masking sees the same masked words and the same random numbers (paired comparisons), and
+  ``mlmh generate`` with the same seed reproduces a run's sample,
+- the label of a metric result when two specs of one metric are in a run (:meth:`RunPlan.metric_label`),
+- what the grid can run on the loaded corpus (:meth:`RunPlan.check`): a component the user named that
+  cannot run stops the run before any model trains; a preset default that cannot apply is dropped
+  with a note.
+
+A work unit is one condition x one batch of documents: the grain the executors distribute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from mlmh.errors import SpecError
+
+if TYPE_CHECKING:
+    from mlmh.config import RunConfig
+    from mlmh.types import Corpus, MaskedItem
+
+#: the sampler a model kind gets when none is named (``mlmh generate``, the TUI playground)
+DEFAULT_SAMPLERS = {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}
+#: a sampler asked for more refinement steps than this is named in a warning (each step is a forward pass)
+MANY_STEPS = 256
+#: where each component list of a config comes from, for error messages: preset key -> command-line flag
+FLAGS = {"models": "--model", "maskings": "--masking", "samplers": "--sampler", "metrics": "--metric",
+         "tasks": "--task"}
+
+
+def fits(sampler: Any, model_kind: str) -> bool:
+    """Whether ``sampler`` can drive a ``model_kind`` model. A sampler that declares no kinds fits any."""
+    return not sampler.model_kinds or model_kind in sampler.model_kinds
+
+
+def default_sampler(model_kind: str) -> str:
+    """The sampler spec a ``model_kind`` model generates with when none is named."""
+    try:
+        return DEFAULT_SAMPLERS[model_kind]
+    except KeyError:
+        raise SpecError(f"no default sampler for model kind '{model_kind}'; name one with --sampler") from None
+
+
+def check_fits(sampler: Any, model_kind: str) -> None:
+    """One-line SpecError when ``sampler`` cannot drive a ``model_kind`` model, naming those that can."""
+    if fits(sampler, model_kind):
+        return
+    from mlmh.registry import get_registry
+
+    fitting = sorted(s.name for s in get_registry().all("sampler") if fits(s, model_kind))
+    raise SpecError(
+        f"sampler '{sampler.name}' works with {'/'.join(sorted(sampler.model_kinds))} models, not a {model_kind} "
+        f"model; samplers for {model_kind}: {', '.join(fitting) or 'none registered'}"
+    )
+
+
+@dataclass
+class Condition:
+    """One cell of the grid: a model, a masking, a sampler and a seed."""
+
+    id: str
+    model: Any
+    masking: Any
+    sampler: Any
+    seed: int
+
+    def row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "id": self.id,
+            "model": self.model.short_spec,
+            "model_kind": self.model.model_kind,
+            "masking": self.masking.short_spec,
+            "sampler": self.sampler.short_spec,
+            "seed": self.seed,
+        }
+        if "ratio" in self.masking.params:
+            row["masking_ratio"] = self.masking.params["ratio"]
+        if "steps" in self.sampler.params:
+            row["steps"] = self.sampler.params["steps"]
+        return row
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One condition x one batch of documents: what an executor hands to a worker.
+
+    Carries specs, not components, so it pickles to another process or machine; the worker builds
+    the components from the registry and keeps each loaded model for every later unit.
+    """
+
+    index: int
+    condition: str
+    model: str
+    sampler: str
+    items: tuple["MaskedItem", ...]
+
+
+def condition_id(model: Any, masking: Any, sampler: Any, seed: int) -> str:
+    return f"{model.short_spec} | {masking.short_spec} | {sampler.short_spec} | seed={seed}"
+
+
+@dataclass
+class RunPlan:
+    """Built components and the grid of a run; see the module docstring."""
+
+    config: "RunConfig"
+    dataset: Any
+    models: list[Any]
+    maskings: list[Any]
+    samplers: list[Any]
+    metrics: list[Any]
+    tasks: list[Any]
+    conditions: list[Condition] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin
+
+    def describe(self, component: Any) -> str:
+        """How errors name a component: its kind, spec and the plugin that registered it."""
+        owner = self.owners.get((component.kind, component.name))
+        return f"{component.kind} '{component.short_spec}'" + (f" (plugin {owner})" if owner else "")
+
+    # -- the grid ------------------------------------------------------------------------------
+    def expand(self) -> None:
+        """(Re)build the conditions: models x maskings x fitting samplers x seeds."""
+        self.conditions = []
+        for model in self.models:
+            usable = [s for s in self.samplers if fits(s, model.model_kind)]
+            unfit = [s.short_spec for s in self.samplers if s not in usable]
+            if unfit:
+                self._note(f"{model.short_spec}: skipped sampler(s) {', '.join(unfit)} (they do not drive "
+                           f"{model.model_kind} models)")
+            for masking in self.maskings:
+                for sampler in usable:
+                    for seed in self.config.seeds:
+                        self.conditions.append(Condition(condition_id(model, masking, sampler, seed), model,
+                                                         masking, sampler, seed))
+        if not self.conditions:
+            raise SpecError(f"{self.config.source}: no condition left: no sampler fits any model "
+                            f"(models: {', '.join(m.short_spec for m in self.models)}; "
+                            f"samplers: {', '.join(s.short_spec for s in self.samplers)})")
+
+    def units(self, items: dict[tuple[str, int], Sequence["MaskedItem"]], batch_size: int,
+              skip: Iterable[tuple[str, str]] = ()) -> list[WorkUnit]:
+        """The work units of every condition, in grid order; ``items[(masking spec, seed)]`` are the
+        masked documents, and ``skip`` holds (condition id, doc id) pairs already generated (cached)."""
+        done = set(skip)
+        out: list[WorkUnit] = []
+        for condition in self.conditions:
+            todo = [i for i in items[(condition.masking.spec, condition.seed)] if (condition.id, i.doc_id) not in done]
+            for start in range(0, len(todo), batch_size):
+                out.append(WorkUnit(len(out), condition.id, condition.model.spec, condition.sampler.spec,
+                                    tuple(todo[start:start + batch_size])))
+        return out
+
+    def condition(self, cid: str) -> Condition:
+        for condition in self.conditions:
+            if condition.id == cid:
+                return condition
+        raise KeyError(cid)
+
+    # -- results naming ------------------------------------------------------------------------
+    def metric_label(self, metric: Any, result_name: str) -> str:
+        """The name a metric result is reported under: its own name, or ``name[params]`` when another
+        spec of the same metric is in the run (``bleu`` and ``bleu:lowercase=true`` both survive)."""
+        twins = [m for m in self.metrics if m.name == metric.name]
+        if len(twins) < 2 or metric.spec == metric.name:
+            return result_name
+        params = metric.spec.split(":", 1)[1] if ":" in metric.spec else ""
+        return f"{result_name}[{params}]"
+
+    # -- fail fast -----------------------------------------------------------------------------
+    def check(self, corpus: "Corpus") -> None:
+        """Check every component against the loaded corpus, before any model trains.
+
+        A component the user named on the command line that cannot run raises one SpecError naming
+        the flag and the reason; a preset default that cannot run is dropped with a note.
+        """
+        for key, kind in (("models", "model"), ("maskings", "masking"), ("samplers", "sampler"),
+                          ("metrics", "metric"), ("tasks", "task")):
+            kept = []
+            for component in getattr(self, key):
+                reason = unavailable(component, corpus)
+                if reason is None:
+                    kept.append(component)
+                    continue
+                if key in self.config.overridden:
+                    raise SpecError(f"{FLAGS[key]} {component.short_spec}: {reason}")
+                self._note(f"{kind} {component.short_spec} skipped: {reason} (a default of {self.config.source})")
+            if not kept and key in ("models", "maskings", "samplers"):
+                raise SpecError(f"{self.config.source}: no {kind} can run on dataset {corpus.dataset}: "
+                                + "; ".join(n for n in self.notes if n.startswith(kind)))
+            setattr(self, key, kept)
+        self.expand()
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+def unavailable(component: Any, corpus: "Corpus") -> str | None:
+    """Why ``component`` cannot run on ``corpus`` (None when it can): its own ``unavailable`` check,
+    or for a task the corpus features it needs."""
+    check = getattr(component, "unavailable", None)
+    if check is not None:
+        try:
+            reason = check(corpus)
+        except Exception as exc:  # a plugin's own check failing is itself a reason
+            reason = f"its availability check failed: {type(exc).__name__}: {exc}"
+        if reason:
+            return str(reason)
+    if getattr(component, "kind", "") == "task" and not component.applies_to(corpus):
+        return f"dataset {corpus.dataset} lacks {', '.join(sorted(component.requires))}"
+    return None
+
+
+def build_plan(config: "RunConfig") -> RunPlan:
+    """Build every component of ``config`` once and expand the grid (the registry's one caller)."""
+    from mlmh.registry import get_registry
+
+    registry = get_registry()
+    build = registry.build
+
+    def built(key: str, kind: str) -> list[Any]:
+        out: dict[str, Any] = {}
+        for spec in getattr(config, key):
+            try:
+                component = build(kind, spec)
+            except SpecError as exc:
+                where = FLAGS[key] if key in config.overridden else f"{config.source}: key '{key}'"
+                raise SpecError(f"{where}: {exc}") from None
+            out.setdefault(component.spec, component)
+        return list(out.values())
+
+    plan = RunPlan(config=config, dataset=build("dataset", config.dataset), models=built("models", "model"),
+                   maskings=built("maskings", "masking"), samplers=built("samplers", "sampler"),
+                   metrics=built("metrics", "metric"), tasks=built("tasks", "task"))
+    plan.warnings.extend(registry.errors)
+    for component in (*plan.models, *plan.maskings, *plan.samplers, *plan.metrics, *plan.tasks):
+        plan.owners[(component.kind, component.name)] = registry.owner(component.kind, component.name)
+    for sampler in plan.samplers:
+        steps = sampler.params.get("steps")
+        if isinstance(steps, int) and steps > MANY_STEPS:
+            plan.warnings.append(f"sampler {sampler.short_spec}: {steps} refinement steps means {steps} forward "
+                                 f"passes per batch of documents; is that intended?")
+    plan.expand()
+    return plan
