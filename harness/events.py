@@ -66,7 +66,7 @@ class Message(RunEvent):
 @dataclass
 class RunFinished(RunEvent):
     output_path: str = ""
-    results: dict[str, Any] = field(default_factory=dict)
+    results: Any = None  # the run's mlmh.types.RunResults
     seconds: float = 0.0
     kind: str = "run_finished"
 

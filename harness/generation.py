@@ -19,19 +19,16 @@ from mlmh.types import Document, Generation, MaskedItem
 from mlmh.words import split_words
 
 
-def prepare_items(documents: Sequence[Document], masking: Masking, seed: int, condition: str | None = None) -> list[MaskedItem]:
-    """Mask every document: the mask depends on (seed, masking spec, doc id) only.
-
-    ``condition`` keys the per-sample sampler seed (default: the masking spec); pass e.g.
-    ``"<masking>|<sampler>"`` to give each sampler its own random stream.
-    """
+def prepare_items(documents: Sequence[Document], masking: Masking, seed: int) -> list[MaskedItem]:
+    """Mask every document: the mask and the sampler's random stream depend on (seed, masking spec, doc id)
+    only, so every model and sampler of a masking is compared on the same words and random numbers."""
     items = []
     for document in documents:
         words = split_words(document.text)
         rng = np.random.default_rng(mask_seed(seed, masking.spec, document.id))
         plan = masking.mask(document, words, rng)
         items.append(MaskedItem(doc_id=document.id, words=words, plan=plan,
-                                seed=sample_seed(seed, condition or masking.spec, document.id)))
+                                seed=sample_seed(seed, masking.spec, document.id)))
     return items
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from mlmh.report import higher_is_better, main_metrics
+from mlmh.report import pick_main
 
 #: colour family (a matplotlib colormap) per model kind; unknown kinds share the grey one
 KIND_COLORMAP = {"mlm": "Blues", "clm": "Oranges", "seq2seq": "Greens"}
@@ -30,8 +30,28 @@ MetricsOf = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def main_set(row: dict[str, Any]) -> dict[str, Any]:
-    """The metrics a condition is judged by (``row["metrics"]``)."""
+    """The metrics a condition is judged by (``row["metrics"]``: the run's headline document set)."""
     return row.get("metrics") or {}
+
+
+def seen_set(row: dict[str, Any]) -> dict[str, Any]:
+    """The metrics on seen (train) documents."""
+    return (row.get("seen") or {}).get("metrics") or {}
+
+
+def main_metrics(results: dict[str, Any], metrics_of: "MetricsOf" = main_set) -> list[str]:
+    names: dict[str, None] = {}
+    for row in results.get("conditions", []):
+        names.update(dict.fromkeys(metrics_of(row)))
+    return pick_main(names)
+
+
+def higher_is_better(results: dict[str, Any], metric: str, metrics_of: "MetricsOf" = main_set) -> bool:
+    for row in results.get("conditions", []):
+        entry = metrics_of(row).get(metric)
+        if entry is not None:
+            return bool(entry.get("higher_is_better", True))
+    return True
 
 
 @dataclass(frozen=True)
@@ -90,13 +110,13 @@ def plot_data(results: dict[str, Any], metrics: list[str] | None = None, metrics
     rows = [r for r in results.get("conditions", []) if metrics_of(r)]
     if not rows:
         return []
-    metrics = metrics or main_metrics({"conditions": [{"metrics": metrics_of(r)} for r in rows]})
+    metrics = metrics or main_metrics(results, metrics_of)
     swept = swept_families(results)
     several_seeds = len({r.get("seed") for r in rows}) > 1
     style = _styles(rows, several_seeds)
     panels = []
     for metric in metrics:
-        better = higher_is_better({"conditions": [{"metrics": metrics_of(r)} for r in rows]}, metric)
+        better = higher_is_better(results, metric, metrics_of)
         by_ratio: dict[str, Series] = {}
         by_masking: dict[str, Series] = {}
         for row in rows:
@@ -137,7 +157,7 @@ def steps_data(results: dict[str, Any], metric: str, metrics_of: MetricsOf = mai
     kept = [s for s in series.values() if len({p.x for p in s.points}) >= 2]
     for s in kept:
         s.points.sort(key=lambda p: p.x)
-    return Panel(metric, "refinement steps", higher_is_better(results, metric), kept) if kept else None
+    return Panel(metric, "refinement steps", higher_is_better(results, metric, metrics_of), kept) if kept else None
 
 
 def downstream_data(results: dict[str, Any], metric: str, metrics_of: MetricsOf = main_set) -> tuple[Panel, str, float | None] | None:
@@ -215,17 +235,19 @@ def write_plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     written = []
     metrics = main_metrics(results)
-    figures: list[tuple[str, list[Panel], str]] = [("quality_by_masking", plot_data(results, metrics), "")]
-    unseen = lambda row: (row.get("unseen") or {}).get("metrics") or {}  # noqa: E731
-    if any(unseen(r) for r in results.get("conditions", [])):
-        figures.append(("quality_by_masking_unseen", plot_data(results, metrics, unseen), "on unseen documents"))
+    headline = results.get("headline", "seen")
+    figures: list[tuple[str, list[Panel], str]] = [("quality_by_masking", plot_data(results, metrics), f"on {headline} documents")]
+    if headline == "unseen" and any(seen_set(r) for r in results.get("conditions", [])):
+        figures.append(("quality_by_masking_seen", plot_data(results, metrics, seen_set), "on seen (training) documents"))
     for name, panels, subtitle in figures:
         if panels:
             written.append(draw_panels(panels, out_dir / f"{name}.png", subtitle))
     steps = steps_data(results, metrics[0]) if metrics else None
     if steps:
         written.append(draw_panels([steps], out_dir / "quality_vs_steps.png"))
-    scatter = downstream_data(results, metrics[0]) if metrics else None
+    # the downstream tasks train on the seen regenerations, so their quality is the one to set against them
+    synthetic = seen_set if any(seen_set(r) for r in results.get("conditions", [])) else main_set
+    scatter = downstream_data(results, metrics[0], synthetic) if metrics else None
     if scatter:
         panel, _, baseline = scatter
         written.append(draw_panels([panel], out_dir / "quality_vs_downstream.png", baseline=baseline))

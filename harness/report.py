@@ -1,7 +1,8 @@
-"""report.md and plots from a results.json: tables, plain-words findings, PNG figures.
+"""report.md and plots from a run's :class:`~mlmh.types.RunResults`: tables, plain-words findings, figures.
 
-Everything here reads only the results dict, so ``mlmh report RUN_DIR`` rebuilds the same report
-from a finished (or copied) run without any model or data.
+Everything here reads only the results, so ``mlmh report RUN_DIR`` rebuilds the same report from a
+finished (or copied) run without any model or data. The comparison leads with the documents no model
+trained on (``unseen``); the ``seen`` ones follow, and the report says where the two disagree.
 """
 
 from __future__ import annotations
@@ -12,50 +13,73 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mlmh.errors import SpecError
+from mlmh.types import ConditionResult, RunResults, Score
 
 #: the metrics the comparison tables lead with, when a run has them
 MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
+ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
+              "seen": "seen documents (train split: the models learned from them)"}
 
 
-def load_results(run_dir: str | Path) -> dict[str, Any]:
+def as_results(results: RunResults | dict[str, Any]) -> RunResults:
+    return results if isinstance(results, RunResults) else RunResults.from_dict(results)
+
+
+def load_results(run_dir: str | Path) -> RunResults:
     path = Path(run_dir)
     if path.is_dir():
         path = path / "results.json"
     if not path.is_file():
         raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return RunResults.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except json.JSONDecodeError as exc:
         raise SpecError(f"{path}: not valid JSON ({exc})") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpecError(f"{path}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
 
 
-def metric_names(results: dict[str, Any]) -> list[str]:
+def roles(results: RunResults) -> list[str]:
+    """The document sets the run scored, headline first."""
+    present = [r for r in ("unseen", "seen") if any(getattr(c, r) is not None for c in results.conditions)]
+    return sorted(present, key=lambda r: r != results.headline)
+
+
+def metric_names(results: RunResults, role: str | None = None) -> list[str]:
     names: dict[str, None] = {}
-    for row in results.get("conditions", []):
-        for name in row.get("metrics", {}):
+    for row in results.conditions:
+        for name in row.quality(role):
             names.setdefault(name)
     return list(names)
 
 
-def main_metrics(results: dict[str, Any], limit: int = 6) -> list[str]:
-    """The metrics to show first: the paper's ones when present, else the first few the run has."""
-    names = metric_names(results)
-    main = [m for m in MAIN_METRICS if m in names]
-    return main or names[:limit]
+def pick_main(names: Iterable[str], limit: int = 6) -> list[str]:
+    """The metrics to show first: the paper's ones when present, else the first few."""
+    names = list(names)
+    return [m for m in MAIN_METRICS if m in names] or names[:limit]
 
 
-def higher_is_better(results: dict[str, Any], metric: str) -> bool:
-    for row in results.get("conditions", []):
-        entry = row.get("metrics", {}).get(metric)
-        if entry is not None:
-            return bool(entry.get("higher_is_better", True))
+def main_metrics(results: RunResults, role: str | None = None) -> list[str]:
+    return pick_main(metric_names(results, role))
+
+
+def higher_is_better(results: RunResults, metric: str) -> bool:
+    for row in results.conditions:
+        for role in (None, "seen", "unseen"):
+            score = row.quality(role).get(metric)
+            if score is not None:
+                return score.higher_is_better
     return True
 
 
-def best_conditions(results: dict[str, Any], metric: str) -> set[str]:
-    """Ids of the condition(s) with the best value of ``metric`` (ties all win)."""
-    values = {row["id"]: _value(row, metric) for row in results.get("conditions", [])}
+def _better(results: RunResults, metric: str, a: float, b: float) -> bool:
+    return a > b if higher_is_better(results, metric) else a < b
+
+
+def best_conditions(results: RunResults, metric: str, role: str | None = None) -> set[str]:
+    """Ids of the condition(s) with the best value of ``metric`` on ``role`` (ties all win)."""
+    values = {row.id: row.value(metric, role) for row in results.conditions}
     values = {k: v for k, v in values.items() if v is not None}
     if not values:
         return set()
@@ -63,12 +87,12 @@ def best_conditions(results: dict[str, Any], metric: str) -> set[str]:
     return {k for k, v in values.items() if v == best}
 
 
-def format_score(entry: dict[str, Any] | None, with_ci: bool = True) -> str:
-    if not entry or entry.get("value") is None:
+def format_score(score: Score | None, with_ci: bool = True) -> str:
+    if score is None or score.value is None:
         return "n/a"
-    text = _num(entry["value"])
-    if with_ci and entry.get("ci_low") is not None and entry.get("ci_high") is not None:
-        text += f" [{_num(entry['ci_low'])}, {_num(entry['ci_high'])}]"
+    text = _num(score.value)
+    if with_ci and score.has_ci:
+        text += f" [{_num(score.ci_low)}, {_num(score.ci_high)}]"  # type: ignore[arg-type]
     return text
 
 
@@ -77,79 +101,143 @@ def _num(value: float) -> str:
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
-def _value(row: dict[str, Any], metric: str) -> float | None:
-    entry = row.get("metrics", {}).get(metric)
-    return None if not entry else entry.get("value")
-
-
-def overlap(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
-    """Whether two CIs overlap; None when either has no CI."""
-    if None in (a.get("ci_low"), a.get("ci_high"), b.get("ci_low"), b.get("ci_high")):
-        return None
-    return not (a["ci_high"] < b["ci_low"] or b["ci_high"] < a["ci_low"])
-
-
 # -- findings ---------------------------------------------------------------------------------------
-def kind_comparison(results: dict[str, Any], metric: str, kind_a: str = "mlm", kind_b: str = "clm") -> list[dict[str, Any]]:
-    """Per masking and seed: the best ``kind_a`` condition against the best ``kind_b`` condition on ``metric``."""
-    better_high = higher_is_better(results, metric)
-    groups: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
-    for row in results.get("conditions", []):
-        if _value(row, metric) is None or row["model_kind"] not in (kind_a, kind_b):
+def kind_comparison(results: RunResults, metric: str, kind_a: str = "mlm", kind_b: str = "clm",
+                    role: str | None = None) -> list[dict[str, Any]]:
+    """Per masking and seed: the best ``kind_a`` condition against the best ``kind_b`` one on ``metric``."""
+    groups: dict[tuple[str, int], dict[str, ConditionResult]] = defaultdict(dict)
+    for row in results.conditions:
+        value = row.value(metric, role)
+        if value is None or row.model_kind not in (kind_a, kind_b):
             continue
-        slot = groups[(row["masking"], row["seed"])]
-        best = slot.get(row["model_kind"])
-        value = _value(row, metric)
-        if best is None or (value > _value(best, metric) if better_high else value < _value(best, metric)):
-            slot[row["model_kind"]] = row
+        slot = groups[(row.masking, row.seed)]
+        best = slot.get(row.model_kind)
+        if best is None or _better(results, metric, value, best.value(metric, role)):  # type: ignore[arg-type]
+            slot[row.model_kind] = row
     out = []
     for (masking, seed), slot in groups.items():
         if kind_a not in slot or kind_b not in slot:
             continue
-        a, b = slot[kind_a]["metrics"][metric], slot[kind_b]["metrics"][metric]
-        a_wins = a["value"] > b["value"] if better_high else a["value"] < b["value"]
-        winner = kind_a if a_wins else kind_b if a["value"] != b["value"] else None
+        a, b = slot[kind_a].quality(role)[metric], slot[kind_b].quality(role)[metric]
+        winner = None if a.value == b.value else kind_a if _better(results, metric, a.value, b.value) else kind_b  # type: ignore[arg-type]
         out.append({"masking": masking, "seed": seed, "a": slot[kind_a], "b": slot[kind_b], "winner": winner,
-                    "overlapping": overlap(a, b)})
+                    "overlapping": a.overlaps(b)})
     return out
 
 
-def kind_findings(results: dict[str, Any], kind_a: str = "mlm", kind_b: str = "clm") -> list[str]:
+def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, role: str | None) -> tuple[str, str] | None:
+    """(verdict, detail) of ``kind_a`` against ``kind_b`` on ``metric``; None when they are never compared.
+
+    The verdict counts only wins with non-overlapping CIs, so a difference inside the noise reads as a tie.
+    """
+    cells = kind_comparison(results, metric, kind_a, kind_b, role)
+    if not cells:
+        return None
+    la, lb = KIND_LABEL.get(kind_a, kind_a), KIND_LABEL.get(kind_b, kind_b)
+    wins_a = [c for c in cells if c["winner"] == kind_a]
+    wins_b = [c for c in cells if c["winner"] == kind_b]
+    sure_a = sum(1 for c in wins_a if c["overlapping"] is False)
+    sure_b = sum(1 for c in wins_b if c["overlapping"] is False)
+    if sure_a > sure_b:
+        verdict = f"{la} beats {lb}"
+    elif sure_b > sure_a:
+        verdict = f"{lb} beats {la}"
+    else:
+        verdict = f"{la} and {lb} tie"
+    detail = (f"{la} higher in {len(wins_a)} of {len(cells)} masking settings ({sure_a} with non-overlapping CIs), "
+              f"{lb} higher in {len(wins_b)} ({sure_b} with non-overlapping CIs)")
+    if sure_a == 0 and sure_b == 0:
+        detail += "; overlapping CIs everywhere, so no difference is established"
+    if not higher_is_better(results, metric):
+        detail += " (lower is better)"
+    return verdict, detail
+
+
+def kind_findings(results: RunResults, kind_a: str = "mlm", kind_b: str = "clm", role: str | None = None) -> list[str]:
     """One plain sentence per main metric: which kind wins in how many maskings, and how surely."""
     lines = []
-    la, lb = KIND_LABEL.get(kind_a, kind_a), KIND_LABEL.get(kind_b, kind_b)
-    for metric in main_metrics(results):
-        cells = kind_comparison(results, metric, kind_a, kind_b)
-        if not cells:
-            continue
-        wins_a = [c for c in cells if c["winner"] == kind_a]
-        wins_b = [c for c in cells if c["winner"] == kind_b]
-        sure_a = sum(1 for c in wins_a if c["overlapping"] is False)
-        sure_b = sum(1 for c in wins_b if c["overlapping"] is False)
-        n = len(cells)
-        if len(wins_a) > len(wins_b):
-            verdict = f"{la} beats {lb}"
-        elif len(wins_b) > len(wins_a):
-            verdict = f"{lb} beats {la}"
-        else:
-            verdict = f"{la} and {lb} tie"
-        detail = (f"{la} higher in {len(wins_a)} of {n} masking settings ({sure_a} with non-overlapping CIs), "
-                  f"{lb} higher in {len(wins_b)} ({sure_b} with non-overlapping CIs)")
-        if sure_a == 0 and sure_b == 0:
-            detail += "; overlapping CIs everywhere, so no difference is established"
-        if not higher_is_better(results, metric):
-            detail += " (lower is better)"
-        lines.append(f"**{metric}**: {verdict} — {detail}.")
+    for metric in main_metrics(results, role):
+        found = kind_verdict(results, metric, kind_a, kind_b, role)
+        if found:
+            lines.append(f"**{metric}**: {found[0]} — {found[1]}.")
     return lines
 
 
-def ratio_trends(results: dict[str, Any]) -> list[str]:
+def disagreements(results: RunResults, kind_a: str = "mlm", kind_b: str = "clm") -> list[str]:
+    """Metrics whose MLM-vs-CLM verdict on seen documents differs from the one on unseen documents."""
+    lines = []
+    for metric in main_metrics(results, "unseen"):
+        seen, unseen = (kind_verdict(results, metric, kind_a, kind_b, r) for r in ("seen", "unseen"))
+        if seen and unseen and seen[0] != unseen[0]:
+            lines.append(f"**{metric}**: on unseen documents {unseen[0]}, but on seen documents {seen[0]}. "
+                         "The seen result reflects what the models memorised of their training text.")
+    return lines
+
+
+def memorization_findings(results: RunResults) -> list[str]:
+    """Per model: conditions whose seen - unseen gap on the first main metric lies outside its CI."""
+    metrics = main_metrics(results, "unseen")
+    if not metrics:
+        return []
+    metric = metrics[0]
+    by_model: dict[str, list[ConditionResult]] = defaultdict(list)
+    for row in results.conditions:
+        if row.gap.get(metric) is not None:
+            by_model[row.model].append(row)
+    lines = []
+    for model, rows in by_model.items():
+        flagged = [r for r in rows if r.gap[metric].extra.get("significant")]
+        worst = max(rows, key=lambda r: r.gap[metric].value or 0.0)
+        g = worst.gap[metric]
+        recall = _recall_pair(worst)
+        if flagged:
+            lines.append(f"**{model}** scores {metric} higher on seen than on unseen documents beyond the CI in "
+                         f"{len(flagged)} of {len(rows)} conditions (largest gap {format_score(g)} in "
+                         f"{worst.masking} / {worst.sampler}{recall}): flagged as memorization.")
+        else:
+            lines.append(f"**{model}**: no seen - unseen {metric} gap outside its CI in {len(rows)} conditions "
+                         f"(largest {format_score(g)}{recall}).")
+    return lines
+
+
+def _recall_pair(row: ConditionResult) -> str:
+    seen = row.seen.verbatim_recall if row.seen else None
+    unseen = row.unseen.verbatim_recall if row.unseen else None
+    if seen is None or unseen is None or seen.value is None or unseen.value is None:
+        return ""
+    return f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} unseen"
+
+
+def filler_findings(results: RunResults) -> list[str]:
+    """What the visible context alone earns: the filler's score beside the best model, per masking."""
+    role = results.headline
+    metrics = main_metrics(results, role)
+    if not metrics or not results.filler_word:
+        return []
+    metric = metrics[0]
+    by_masking: dict[str, list[ConditionResult]] = defaultdict(list)
+    for row in results.conditions:
+        block = getattr(row, role)
+        if block is not None and block.filler.get(metric) is not None and row.value(metric, role) is not None:
+            by_masking[row.masking].append(row)
+    lines = []
+    for masking, rows in by_masking.items():
+        filler = getattr(rows[0], role).filler[metric]
+        best = max(rows, key=lambda r: r.value(metric, role) if higher_is_better(results, metric) else -r.value(metric, role))  # type: ignore[operator]
+        gain = best.value(metric, role) - filler.value  # type: ignore[operator]
+        lines.append(f"{masking}: filling every mask with \"{results.filler_word}\" scores {metric} "
+                     f"{format_score(filler)}; the best condition ({best.model} / {best.sampler}) scores "
+                     f"{format_score(best.quality(role)[metric])}, {gain:+.3g} over it.")
+    return lines
+
+
+def ratio_trends(results: RunResults, role: str | None = None) -> list[str]:
     """How each main metric moves with the random masking ratio, per model and sampler (Spearman rho)."""
     from scipy.stats import spearmanr
 
-    series = ratio_series(results)
+    series = ratio_series(results, role)
     lines = []
-    for metric in main_metrics(results):
+    for metric in main_metrics(results, role):
         parts = []
         for (model, sampler), points in sorted(series.get(metric, {}).items()):
             if len(points) < 3:
@@ -167,42 +255,29 @@ def ratio_trends(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def ratio_series(results: dict[str, Any]) -> dict[str, dict[tuple[str, str], list[tuple[float, float]]]]:
+def ratio_series(results: RunResults, role: str | None = None) -> dict[str, dict[tuple[str, str], list[tuple[float, float]]]]:
     """metric -> (model, sampler [/ masking family]) -> [(ratio, value)] over conditions whose masking has a ratio."""
     out: dict[str, dict[tuple[str, str], list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
-    for row in results.get("conditions", []):
-        if row.get("masking_ratio") is None:
+    for row in results.conditions:
+        if row.masking_ratio is None:
             continue
-        family = row["masking"].split(":")[0]
-        label = row["sampler"] if family == "random" else f"{row['sampler']} / {family}"
-        for metric, entry in row.get("metrics", {}).items():
-            if entry.get("value") is not None:
-                out[metric][(row["model"], label)].append((float(row["masking_ratio"]), float(entry["value"])))
+        family = row.masking.split(":")[0]
+        label = row.sampler if family == "random" else f"{row.sampler} / {family}"
+        for metric, score in row.quality(role).items():
+            if score.value is not None:
+                out[metric][(row.model, label)].append((float(row.masking_ratio), float(score.value)))
     return out
 
 
-def correlation_findings(results: dict[str, Any]) -> list[str]:
+def correlation_findings(results: RunResults) -> list[str]:
     """One line per main quality metric and task (its first score; the table has them all): rho, CI, verdict."""
-    main = set(main_metrics(results))
+    main = set(main_metrics(results, "seen") or main_metrics(results))
     first_score: dict[str, str] = {}
-    for item in results.get("correlations", []):
-        first_score.setdefault(item.get("task"), item.get("score"))
-    lines = []
-    for item in results.get("correlations", []):
-        if item.get("metric") in main and first_score.get(item.get("task")) == item.get("score"):
-            lines.append(f"{item['metric']} vs {item.get('task')} {item.get('score')}: {item.get('summary', '')}")
-    return lines
-
-
-def correlation_table(results: dict[str, Any]) -> list[str]:
-    rows = []
-    for item in results.get("correlations", []):
-        ci = item.get("spearman_ci")
-        rows.append([str(item.get("metric")), f"{item.get('task')} {item.get('score')}", str(item.get("n")),
-                     "n/a" if item.get("spearman") is None else f"{item['spearman']:+.2f}",
-                     "n/a" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
-                     "n/a" if item.get("pearson") is None else f"{item['pearson']:+.2f}"])
-    return _table(["metric", "downstream score", "n", "Spearman rho", "95% CI", "Pearson r"], rows) if rows else []
+    for item in results.correlations:
+        first_score.setdefault(item.get("task"), item.get("score"))  # type: ignore[arg-type]
+    return [f"{item['metric']} vs {item.get('task')} {item.get('score')}: {item.get('summary', '')}"
+            for item in results.correlations
+            if item.get("metric") in main and first_score.get(item.get("task")) == item.get("score")]  # type: ignore[arg-type]
 
 
 # -- markdown ----------------------------------------------------------------------------------------
@@ -212,31 +287,107 @@ def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
     return lines
 
 
-def quality_table(results: dict[str, Any], metrics: list[str]) -> list[str]:
-    best = {m: best_conditions(results, m) for m in metrics}
+def quality_table(results: RunResults, metrics: list[str], role: str | None = None) -> list[str]:
+    """One row per condition (best per column in bold), then the filler's row per masking."""
+    best = {m: best_conditions(results, m, role) for m in metrics}
     rows = []
-    for row in results.get("conditions", []):
-        cells = [row["model"], row["masking"], row["sampler"], str(row["seed"])]
+    fillers: dict[str, dict[str, Score]] = {}
+    for row in results.conditions:
+        cells = [row.model, row.masking, row.sampler, str(row.seed)]
         for m in metrics:
-            text = format_score(row.get("metrics", {}).get(m))
-            cells.append(f"**{text}**" if row["id"] in best[m] else text)
+            text = format_score(row.quality(role).get(m))
+            cells.append(f"**{text}**" if row.id in best[m] else text)
+        block = getattr(row, role) if role else None
+        if role:
+            cells.append(format_score(block.verbatim_recall if block else None, with_ci=False))
+            if block is not None and block.filler:
+                fillers.setdefault(row.masking, block.filler)
         rows.append(cells)
+    for masking, filler in fillers.items():
+        rows.append([f"filler \"{results.filler_word}\"", masking, "-", "-"]
+                    + [format_score(filler.get(m)) for m in metrics] + ["-"])
     arrows = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
-    return _table(["model", "masking", "sampler", "seed", *arrows], rows)
+    return _table(["model", "masking", "sampler", "seed", *arrows, *(["verbatim recall"] if role else [])], rows)
 
 
-def downstream_table(results: dict[str, Any]) -> list[str]:
+def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
+    rows = []
+    for row in results.conditions:
+        if not row.gap:
+            continue
+        cells = [row.model, row.masking, row.sampler]
+        for m in metrics:
+            g = row.gap.get(m)
+            text = format_score(g)
+            cells.append(f"**{text}**" if g is not None and g.extra.get("significant") else text)
+        cells.append(format_score(row.gap.get("verbatim_recall")))
+        rows.append(cells)
+    return _table(["model", "masking", "sampler", *[f"{m} gap" for m in metrics], "verbatim recall gap"], rows) if rows else []
+
+
+def training_section(results: RunResults) -> list[str]:
+    """Per trained model: the budget rule, the checkpoint kept, held-out accuracy and the loss curves."""
+    lines: list[str] = []
+    for spec, model in results.models.items():
+        card = model.get("training")
+        if not card:
+            continue
+        lines += [f"### {spec}", ""]
+        facts = [f"objective {card.get('objective', model.get('model_kind', '?'))}"]
+        if card.get("mask_schedule"):
+            ratio = f" {card['mask_ratio']}" if card.get("mask_schedule") == "fixed" and card.get("mask_ratio") else ""
+            facts.append(f"mask schedule {card['mask_schedule']}{ratio}")
+        if card.get("budget"):
+            facts.append(f"budget matched on {card['budget']}")
+        for key, label in (("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
+                           ("steps_run", "steps run"), ("step_kept", "step kept"),
+                           ("best_validation_loss", "best validation loss"), ("final_loss", "final training loss")):
+            if card.get(key) is not None:
+                value = card[key]
+                facts.append(f"{label} {value:.3f}" if isinstance(value, float) else f"{label} {value:,}")
+        if card.get("stopped_early"):
+            facts.append("stopped early on validation loss")
+        lines += ["; ".join(facts) + ".", ""]
+        accuracy = card.get("inference_accuracy")
+        if isinstance(accuracy, dict) and accuracy:
+            lines += ["Masked-token accuracy on validation: " + ", ".join(
+                f"{_accuracy_label(k)} {_num(v) if isinstance(v, (int, float)) else v}" for k, v in accuracy.items()) + ".", ""]
+        curve = _curve_rows(card.get("train_curve") or [], card.get("validation_curve") or [])
+        if curve:
+            lines += _table(["step", "training loss", "validation loss"], curve) + [""]
+    return (["## Training", "", "Each trained model's card (training_card.json): what was matched across objectives, "
+             "which checkpoint was kept, and its loss curves.", ""] + lines) if lines else []
+
+
+def _accuracy_label(key: str) -> str:
+    return f"at ratio {key}" if key.replace(".", "", 1).isdigit() else key
+
+
+def _curve_rows(train: list[dict[str, float]], validation: list[dict[str, float]], most: int = 8) -> list[list[str]]:
+    """Up to ``most`` evenly spaced validation points with the training loss logged at the same step."""
+    if not validation:
+        return []
+    train_at = {int(p["step"]): p["loss"] for p in train}
+    step = max(1, -(-len(validation) // most))
+    picked = validation[::step]
+    if picked[-1] is not validation[-1]:
+        picked.append(validation[-1])
+    return [[str(int(p["step"])), _num(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-", _num(p["loss"])]
+            for p in picked]
+
+
+def downstream_table(results: RunResults) -> list[str]:
     columns: dict[tuple[str, str], None] = {}
-    for scores in [results.get("baseline", {})] + [r.get("downstream", {}) for r in results.get("conditions", [])]:
+    for scores in [results.baseline] + [r.downstream for r in results.conditions]:
         for task, values in scores.items():
             for metric in values:
                 columns.setdefault((task, metric))
     if not columns:
         return []
     cols = list(columns)
-    rows = [["real train split (baseline)", "", ""] + [_cell(results.get("baseline", {}), c) for c in cols]]
-    for row in results.get("conditions", []):
-        rows.append([row["model"], row["masking"], row["sampler"]] + [_cell(row.get("downstream", {}), c) for c in cols])
+    rows = [["real train split (baseline)", "", ""] + [_cell(results.baseline, c) for c in cols]]
+    for row in results.conditions:
+        rows.append([row.model, row.masking, row.sampler] + [_cell(row.downstream, c) for c in cols])
     return _table(["train data", "masking", "sampler", *[f"{t} {m}" for t, m in cols]], rows)
 
 
@@ -245,8 +396,19 @@ def _cell(scores: dict[str, dict[str, float]], column: tuple[str, str]) -> str:
     return "n/a" if value is None else _num(value)
 
 
-def human_section(results: dict[str, Any]) -> list[str]:
-    human = results.get("human")
+def correlation_table(results: RunResults) -> list[str]:
+    rows = []
+    for item in results.correlations:
+        ci = item.get("spearman_ci")
+        rows.append([str(item.get("metric")), f"{item.get('task')} {item.get('score')}", str(item.get("n")),
+                     "n/a" if item.get("spearman") is None else f"{item['spearman']:+.2f}",
+                     "n/a" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
+                     "n/a" if item.get("pearson") is None else f"{item['pearson']:+.2f}"])
+    return _table(["metric", "downstream score", "n", "Spearman rho", "95% CI", "Pearson r"], rows) if rows else []
+
+
+def human_section(results: RunResults) -> list[str]:
+    human = results.human
     if not human:
         return []
     lines = ["## Human evaluation", "", f"{human.get('n_raters', '?')} rater(s), {human.get('n_items', '?')} items, "
@@ -254,7 +416,7 @@ def human_section(results: dict[str, Any]) -> list[str]:
     criteria = human.get("criteria", [])
     rows = []
     for condition, scores in human.get("conditions", {}).items():
-        rows.append([condition] + [format_score(scores.get(c)) for c in criteria])
+        rows.append([condition] + [format_score(Score.from_dict(scores.get(c))) for c in criteria])
     lines += _table(["condition", *criteria], rows)
     agreement = human.get("agreement", {})
     if agreement:
@@ -263,60 +425,105 @@ def human_section(results: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(results: dict[str, Any], plots: list[str]) -> str:
-    config = results.get("config", {})
-    dataset = results.get("dataset", {})
-    metrics = main_metrics(results)
-    rest = [m for m in metric_names(results) if m not in metrics]
-    lines = [f"# mlmh run {results.get('run_id', '')}", "",
-             f"Preset **{config.get('preset', '?')}** on dataset **{dataset.get('name', config.get('dataset', '?'))}** "
-             f"({dataset.get('source', '')}): {results.get('n_samples', '?')} documents per condition, "
-             f"{len(results.get('conditions', []))} conditions, seeds {config.get('seeds', [])}.", ""]
-    lines += ["## Findings", ""]
-    findings = kind_findings(results, "mlm", "clm")
-    if findings:
-        lines += ["Does MLM beat CLM here? Best MLM sampler against the CLM, per masking setting:", ""]
-        lines += [f"- {f}" for f in findings]
-    else:
-        lines += ["- No masking setting has both an MLM and a CLM condition, so MLM and CLM are not compared."]
-    seq = kind_findings(results, "mlm", "seq2seq")
+def claims_section(results: RunResults) -> list[str]:
+    """One sentence per claim the run tested (:mod:`mlmh.claims`), with its verdict."""
+    if not results.findings:
+        return []
+    lines = ["## Claims tested", ""]
+    for finding in results.findings:
+        verdict = finding.get("verdict", "")
+        lines.append(f"- **{finding.get('claim', '?')}** ({verdict}): {finding.get('statement', '')}")
+    return lines + [""]
+
+
+def _header(results: RunResults) -> list[str]:
+    config, dataset = results.config, results.dataset
+    sets = ", ".join(f"{info.get('documents', 0)} {role} ({info.get('split', '?')} split)"
+                     for role, info in results.documents.items() if info.get("documents"))
+    total = results.timings.get("total")
+    return [f"# mlmh run {results.run_id}", "",
+            f"Preset **{config.get('preset', '?')}** on dataset **{dataset.get('name', config.get('dataset', '?'))}** "
+            f"({dataset.get('source', '')}): {sets or f'{results.n_samples} documents'} per condition, "
+            f"{len(results.conditions)} conditions, seeds {config.get('seeds', [])}"
+            + (f", {total:.0f} s in all." if total is not None else "."), ""]
+
+
+def _comparison(results: RunResults, role: str) -> list[str]:
+    lines = [f"MLM against CLM on {ROLE_LABEL.get(role, role)}; best MLM sampler per masking setting:", ""]
+    found = kind_findings(results, "mlm", "clm", role)
+    lines += [f"- {f}" for f in found] or ["- No masking setting has both an MLM and a CLM condition."]
+    seq = kind_findings(results, "mlm", "seq2seq", role)
     if seq:
-        lines += ["", "MLM against seq2seq:", ""] + [f"- {f}" for f in seq]
-    trends = ratio_trends(results)
-    lines += ["", "Masking-ratio trend:", ""]
+        lines += ["", f"MLM against seq2seq on {role} documents:", ""] + [f"- {f}" for f in seq]
+    return lines + [""]
+
+
+def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> str:
+    results = as_results(results)
+    present = roles(results)
+    lines = _header(results) + ["## Findings", ""]
+    for role in present:
+        lines += _comparison(results, role)
+    if len(present) == 2:
+        disagree = disagreements(results)
+        lines += ["Where seen and unseen documents disagree:", ""]
+        lines += [f"- {d}" for d in disagree] or ["- Nowhere: the MLM-CLM verdict is the same on both sets."]
+        lines += ["", "Memorization (seen - unseen gap; flagged when its 95% CI excludes 0):", ""]
+        lines += [f"- {m}" for m in memorization_findings(results)] or ["- No gap could be computed."]
+        lines += [""]
+    filler = filler_findings(results)
+    if filler:
+        lines += [f"What the visible context alone earns ({results.headline} documents):", ""] + [f"- {f}" for f in filler] + [""]
+    trends = ratio_trends(results, results.headline if present else None)
+    lines += ["Masking-ratio trend:", ""]
     lines += [f"- {t}" for t in trends] or ["- Fewer than three masking ratios in this run: no trend to report."]
-    lines += ["", "Quality vs downstream usefulness:", ""]
+    lines += ["", "Quality of the synthetic corpus (seen regenerations) vs its downstream usefulness:", ""]
     lines += [f"- {c}" for c in correlation_findings(results)] or ["- No correlation computed (no downstream scores)."]
-    lines += ["", "## Generation quality", "", "Bold: best per column. Brackets: bootstrap 95% CI.", ""]
-    lines += quality_table(results, metrics)
-    if rest:
-        lines += ["", "### More metrics", ""] + quality_table(results, rest)
+    lines += [""] + claims_section(results)
+    lines += ["## Generation quality", "", "Bold: best per column. Brackets: bootstrap 95% CI over documents. "
+              "Verbatim recall: share of masked words regenerated exactly.", ""]
+    for role in present or [None]:  # type: ignore[list-item]
+        metrics = main_metrics(results, role)
+        rest = [m for m in metric_names(results, role) if m not in metrics]
+        if role:
+            lines += [f"### On {ROLE_LABEL[role]}", ""]
+        lines += quality_table(results, metrics, role) + [""]
+        if rest:
+            lines += [f"More metrics{f' ({role})' if role else ''}:", ""] + quality_table(results, rest, role) + [""]
+    gaps = gap_table(results, main_metrics(results, "unseen"))
+    if gaps:
+        lines += ["### Seen - unseen gap", "", "Bold: the CI excludes 0.", ""] + gaps + [""]
+    lines += training_section(results)
     down = downstream_table(results)
     if down:
-        lines += ["", "## Downstream tasks", "", "Trained on the (synthetic) train documents, tested on the real test split.", ""]
-        lines += down
+        lines += ["## Downstream tasks", "", "Trained on the regenerated seen (train) documents, tested on the real "
+                  "test split.", ""] + down + [""]
     correlations = correlation_table(results)
     if correlations:
-        lines += ["", "## Quality vs downstream correlations", "", "Across conditions; bootstrap CIs over conditions.", ""]
-        lines += correlations
-    lines += [""] + human_section(results)
+        lines += ["## Quality vs downstream correlations", "", "Across conditions; bootstrap CIs over conditions.", ""]
+        lines += correlations + [""]
+    lines += human_section(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
-    notes = results.get("notes", [])
-    if notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
-    versions = results.get("versions", {})
-    lines += ["## Versions", "", ", ".join(f"{k} {v}" for k, v in versions.items() if isinstance(v, str)), ""]
+    if results.errors:
+        lines += ["## Failed components", "", "Each failed alone; the rest of the run completed.", ""]
+        lines += [f"- **{e.get('component')}** ({e.get('during')}): {e.get('error')}" for e in results.errors] + [""]
+    if results.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in results.notes] + [""]
+    if results.timings:
+        lines += ["## Timings", "", ", ".join(f"{k} {v:.1f} s" for k, v in results.timings.items()), ""]
+    lines += ["## Versions", "", ", ".join(f"{k} {v}" for k, v in results.versions.items() if isinstance(v, str)), ""]
     return "\n".join(lines)
 
 
-def write_report(results: dict[str, Any], out_dir: str | Path) -> Path:
+def write_report(results: RunResults | dict[str, Any], out_dir: str | Path) -> Path:
     """Write report.md and the plots into ``out_dir``; returns the report's path."""
+    results = as_results(results)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from mlmh.plots import write_plots  # plots reads this module's metric helpers
+    from mlmh.plots import write_plots  # plots read results.json's data
 
-    plots = write_plots(results, out)
+    plots = write_plots(results.to_dict(), out)
     path = out / "report.md"
     path.write_text(render_markdown(results, plots), encoding="utf-8")
     return path

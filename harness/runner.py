@@ -38,10 +38,8 @@ from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
 from mlmh.seeding import sample_seed
-from mlmh.types import Corpus, Document, Generation, MaskedItem, MetricResult, TaskResult, to_dict
-
-#: version of the results.json layout (docs/RESULTS.md)
-RESULTS_SCHEMA = 2
+from mlmh.types import (RESULTS_SCHEMA, Corpus, Document, Generation, MaskedItem, MetricResult, RunResults, TaskResult,
+                        to_dict)
 
 RESULTS_FILE = "results.json"
 CONFIG_FILE = "config.json"
@@ -52,9 +50,13 @@ TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at",
 
 
 class RunCancelled(MlmhError):
-    """The run was stopped through its cancel event; cached samples stay for ``--resume``."""
+    """The run was stopped (cancel event, Ctrl-C: exit 130; SIGTERM: 143); cached samples stay for ``--resume``."""
 
     exit_code = 130
+
+    def __init__(self, message: str, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 @dataclass
@@ -123,7 +125,7 @@ def saved_config(out: str | Path) -> RunConfig:
 
 def run_experiment(config: RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None, *,
                    output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
-                   cache_path: str | Path | None = None, executor: Any = None) -> dict[str, Any]:
+                   cache_path: str | Path | None = None, executor: Any = None) -> RunResults:
     """Run every condition of ``config`` and write results.json, report.md and plots to ``output_path``.
 
     ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
@@ -154,7 +156,7 @@ class Runner:
         return self.plan.conditions
 
     # -- orchestration -------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunResults:
         from mlmh.plan import build_plan
 
         started = time.time()
@@ -166,7 +168,7 @@ class Runner:
             self._forget_if_nothing_generated()
             raise
 
-    def _run(self, started: float) -> dict[str, Any]:
+    def _run(self, started: float) -> RunResults:
         self.bus.emit(RunStarted(run_id=self.out.name, config=self.config.to_dict(), n_conditions=len(self.conditions),
                                  output_path=str(self.out)))
         for warning in self.plan.warnings:
@@ -513,7 +515,7 @@ class Runner:
         self.bus.emit(Progress(stage="correlation", completed=1, total=1))
 
     # -- results -------------------------------------------------------------------------------
-    def _results(self, started: float) -> dict[str, Any]:
+    def _results(self, started: float) -> RunResults:
         from mlmh.memorization import gap
 
         conditions = []
@@ -541,7 +543,7 @@ class Runner:
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                            "tokens; their last masked words were left as they were (generation.truncated_tokens)",
                            "warning", emit=False)
-        return {
+        return RunResults.from_dict({
             "schema_version": RESULTS_SCHEMA,
             "run_id": self.out.name,
             "config": self.config.to_dict(),
@@ -565,9 +567,9 @@ class Runner:
             "errors": self.state.errors,
             "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
             "timings": self.state.timings,
-        }
+        })
 
-    def _write(self, results: dict[str, Any]) -> None:
+    def _write(self, results: RunResults) -> None:
         from mlmh.report import write_report
 
         self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
@@ -582,13 +584,13 @@ class Runner:
                 for condition in self.conditions:
                     by_doc = _per_sample(self.state.metric_results[condition.id],
                                          [g for g in self.state.generations[condition.id] if g.masked_words
-                                          and self.state.role_of.get(g.doc_id) == results["headline"]])
+                                          and self.state.role_of.get(g.doc_id) == results.headline])
                     for g in self.state.generations[condition.id]:
                         fh.write(json.dumps({"condition": condition.id, "role": self.state.role_of.get(g.doc_id),
                                              "generation": to_dict(g), "metrics": by_doc.get(g.doc_id, {})},
                                             ensure_ascii=False) + "\n")
         write_report(results, self.out)
-        _write_json(self.out / RESULTS_FILE, results)
+        _write_json(self.out / RESULTS_FILE, results.to_dict())
         self.bus.emit(Progress(stage="report", completed=1, total=1))
 
 

@@ -207,3 +207,193 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     if cls is MaskPlan:
         return cls(masking=data["masking"], word_indices=tuple(data["word_indices"]), note=data.get("note", ""))  # type: ignore[return-value]
     return cls(**data)
+
+
+# -- results of a run (results.json) ---------------------------------------------------------------
+#: Version of the results.json schema (docs/RESULTS.md). 1: one quality block per condition;
+#: 2: quality on ``seen`` and ``unseen`` documents, their gap, verbatim recall and the filler baseline.
+RESULTS_SCHEMA = 2
+
+
+@dataclass
+class Score:
+    """A value with its bootstrap 95% CI, as results.json stores every quality figure."""
+
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    higher_is_better: bool = True
+    info: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. matched/masked counts, significant
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Score | None":
+        if data is None:
+            return None
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}
+        out["higher_is_better"] = self.higher_is_better
+        if self.info:
+            out["info"] = self.info
+        if self.error:
+            out["error"] = self.error
+        return {**out, **self.extra}
+
+    @property
+    def has_ci(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None
+
+    def overlaps(self, other: "Score") -> bool | None:
+        """Whether the two CIs overlap; None when either has none."""
+        if not (self.has_ci and other.has_ci):
+            return None
+        return not (self.ci_high < other.ci_low or other.ci_high < self.ci_low)  # type: ignore[operator]
+
+
+def _scores(data: dict[str, Any] | None) -> dict[str, Score]:
+    return {name: score for name, entry in (data or {}).items() if (score := Score.from_dict(entry)) is not None}
+
+
+@dataclass
+class RoleQuality:
+    """A condition's quality on one document set: ``seen`` (train, what models learned from) or ``unseen`` (test)."""
+
+    documents: int
+    scored: int
+    metrics: dict[str, Score]
+    verbatim_recall: Score | None = None  # share of masked words regenerated exactly
+    filler: dict[str, Score] = field(default_factory=dict)  # every mask filled with the filler word
+    nothing_masked: int = 0
+    truncated_documents: int = 0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RoleQuality":
+        return cls(documents=data.get("documents", 0), scored=data.get("scored", 0), metrics=_scores(data.get("metrics")),
+                   verbatim_recall=Score.from_dict(data.get("verbatim_recall")), filler=_scores(data.get("filler")),
+                   nothing_masked=data.get("nothing_masked", 0), truncated_documents=data.get("truncated_documents", 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"documents": self.documents, "scored": self.scored,
+                               "metrics": {k: v.to_dict() for k, v in self.metrics.items()}}
+        if self.verbatim_recall is not None:
+            out["verbatim_recall"] = self.verbatim_recall.to_dict()
+        out["filler"] = {k: v.to_dict() for k, v in self.filler.items()}
+        if self.nothing_masked:
+            out["nothing_masked"] = self.nothing_masked
+        if self.truncated_documents:
+            out["truncated_documents"] = self.truncated_documents
+        return out
+
+
+@dataclass
+class ConditionResult:
+    """One model x masking x sampler x seed: its quality per document set, gap, downstream scores, costs."""
+
+    id: str
+    model: str
+    model_kind: str
+    masking: str
+    sampler: str
+    seed: int
+    masking_ratio: float | None = None
+    steps: int | None = None
+    seen: RoleQuality | None = None
+    unseen: RoleQuality | None = None
+    gap: dict[str, Score] = field(default_factory=dict)  # seen - unseen, with a CI
+    metrics: dict[str, Score] = field(default_factory=dict)  # the headline set's (RunResults.headline)
+    downstream: dict[str, dict[str, float]] = field(default_factory=dict)
+    generation: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ConditionResult":
+        roles = {role: RoleQuality.from_dict(data[role]) if data.get(role) else None for role in ("seen", "unseen")}
+        return cls(id=data["id"], model=data["model"], model_kind=data["model_kind"], masking=data["masking"],
+                   sampler=data["sampler"], seed=data["seed"], masking_ratio=data.get("masking_ratio"),
+                   steps=data.get("steps"), **roles, gap=_scores(data.get("gap")), metrics=_scores(data.get("metrics")),
+                   downstream=data.get("downstream") or {}, generation=data.get("generation") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "model": self.model, "model_kind": self.model_kind,
+                               "masking": self.masking, "sampler": self.sampler, "seed": self.seed}
+        if self.masking_ratio is not None:
+            out["masking_ratio"] = self.masking_ratio
+        if self.steps is not None:
+            out["steps"] = self.steps
+        for role in ("seen", "unseen"):
+            if getattr(self, role) is not None:
+                out[role] = getattr(self, role).to_dict()
+        if self.gap:
+            out["gap"] = {k: v.to_dict() for k, v in self.gap.items()}
+        out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
+        out["downstream"] = self.downstream
+        out["generation"] = self.generation
+        return out
+
+    def quality(self, role: str | None = None) -> dict[str, Score]:
+        """Metric scores on ``role`` ("seen"/"unseen"); the headline set's when ``role`` is None."""
+        if role is None:
+            return self.metrics
+        block = getattr(self, role, None)
+        return block.metrics if block is not None else {}
+
+    def value(self, metric: str, role: str | None = None) -> float | None:
+        score = self.quality(role).get(metric)
+        return None if score is None else score.value
+
+
+@dataclass
+class RunResults:
+    """What ``mlmh eval`` found: written once as results.json (schema: docs/RESULTS.md), read by the
+    report, the CLI summary, human evaluation and the TUI."""
+
+    run_id: str
+    config: dict[str, Any]
+    conditions: list[ConditionResult]
+    schema_version: int = RESULTS_SCHEMA
+    versions: dict[str, Any] = field(default_factory=dict)
+    dataset: dict[str, Any] = field(default_factory=dict)
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> split, count, ids
+    headline: str = "unseen"  # the document set the comparison leads with
+    filler_word: str | None = None
+    n_samples: int = 0  # documents regenerated per condition (seen + unseen)
+    baseline: dict[str, dict[str, float]] = field(default_factory=dict)
+    correlations: list[dict[str, Any]] = field(default_factory=list)
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> identity, kind, training card facts
+    findings: list[dict[str, Any]] = field(default_factory=list)  # claims tested by the run (mlmh.claims)
+    notes: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)  # components that failed, by name
+    started_at: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    human: dict[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunResults":
+        """Typed results from results.json's data; schema 1 files (before seen/unseen) read as seen-only."""
+        version = int(data.get("schema_version", 1))
+        if version > RESULTS_SCHEMA:
+            raise ValueError(f"results schema {version} is newer than this mlmh reads ({RESULTS_SCHEMA}); upgrade mlmh")
+        rows = [ConditionResult.from_dict(row) for row in data.get("conditions", [])]
+        if version == 1:
+            for row in rows:
+                row.seen = RoleQuality(documents=data.get("n_samples", 0), scored=data.get("n_samples", 0),
+                                       metrics=row.metrics)
+        names = {f.name for f in dataclasses.fields(cls)} - {"conditions", "schema_version", "headline"}
+        return cls(conditions=rows, schema_version=RESULTS_SCHEMA, headline=data.get("headline", "seen" if version == 1 else "unseen"),
+                   **{k: data[k] for k in names if k in data and data[k] is not None}
+                   | {"run_id": data.get("run_id", ""), "config": data.get("config", {})})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "conditions":
+                value = [row.to_dict() for row in value]
+            elif f.name == "human" and value is None:
+                continue
+            out[f.name] = value
+        return out

@@ -128,6 +128,16 @@ class TrainedModel(Model):
         path, _ = cache.get_or_build(self.cache_name(context), build)
         return load_adapter(self.model_kind, path, identity=self.identity(context))
 
+    def training_card(self, context: LoadContext) -> dict[str, Any]:
+        """The card :func:`mlmh.training.train` wrote beside the weights (empty before training)."""
+        import json
+
+        from mlmh.modelcache import CARD_NAME, ModelCache
+
+        path = ModelCache().lookup(self.cache_name(context))
+        card = path / CARD_NAME if path else None
+        return json.loads(card.read_text(encoding="utf-8")) if card and card.is_file() else {}
+
 
 class TrainedMLM(TrainedModel):
     name = "trained-mlm"

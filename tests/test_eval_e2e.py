@@ -68,7 +68,9 @@ def test_eval_end_to_end_then_warm_rerun_and_batch_size(workspace):
     assert any("ner" in note for note in results["notes"]) or "ner" in results["baseline"]
     out = root / "cold"
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "Does MLM beat CLM here?" in report and "## Downstream tasks" in report
+    assert report.index("MLM against CLM on unseen documents") < report.index("MLM against CLM on seen documents")
+    assert "Memorization (seen - unseen gap" in report and "## Training" in report and "## Downstream tasks" in report
+    assert "validation loss" in report and "verbatim recall" in report
     assert (out / "quality_vs_downstream.png").read_bytes()[:8] == PNG_MAGIC
     samples = [json.loads(x) for x in (out / "samples.jsonl").open()]
     assert len(samples) == CONDITIONS * results["n_samples"]

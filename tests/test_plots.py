@@ -26,6 +26,7 @@ def row(model, masking, sampler, ratio, bleu, seed=0, unseen=None):
     if "steps=" in sampler:
         out["steps"] = int(sampler.split("steps=")[1])
     if unseen is not None:
+        out["seen"] = {"metrics": dict(out["metrics"])}
         out["unseen"] = {"metrics": {"bleu": entry(unseen)}}
     return out
 
@@ -41,7 +42,7 @@ def results():
             rows.append(row(model, "span:ratio=0.3", sampler, 0.3, 40 - n))
             for masking, value in (("stopwords", 55), ("punctuation", 80), ("ner", 30)):
                 rows.append(row(model, masking, sampler, 1.0, value - 4 * n))
-    return {"conditions": rows, "baseline": {"av": {"auc": 0.8}}}
+    return {"conditions": rows, "baseline": {"av": {"auc": 0.8}}, "headline": "unseen"}
 
 
 def panel(panels, metric, axis):
@@ -99,7 +100,7 @@ def test_steps_and_downstream_data(results):
 
 def test_write_plots_writes_pngs_for_every_figure(results, tmp_path):
     paths = write_plots(results, tmp_path)
-    assert [p.name for p in paths] == ["quality_by_masking.png", "quality_by_masking_unseen.png", "quality_vs_steps.png",
+    assert [p.name for p in paths] == ["quality_by_masking.png", "quality_by_masking_seen.png", "quality_vs_steps.png",
                                        "quality_vs_downstream.png"]
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in paths)
 

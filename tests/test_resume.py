@@ -86,3 +86,28 @@ def test_resume_without_an_interrupted_run_is_a_usage_error(tmp_path, tiny_mlm, 
     path = preset(tmp_path, tiny_mlm, tiny_clm)
     done = subprocess.run(eval_args(path, tmp_path / "none", "--resume"), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no interrupted run" in done.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_exits_143_with_a_hint_that_resumes_the_run(tmp_path, tiny_mlm, tiny_clm):
+    """The printed hint is run exactly as printed (no --preset, no overrides) and finishes the run."""
+    import shlex
+
+    path = preset(tmp_path, tiny_mlm, tiny_clm)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "COLUMNS": "300"}
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen(eval_args(path, cut, "--limit", "6"), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and stored(cut / "samples.sqlite") < 2:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    hint = err[err.index("mlmh eval --resume"):].split("\n")[0].strip()
+    assert hint == f"mlmh eval --resume --output-path {cut} --no-cache"
+    resumed = subprocess.run([sys.executable, "-m", *shlex.split(hint)], env=env, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    results = json.loads((cut / "results.json").read_text(encoding="utf-8"))
+    assert results["config"]["limit"] == 6 and results["documents"]["seen"]["documents"] == 6

@@ -25,7 +25,7 @@ def config(**overrides):
 def run(tmp_path, name="run", listener=None, **kwargs):
     kwargs.setdefault("cache_path", tmp_path / "cache.sqlite")
     cfg = kwargs.pop("cfg", None) or config()
-    return run_experiment(cfg, listener, output_path=tmp_path / name, **kwargs)
+    return run_experiment(cfg, listener, output_path=tmp_path / name, **kwargs).to_dict()
 
 
 def n_docs(results):
@@ -68,6 +68,9 @@ def test_results_have_the_documented_shape(tmp_path):
     assert {"config", "versions", "n_samples", "conditions", "baseline", "correlations", "notes"} <= set(results)
     assert results["documents"]["seen"]["documents"] == 8 and results["documents"]["unseen"]["documents"] > 0
     assert results["n_samples"] == n_docs(results) and results["versions"]["mlmh"]
+    from mlmh.types import RunResults
+
+    assert RunResults.from_dict(results).to_dict() == results  # the typed value is the whole schema
     row = results["conditions"][0]
     assert {"id", "model", "model_kind", "masking", "masking_ratio", "sampler", "seed", "metrics", "downstream",
             "generation"} <= set(row)

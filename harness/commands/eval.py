@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from typing import Any
 
 import click
 
 from mlmh import options
+from mlmh.executors import BACKENDS
 
 
 @click.command(name="eval")
@@ -31,11 +34,17 @@ from mlmh import options
 @click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations with other runs (a private cache in the run dir).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes that generate (1 = in this process); results do not depend on it.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
+              help="Where workers run: local processes, or Ray (needs: pip install 'mlmh[ray]').")
+@click.option("--ray-address", metavar="ADDR", help="An existing Ray cluster (default: a local Ray started for the run).")
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
 def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
                  maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str],
                  limit: int | float | None, seeds: list[int], batch_size: int | None, output_path: str | None,
-                 log_samples: bool | None, resume: bool, no_cache: bool, show_config: bool) -> None:
+                 log_samples: bool | None, resume: bool, no_cache: bool, workers: int, backend: str,
+                 ray_address: str | None, show_config: bool) -> None:
     """Run an experiment: models x maskings x samplers x seeds -> generation quality, downstream
     usefulness, correlations. Writes results.json, report.md and plots to the run directory.
 
@@ -48,24 +57,33 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
                 --masking random:ratio=0.3 --sampler mask-predict:steps=10 --sampler clm-infill
       mlmh eval --preset quick --metric bleu,rouge --seed 0,1   # comma lists = repeated options
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
+      mlmh eval --resume --output-path runs/X       # continue that run as it was configured
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
+      mlmh eval --preset quick --workers 2          # generate on two local worker processes
+      mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
     """
     from pathlib import Path
 
     from mlmh.config import resolve
     from mlmh.errors import SpecError
     from mlmh.registry import get_registry
-    from mlmh.runner import RunCancelled, default_output_path, latest_run, run_experiment
+    from mlmh.runner import RunCancelled, default_output_path, latest_run, run_experiment, saved_config
 
-    if not preset:
-        names = ", ".join(get_registry().names("preset"))
-        raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
     overrides: dict[str, Any] = {
         "dataset": dataset, "data": data, "limit": limit, "batch_size": batch_size, "log_samples": log_samples,
         "models": list(models) or None, "maskings": list(maskings) or None, "samplers": list(samplers) or None,
         "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "seeds": list(seeds) or None,
     }
-    config = resolve(preset, overrides)
+    if resume and output_path and not preset:  # the run directory knows its own configuration
+        given = sorted(k for k, v in overrides.items() if v is not None)
+        if given:
+            raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
+        config = saved_config(output_path)
+    elif not preset:
+        names = ", ".join(get_registry().names("preset"))
+        raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
+    else:
+        config = resolve(preset, overrides)
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return
@@ -81,13 +99,35 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
 
     from mlmh.progress import RichListener
 
-    with RichListener() as listener:
+    hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
+    with RichListener() as listener, _terminate_as_interrupt():
         try:
             results = run_experiment(config, listener, output_path=out, resume=resume, use_cache=not no_cache)
+        except Terminated:
+            raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt:
-            raise RunCancelled(f"interrupted; finished batches are cached. Continue with: mlmh eval --preset {preset} "
-                               f"--resume --output-path {out}") from None
+            raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
     print_summary(results, out)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so a killed run stops the same way and prints the same hint."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Any:
+    def on_term(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (e.g. called from a test runner's worker thread): leave it
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _optional_list(values: list[str]) -> list[str] | None:
@@ -98,37 +138,51 @@ def _optional_list(values: list[str]) -> list[str] | None:
     return list(values)
 
 
-def print_summary(results: dict[str, Any], out: Any) -> None:
-    """The final comparison table (conditions x main metrics, CIs, best per column marked)."""
+def print_summary(results: Any, out: Any) -> None:
+    """The final comparison: conditions x main metrics on the headline (unseen) documents with CIs, the
+    first metric on seen documents and its gap, then the MLM-CLM verdict in words."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.report import best_conditions, format_score, higher_is_better, main_metrics
+    from mlmh.report import (best_conditions, disagreements, format_score, higher_is_better, kind_findings, main_metrics,
+                             roles)
 
     console = Console()
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
         console = Console(width=200)
-    metrics = main_metrics(results)
-    table = Table(title=f"{results['config']['preset']}: {results['n_samples']} documents per condition "
-                        "(best per column in bold, 95% CI in brackets)")
-    for column in ("model", "masking", "sampler"):
+    role = results.headline
+    metrics = main_metrics(results, role)
+    several_seeds = len(results.config.get("seeds", [])) > 1
+    both = len(roles(results)) == 2 and metrics
+    counts = ", ".join(f"{info.get('documents', 0)} {name}" for name, info in results.documents.items() if info.get("documents"))
+    table = Table(title=f"{results.config.get('preset', '?')}: {counts or results.n_samples} documents per condition; "
+                        f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
+    for column in ("model", "masking", "sampler", *(["seed"] if several_seeds else [])):
         table.add_column(column, overflow="fold")
-    if len(results["config"]["seeds"]) > 1:
-        table.add_column("seed")
-    best = {m: best_conditions(results, m) for m in metrics}
+    best = {m: best_conditions(results, m, role) for m in metrics}
     for m in metrics:
         table.add_column(f"{m} {'↑' if higher_is_better(results, m) else '↓'}", justify="right")
-    for row in results["conditions"]:
-        cells = [row["model"], row["masking"], row["sampler"]]
-        if len(results["config"]["seeds"]) > 1:
-            cells.append(str(row["seed"]))
+    if both:
+        table.add_column(f"{metrics[0]} seen", justify="right")
+        table.add_column("seen - unseen", justify="right")
+    for row in results.conditions:
+        cells = [row.model, row.masking, row.sampler, *([str(row.seed)] if several_seeds else [])]
         for m in metrics:
-            text = format_score(row["metrics"].get(m))
-            cells.append(f"[bold green]*{text}[/]" if row["id"] in best[m] else text)
-        table.add_row(*cells)
+            text = format_score(row.quality(role).get(m))
+            cells.append(f"[bold green]*{text}[/]" if row.id in best[m] else text)
+        if both:
+            gap = row.gap.get(metrics[0])
+            cells.append(format_score(row.quality("seen").get(metrics[0]), with_ci=False))
+            mark = gap is not None and gap.extra.get("significant")
+            cells.append(f"[bold yellow]{format_score(gap)}[/]" if mark else format_score(gap))
+        table.add_row(*(escape(c) if not c.startswith("[bold") else c for c in cells))
     console.print(table)
-    baseline = results.get("baseline") or {}
-    if baseline:
+    for line in kind_findings(results, "mlm", "clm", role)[:2] + disagreements(results)[:2]:
+        console.print(escape(line.replace("**", "")))
+    if results.baseline:
         console.print("Downstream baseline (real train split): " + "; ".join(
-            f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in baseline.items()))
+            f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))
+    if results.errors:
+        console.print(f"[yellow]{len(results.errors)} component(s) failed; the rest completed (see report.md).[/]")
     console.print(f"Results: {out}/results.json  report: {out}/report.md")

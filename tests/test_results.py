@@ -1,0 +1,91 @@
+"""The typed results (mlmh.types.RunResults): the JSON round trip, old and newer schemas, and the report's
+seen/unseen findings drawn from them."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlmh.report import disagreements, filler_findings, memorization_findings, render_markdown
+from mlmh.types import RESULTS_SCHEMA, RunResults
+
+
+def score(value, half=1.0, **extra):
+    return {"value": value, "ci_low": value - half, "ci_high": value + half, "higher_is_better": True, **extra}
+
+
+def gap(seen, unseen, half):
+    value = seen - unseen
+    return {"value": value, "ci_low": value - half, "ci_high": value + half, "significant": abs(value) > half}
+
+
+def condition(kind, ratio, seen, unseen):
+    model = f"trained-{kind}"
+    masking = f"random:ratio={ratio}"
+    sampler = "mask-predict:steps=4" if kind == "mlm" else "clm-infill"
+    role = lambda v: {"documents": 10, "scored": 10, "metrics": {"bleu": score(v)},  # noqa: E731
+                      "verbatim_recall": score(v / 100, 0.01), "filler": {"bleu": score(20.0)}}
+    return {"id": f"{model} | {masking} | {sampler} | seed=0", "model": model, "model_kind": kind, "masking": masking,
+            "masking_ratio": ratio, "sampler": sampler, "seed": 0, "seen": role(seen), "unseen": role(unseen),
+            "gap": {"bleu": gap(seen, unseen, 2.0)}, "metrics": {"bleu": score(unseen)}, "downstream": {},
+            "generation": {"samples": 20}}
+
+
+@pytest.fixture
+def results():
+    """The CLM recites its training text (wins on seen), the MLM wins on unseen documents."""
+    rows = [condition("mlm", 0.5, 36.0, 34.0), condition("clm", 0.5, 76.0, 30.0),
+            condition("mlm", 0.8, 20.0, 22.0), condition("clm", 0.8, 56.0, 18.0)]
+    card = {"objective": "clm", "budget": "tokens", "tokens_seen": 1024000, "steps_run": 500, "step_kept": 100,
+            "best_validation_loss": 8.0, "final_loss": 0.69, "stopped_early": True,
+            "train_curve": [{"step": s, "loss": 5.0 / s ** 0.3} for s in range(50, 501, 50)],
+            "validation_curve": [{"step": s, "loss": 8.0 + (s - 100) / 200} for s in range(50, 501, 50)]}
+    return {"schema_version": RESULTS_SCHEMA, "run_id": "r", "config": {"preset": "t", "seeds": [0]},
+            "dataset": {"name": "pan", "source": "official files"}, "headline": "unseen", "filler_word": "the",
+            "documents": {"seen": {"split": "train", "documents": 10}, "unseen": {"split": "test", "documents": 10}},
+            "n_samples": 20, "conditions": rows, "models": {"trained-clm": {"model_kind": "clm", "training": card}},
+            "errors": [{"component": "metric 'boom'", "during": "scoring", "error": "RuntimeError: no"}],
+            "timings": {"total": 12.5}}
+
+
+def test_json_round_trip_is_lossless(results):
+    typed = RunResults.from_dict(results)
+    again = RunResults.from_dict(typed.to_dict())
+    assert again == typed
+    assert typed.conditions[1].gap["bleu"].extra["significant"] is True
+    assert typed.conditions[0].value("bleu", "seen") == 36.0 and typed.conditions[0].value("bleu") == 34.0
+
+
+def test_schema_1_reads_as_seen_only_and_a_newer_schema_is_refused(results):
+    old = {"run_id": "o", "config": {}, "n_samples": 4, "conditions": [
+        {"id": "a", "model": "m", "model_kind": "mlm", "masking": "random", "sampler": "s", "seed": 0,
+         "metrics": {"bleu": score(10.0)}}]}
+    typed = RunResults.from_dict(old)
+    assert typed.headline == "seen" and typed.conditions[0].value("bleu", "seen") == 10.0
+    with pytest.raises(ValueError, match="newer"):
+        RunResults.from_dict({**results, "schema_version": RESULTS_SCHEMA + 1})
+
+
+def test_the_report_leads_with_unseen_and_says_where_seen_disagrees(results):
+    typed = RunResults.from_dict(results)
+    text = render_markdown(typed, [])
+    assert text.index("on unseen documents") < text.index("on seen documents")
+    (line,) = disagreements(typed)
+    assert "on unseen documents MLM beats CLM, but on seen documents CLM beats MLM" in line
+    assert "12 s in all" in text and "metric 'boom'" in text
+
+
+def test_memorization_is_flagged_only_where_the_gap_ci_excludes_zero(results):
+    lines = memorization_findings(RunResults.from_dict(results))
+    clm = next(line for line in lines if line.startswith("**trained-clm**"))
+    mlm = next(line for line in lines if line.startswith("**trained-mlm**"))
+    assert "flagged as memorization" in clm and "2 of 2" in clm and "verbatim: 76.0% seen, 30.0% unseen" in clm
+    assert "no seen - unseen bleu gap outside its CI" in mlm
+
+
+def test_filler_and_training_card_are_reported(results):
+    typed = RunResults.from_dict(results)
+    first = filler_findings(typed)[0]
+    assert first.startswith('random:ratio=0.5: filling every mask with "the" scores bleu 20.00') and "+14" in first
+    text = render_markdown(typed, [])
+    assert "## Training" in text and "step kept 100" in text and "budget matched on tokens" in text
+    assert "| 500 |" in text and "stopped early on validation loss" in text
