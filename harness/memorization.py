@@ -70,10 +70,11 @@ def _se(entry: dict[str, Any]) -> float | None:
 
 
 def filler_word(documents: Sequence[Document]) -> str:
-    """The most frequent word of ``documents`` (ties broken alphabetically, so it is reproducible)."""
-    from mlmh.words import split_words
+    """The most frequent word of ``documents``, punctuation left out (a "." filler would score as deleting
+    the masked words, not as guessing one); ties broken alphabetically, so it is reproducible."""
+    from mlmh.words import is_punctuation, split_words
 
-    counts = Counter(word for d in documents for word in split_words(d.text))
+    counts = Counter(word for d in documents for word in split_words(d.text) if not is_punctuation(word))
     if not counts:
         return "the"
     best = max(counts.values())

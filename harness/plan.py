@@ -224,6 +224,16 @@ def unavailable(component: Any, corpus: "Corpus") -> str | None:
     return None
 
 
+def load_context(config: "RunConfig", corpus: Any, progress: Any = None) -> Any:
+    """What every model of a run loads with: its dataset, corpus, first seed and the model cache (one rule for
+    the runner, executors' workers and ``mlmh generate --run``)."""
+    from mlmh.components import LoadContext
+    from mlmh.paths import models_dir
+
+    return LoadContext(dataset=config.dataset, data_path=config.data, corpus=corpus, seed=config.seeds[0],
+                       cache_dir=str(models_dir()), progress=progress)
+
+
 def build_plan(config: "RunConfig") -> RunPlan:
     """Build every component of ``config`` once and expand the grid (the registry's one caller)."""
     from mlmh.registry import get_registry

@@ -290,16 +290,13 @@ class Runner:
                                info={role: len(docs) for role, docs in self.state.documents.items()}))
 
     def _load_models(self) -> None:
-        from mlmh.components import LoadContext
-        from mlmh.paths import models_dir
+        from mlmh.plan import load_context
 
         models = self.plan.models
         self.bus.emit(StageStarted(stage="models", total=len(models), description="loading models (training on first use)"))
         for done, model in enumerate(models):
             self._check_cancel()
-            context = LoadContext(dataset=self.config.dataset, data_path=self.config.data, corpus=self.state.corpus,
-                                  seed=self.config.seeds[0], cache_dir=str(models_dir()),
-                                  progress=self._training_progress(model.short_spec))
+            context = load_context(self.config, self.state.corpus, self._training_progress(model.short_spec))
             identity = model.identity(context)
             adapter = model.load(context)
             self.state.models[model.spec] = LoadedModel(model, identity, adapter, model.training_card(context))
@@ -571,12 +568,13 @@ class Runner:
 
     def _write(self, results: RunResults) -> None:
         from mlmh.report import write_report
+        from mlmh.reproduce import sample_id
 
         self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
         with open(self.out / GENERATIONS_FILE, "w", encoding="utf-8") as fh:
-            for condition in self.conditions:
+            for index, condition in enumerate(self.conditions):
                 for g in self.state.generations[condition.id]:
-                    fh.write(json.dumps({"condition": condition.id, "doc_id": g.doc_id,
+                    fh.write(json.dumps({"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
                                          "role": self.state.role_of.get(g.doc_id), "original": g.original,
                                          "masked_text": g.masked_text, "text": g.text}, ensure_ascii=False) + "\n")
         if self.config.log_samples:

@@ -84,11 +84,12 @@ class TrainedModel(Model):
         if memo in self._prepared:
             return self._prepared[memo]
         from mlmh.modelcache import data_hash, library_versions
-        from mlmh.training import init_fingerprint
+        from mlmh.training import RECIPE_VERSION, init_fingerprint
 
         corpus = self._corpus(context)
         config = self._config()
         recipe = {
+            "recipe_version": RECIPE_VERSION,
             "config": config.to_dict(),
             "dataset": corpus.dataset,
             "train_hash": data_hash(d.text for d in corpus.split("train")),

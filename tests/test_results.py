@@ -89,3 +89,15 @@ def test_filler_and_training_card_are_reported(results):
     text = render_markdown(typed, [])
     assert "## Training" in text and "step kept 100" in text and "budget matched on tokens" in text
     assert "| 500 |" in text and "stopped early on validation loss" in text
+
+
+def test_the_reading_example_of_docs_results_runs(results, tmp_path, capsys):
+    import json
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    exec(code.replace("runs/20260101-120000-pan", str(tmp_path)), {})
+    assert "trained-clm random:ratio=0.5 30.0 76.0" in capsys.readouterr().out

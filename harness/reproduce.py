@@ -1,0 +1,95 @@
+"""Regenerate one sample of a finished run from its directory and sample id, and say whether it matches.
+
+A sample id is ``CONDITION:DOC_ID``: the condition's 1-based position in the run's results and the
+document id, as generations.jsonl lists them (its ``sample`` field). The run's saved configuration is
+resolved into the same plan (:func:`mlmh.plan.build_plan`), so the sample gets the same model, masking,
+sampler, seed and masked words as in the run: the mask and the sampler's random stream come from
+(seed, masking spec, document id) alone (:func:`mlmh.generation.prepare_items`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlmh.errors import SpecError
+from mlmh.types import Generation
+
+
+def sample_id(condition_index: int, doc_id: str) -> str:
+    """The id of one sample in a run: ``CONDITION:DOC_ID`` with the condition's 1-based position."""
+    return f"{condition_index + 1}:{doc_id}"
+
+
+@dataclass
+class Reproduction:
+    sample: str
+    condition: str
+    recorded: dict[str, Any]  # the generations.jsonl row
+    generation: Generation
+
+    @property
+    def identical(self) -> bool:
+        return self.generation.text == self.recorded.get("text") and self.generation.masked_text == self.recorded.get("masked_text")
+
+
+def recorded_sample(run_dir: Path, sample: str) -> dict[str, Any]:
+    """The generations.jsonl row of ``sample``; a SpecError naming the run when there is none."""
+    path = run_dir / "generations.jsonl"
+    if not path.is_file():
+        raise SpecError(f"--run {run_dir}: no generations.jsonl (not a finished mlmh eval run)")
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row.get("sample") == sample:
+                return row
+    raise SpecError(f"--sample {sample}: no such sample in {path} (ids are CONDITION:DOC_ID, e.g. "
+                    f"{_first_id(path)})")
+
+
+def _first_id(path: Path) -> str:
+    with path.open(encoding="utf-8") as handle:
+        first = handle.readline()
+    return json.loads(first).get("sample", "?") if first.strip() else "?"
+
+
+def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
+    """Rebuild the run's plan, mask the sample's document as the run did, and generate it again."""
+    from mlmh.generation import generate, prepare_items
+    from mlmh.plan import build_plan, load_context
+    from mlmh.runner import saved_config
+    from mlmh.splits import with_validation
+
+    run = Path(run_dir)
+    recorded = recorded_sample(run, sample)
+    config = saved_config(run)
+    plan = build_plan(config)
+    corpus = with_validation(plan.dataset.load(config.data))
+    plan.check(corpus)
+    condition = next((c for c in plan.conditions if c.id == recorded["condition"]), None)
+    if condition is None:
+        raise SpecError(f"--sample {sample}: condition {recorded['condition']!r} is not in the plan this mlmh builds "
+                        f"from {run}/config.json (were plugins removed?)")
+    document = next((d for d in corpus.documents if d.id == recorded["doc_id"]), None)
+    if document is None:
+        raise SpecError(f"--sample {sample}: document {recorded['doc_id']!r} is not in dataset {config.dataset} "
+                        f"({corpus.source})")
+    document = _as_generated(document, recorded["original"])
+    adapter = condition.model.load(load_context(config, corpus))
+    (item,) = prepare_items([document], condition.masking, condition.seed)
+    (generation,) = generate(adapter, condition.sampler, [item], batch_size=1)
+    return Reproduction(sample=sample, condition=condition.id, recorded=recorded, generation=generation)
+
+
+def _as_generated(document: Any, original: str) -> Any:
+    """``document`` cut as the run cut it to fit every model's window (the recorded original is that cut)."""
+    if document.text == original:
+        return document
+    if not document.text.startswith(original):
+        raise SpecError(f"document {document.id!r} no longer matches the text the run generated from (the dataset "
+                        "files changed)")
+    end = len(original)
+    return dataclasses.replace(document, text=original, entities=[e for e in document.entities if e.end <= end])
