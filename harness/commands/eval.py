@@ -97,16 +97,23 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     else:
         out = default_output_path(config.preset)
 
+    from mlmh.executors import make_executor
     from mlmh.progress import RichListener
 
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
-    with RichListener() as listener, _terminate_as_interrupt():
-        try:
-            results = run_experiment(config, listener, output_path=out, resume=resume, use_cache=not no_cache)
-        except Terminated:
-            raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
-        except KeyboardInterrupt:
-            raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
+    executor = make_executor(backend, workers, ray_address, config)
+    try:
+        with RichListener() as listener, _terminate_as_interrupt():
+            try:
+                results = run_experiment(config, listener, output_path=out, resume=resume, use_cache=not no_cache,
+                                         executor=executor)
+            except Terminated:
+                raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
+            except KeyboardInterrupt:
+                raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
+    finally:
+        if executor is not None:
+            executor.close()
     print_summary(results, out)
 
 
