@@ -148,7 +148,7 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
         if not getattr(config, key):
             raise SpecError(f"{source}: key '{key}' must list at least one {COMPONENT_LISTS[key]}")
     config.seeds = _seeds(merged.get("seeds", [0]), source)
-    config.limit = _limit(merged.get("limit", 0), source)
+    config.limit = parse_limit(merged.get("limit", 0), source)
     config.batch_size = _positive_int(merged.get("batch_size", 8), "batch_size", source)
     log = merged.get("log_samples", False)
     if not isinstance(log, bool):
@@ -222,8 +222,9 @@ def _seeds(value: Any, source: str) -> list[int]:
     return seeds
 
 
-def _limit(value: Any, source: str) -> int | float:
-    """``N`` documents, a fraction ``0 < x < 1`` of them, or 0 for all."""
+def parse_limit(value: Any, source: str) -> int | float:
+    """``N`` documents, a fraction ``0 < x < 1`` of them, or 0 for all: the one rule for a preset's
+    ``limit`` key and the ``--limit`` option; a SpecError names ``source``."""
     if isinstance(value, str):
         try:
             value = float(value) if "." in value else int(value)

@@ -86,10 +86,10 @@ def limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     """A click callback for a run's ``--limit``: N documents, a fraction 0.x, or 0 for all."""
     if value is None:
         return None
-    from mlmh.config import _limit
+    from mlmh.config import parse_limit
 
     try:
-        return _limit(value, flag_of(param))
+        return parse_limit(value, flag_of(param))
     except SpecError:
         raise SpecError(f"{flag_of(param)} {value}: expected a number of documents, a fraction 0.x, or 0 for all") from None
 

@@ -28,6 +28,7 @@ _command_pm: pluggy.PluginManager | None = None
 _entry_plugins: list[tuple[str, Any]] | None = None  # (registered name, plugin), loaded once per process
 load_errors: list[str] = []
 _DIST_OF: dict[str, tuple[str, str | None]] = {}  # registered plugin name -> (distribution, version)
+_failed_observers: set[str] = set()  # observers already reported as failing in this run
 
 
 def _normal(name: str) -> str:
@@ -71,6 +72,7 @@ def reset() -> None:
     global _pm, _command_pm, _entry_plugins
     _pm = _command_pm = _entry_plugins = None
     load_errors.clear()
+    _failed_observers.clear()
     from mlmh import registry
 
     registry.reset()
@@ -189,11 +191,19 @@ def describe_plugins() -> list[dict[str, Any]]:
 
 
 def emit_event(event: Any) -> None:
-    """Send a run event to every plugin implementing ``mlmh_run_event``; one failing observer
-    is reported on stderr and does not stop the run."""
+    """Send a run event to every plugin implementing ``mlmh_run_event``. An observer that raises is
+    reported once per run on stderr, by name and with its first error, and the run goes on: it is an
+    onlooker, and a warning per event would bury the run's own output."""
+    if getattr(event, "kind", None) == "run_started":
+        _failed_observers.clear()
     pm = get_plugin_manager()
     for impl in pm.hook.mlmh_run_event.get_hookimpls():
         try:
             impl.function(event=event)
         except Exception as exc:
-            print(f"mlmh: observer plugin '{plugin_label(impl.plugin_name)}' failed: {exc}", file=sys.stderr)
+            label = plugin_label(impl.plugin_name)
+            if label not in _failed_observers:
+                _failed_observers.add(label)
+                print(f"mlmh: observer plugin '{label}' failed on a {getattr(event, 'kind', 'run')} event: "
+                      f"{type(exc).__name__}: {exc} (further failures of it in this run are not shown)",
+                      file=sys.stderr)

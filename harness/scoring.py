@@ -1,5 +1,5 @@
-"""Scoring texts with metric plugins outside a run: reading prediction/reference files, parsing metric
-lists, and measuring how fast each metric is (for ``mlmh score`` and ``mlmh bench``)."""
+"""Scoring texts with metric plugins outside a run: reading prediction/reference files and measuring how
+fast each metric is (for ``mlmh score`` and ``mlmh bench``; ``--metric`` lists parse in mlmh.options)."""
 
 from __future__ import annotations
 
@@ -8,36 +8,13 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
-from mlmh.errors import DataError, SpecError
+from mlmh.errors import DataError
 from mlmh.types import MetricResult
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_TEXT_FIELD = "text"
-
-
-def split_metric_specs(values: Iterable[str]) -> list[str]:
-    """Metric specs from ``--metric`` values that may each hold several, comma-separated.
-
-    Commas separate both specs and a spec's parameters, so a piece ``key=value`` without a ``:``
-    continues the spec before it: ``bleu,rouge:use_stemmer=true,lsum_split=newline,meteor`` is
-    ``bleu``, ``rouge:use_stemmer=true,lsum_split=newline`` and ``meteor``.
-    """
-    specs: list[str] = []
-    for value in values:
-        for piece in (p.strip() for p in value.split(",")):
-            if not piece:
-                continue
-            if "=" in piece and ":" not in piece:
-                if not specs or ":" not in specs[-1]:
-                    raise SpecError(f"parameter '{piece}' in --metric {value!r} follows no 'metric:' spec")
-                specs[-1] += "," + piece
-            else:
-                specs.append(piece)
-    if not specs:
-        raise SpecError("no metric given; e.g. --metric bleu,rouge,meteor")
-    return specs
 
 
 def _decode_lines(path: Path) -> list[str]:

@@ -101,6 +101,17 @@ def row_argmax(values: Any) -> Any:
     return torch.from_numpy(np.argmax(values.numpy(), axis=-1).astype(np.int64, copy=False))
 
 
+def lowest_scores(scores: Any, count: Any) -> Any:
+    """Boolean mask of the ``count[r]`` lowest scores of each row (ties: leftmost first): the positions
+    confidence-ordered samplers (mask-predict, MaskGIT, LLaDA, MDLM) commit or re-mask."""
+    import torch
+
+    order = torch.sort(scores, dim=1, stable=True).indices
+    ranks = torch.empty_like(order)
+    ranks.scatter_(1, order, torch.arange(scores.shape[1]).expand_as(order).contiguous())
+    return ranks < count.unsqueeze(1)
+
+
 def encode_items(adapter: BaseAdapter, items: Sequence[MaskedItem]) -> list[Encoding]:
     """The items' encodings, in one batched tokenizer call when the adapter offers it."""
     if hasattr(adapter, "encode_batch"):

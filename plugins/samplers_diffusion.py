@@ -17,8 +17,8 @@ from typing import Any, Sequence
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh.plugins.samplers_common import SAMPLING_PARAMS, draw_uniforms
-from mlmh.plugins.samplers_mlm import Gibbs, MaskedBatch, MaskedSampler, _lowest
+from mlmh.plugins.samplers_common import SAMPLING_PARAMS, draw_uniforms, lowest_scores
+from mlmh.plugins.samplers_mlm import Gibbs, MaskedBatch, MaskedSampler
 
 SCHEDULE = Param("schedule", str, "linear", "alpha_t, the share of unmasked tokens at time t: linear 1 - t, "
                  "cosine 1 - cos(pi/2 (1 - t))", choices=("linear", "cosine"))
@@ -229,7 +229,7 @@ class Llada(PerItemInfoSampler):
                 scores[where[:, 0], where[:, 1]] = -probs  # lowest score = most confident
             else:
                 scores[where[:, 0], where[:, 1]] = draw_uniforms(batch.generators, active, candidates.sum(dim=1).tolist(), True)
-            commit = _lowest(scores, torch.as_tensor([plans[row][t][1] for row in active])) & candidates
+            commit = lowest_scores(scores, torch.as_tensor([plans[row][t][1] for row in active])) & candidates
             chosen = commit[where[:, 0], where[:, 1]]
             batch.commit(rows, where[chosen], ids[chosen], probs[chosen])
             del logits  # free before the next pass (see MaskedBatch.forward)

@@ -16,7 +16,7 @@ from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
 from mlmh.plugins.samplers_common import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_at,
-                                          draw_uniforms, encode_items, item_generators)
+                                          draw_uniforms, encode_items, item_generators, lowest_scores)
 
 STUTTER = Param("stutter", bool, False, "re-mask generated tokens equal to their left neighbour (Li et al. 2024)")
 
@@ -179,16 +179,6 @@ class LeftToRight(MaskedSampler):
             del logits  # free before the next pass (see MaskedBatch.forward)
 
 
-def _lowest(scores: Any, count: Any) -> Any:
-    """Boolean mask of the ``count[r]`` lowest scores of each row (ties: leftmost first)."""
-    import torch
-
-    order = torch.sort(scores, dim=1, stable=True).indices
-    ranks = torch.empty_like(order)
-    ranks.scatter_(1, order, torch.arange(scores.shape[1]).expand_as(order).contiguous())
-    return ranks < count.unsqueeze(1)
-
-
 class MaskPredict(MaskedSampler):
     """Mask-Predict (Ghazvininejad et al., 2019): predict all, then re-mask the least confident and repeat."""
 
@@ -211,7 +201,7 @@ class MaskPredict(MaskedSampler):
         for t in range(total):
             if t > 0:
                 count = torch.div(n_masked * (total - t), total, rounding_mode="floor")
-                select = _lowest(confidence.masked_fill(~original, float("inf")), count) & original
+                select = lowest_scores(confidence.masked_fill(~original, float("inf")), count) & original
                 if self.params["stutter"]:
                     select = select | batch.stutters(rows)[:, :width]
                 batch.remask(rows, select)
@@ -265,7 +255,7 @@ class Confidence(MaskedSampler):
             still = current.sum(dim=1)
             keep_masked = torch.zeros_like(still) if t == total - 1 else self._remaining(batch.n_masked[rows], t, total)
             count = (still - keep_masked).clamp(min=1)
-            commit = _lowest(scores, count) & current
+            commit = lowest_scores(scores, count) & current
             if threshold > 0:
                 commit |= (scores <= -threshold) & current
             chosen = commit[where[:, 0], where[:, 1]]

@@ -2,14 +2,18 @@
 "Examples:" blocks of ``mlmh --help`` and of each ``mlmh COMMAND --help``, and the ``mlmh ...`` code
 spans of docs/PLUGINS.md are extracted and run in-process through Click's CliRunner.
 
-Placeholders (``runs/<id>``, ``gen.txt``, ``./my-bert``) are mapped to files prepared here. Runs that would
+Placeholders (``runs/<id>``, ``gen.txt``, ``./my-bert``) are mapped to files prepared here; the official
+PAN and MPST files (``~/pan20``, ``~/mpst``) are built from real prose by tests/realdata.py. Runs that would
 train models for minutes run on the same data and grid with every trained-* model capped at a few
-training steps and two documents per condition (``--limit 2``): the commands' parsing, presets,
-components and output paths are what the docs promise, not the models' quality. An example that cannot
-run in a test is listed in NOT_RUN with the reason, and checked another way."""
+training steps and a shorter window, two documents per condition (``--limit 2``) and bootstrap CIs from
+fewer resamples, and ``mlmh score`` scores in-process: the commands' parsing, presets, components and
+output paths are what the docs promise, not the models' quality. All examples share one cache, so a model
+trained for one is reused by the next. An example that cannot run in a test is listed in NOT_RUN with the
+reason, and checked another way."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -22,6 +26,11 @@ from mlmh.cli import COMMANDS, cli
 ROOT = Path(__file__).resolve().parents[1]
 #: training steps of every trained-* model in these runs (instead of the size default of 500)
 TRAIN_STEPS = 3
+#: the window of every trained-* model in these runs (instead of the tiny size's 128 tokens): documents are
+#: cut to it before masking (mlmh.generation.fit_to_windows), so Gibbs and mask-predict take half the passes
+SEQ_LEN = 64
+#: bootstrap resamples of every confidence interval in these runs (instead of mlmh.stats.DEFAULT_RESAMPLES)
+RESAMPLES = 100
 
 #: examples that are not run, with why, and the check made instead
 NOT_RUN = {
@@ -30,11 +39,12 @@ NOT_RUN = {
     "mlmh tui --run": "interactive; the run directory is read by `mlmh report` on the same placeholder",
     "mlmh tui --model": "interactive; the model specs are built by `mlmh generate` examples",
     "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
-    "mlmh eval --preset mpst --data": "needs the official MPST csv; the mpst preset resolves with --show-config",
     "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
-    "mlmh eval --preset pan --data": "needs the official PAN pairs.jsonl/truth.jsonl; tests/test_datasets.py reads that format",
     "mlmh train": "trains for minutes; tests/test_train_cli.py runs it with --max-steps",
     "mlmh hello-example": "a command of the example plugin; tests/test_entry_points.py installs and runs it",
+    "mlmh eval --preset quick --workers 2": "these runs cap training by patching this process, which worker "
+    "processes do not see; tests/test_executors.py runs it with the cap in the model specs",
+    "mlmh eval --preset quick --backend ray": "as --workers; tests/test_executors.py runs it on a local Ray",
 }
 
 
@@ -84,7 +94,18 @@ def _skip_reason(command: str) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq):
+def real_data(tmp_path_factory):
+    """Official-format PAN and MPST files from real prose, and the offline entity tagger their ``ner``
+    masking needs (installed into the shared cache by :func:`shared_cache`)."""
+    from realdata import mpst_csv, pan_dir, trained_entity_tagger
+
+    root = tmp_path_factory.mktemp("realdata")
+    return {"~/pan20": pan_dir(root, n_authors=4), "~/mpst": mpst_csv(root, n=12).parent,
+            "tagger": trained_entity_tagger(root / "tagger")}
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq, real_data):
     """Files the placeholders stand for, and a finished run for `mlmh report` / `mlmh human`."""
     work = tmp_path_factory.mktemp("documented")
     (work / "gen.txt").write_text("the cat sat on a mat\nhello there world\n", encoding="utf-8")
@@ -92,7 +113,8 @@ def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq):
     for name in ("gen", "orig"):
         lines = (work / f"{name}.txt").read_text(encoding="utf-8").splitlines()
         (work / f"{name}.jsonl").write_text("".join(f'{{"text": "{line}"}}\n' for line in lines), encoding="utf-8")
-    return {"work": work, "mlm": tiny_mlm, "clm": tiny_clm, "seq2seq": tiny_seq2seq, "run": work / "runs" / "quick"}
+    return {"work": work, "mlm": tiny_mlm, "clm": tiny_clm, "seq2seq": tiny_seq2seq, "run": work / "runs" / "quick",
+            "data": {key: real_data[key] for key in ("~/pan20", "~/mpst")}}
 
 
 def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
@@ -112,11 +134,14 @@ def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
     out = []
     for word in words[1:]:
         word = re.sub(r"^runs/(<id>|X|\d{8}-\d{6}-\w+)", run, word)
+        word = str(prepared["data"].get(word, word))
         for placeholder, path in paths.items():
             word = word.replace(f"path={placeholder}", f"path={path}")
         if word in ("gen.txt", "orig.txt", "gen.jsonl", "orig.jsonl", "rater1.csv", "rater2.csv", "alice.csv", "bob.csv"):
             word = str(prepared["work"] / word)
         out.append(word)
+    if out[0] == "eval" and "--preset" not in out:  # --resume of a run directory, which keeps its own configuration
+        return env, out
     if out[0] == "eval" and "--show-config" not in out:  # a run directory per example; --resume continues the plain one
         preset = out[out.index("--preset") + 1]
         plain = [w for w in out if w != "--resume"] == ["eval", "--preset", preset]
@@ -127,13 +152,15 @@ def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
 
 @pytest.fixture
 def few_training_steps(monkeypatch):
-    """Every trained-* model trains TRAIN_STEPS steps: the same code path, seconds instead of minutes."""
+    """Every trained-* model trains TRAIN_STEPS steps with a SEQ_LEN window: the same code path, seconds
+    instead of minutes."""
     from mlmh import training
 
     make_config = training.make_config
 
     def capped(*args, **kwargs):
         kwargs["max_steps"] = TRAIN_STEPS
+        kwargs["seq_len"] = SEQ_LEN
         kwargs.pop("epochs", None)
         return make_config(*args, **kwargs)
 
@@ -141,10 +168,41 @@ def few_training_steps(monkeypatch):
 
 
 @pytest.fixture
-def shared_cache(tmp_path_factory, monkeypatch):
-    """One cache for all examples, so models trained for one are reused by the next."""
+def scoring_in_process(monkeypatch):
+    """``mlmh score`` without --workers scores in this process: its default of two spawned processes would
+    load torch and WordNet afresh for every example (tests/test_score_cli.py checks both give the same results)."""
+    from mlmh.commands.score import score
+
+    (workers,) = [param for param in score.params if param.name == "workers"]
+    monkeypatch.setattr(workers, "default", 1)
+
+
+@pytest.fixture
+def fewer_resamples(monkeypatch):
+    """Bootstrap CIs from RESAMPLES resamples, recorded as such: the same code, a fraction of its time."""
+    from mlmh import stats
+
+    monkeypatch.setitem(stats.resample_ci.__kwdefaults__, "n_resamples", RESAMPLES)
+    monkeypatch.setitem(stats.mean_ci.__kwdefaults__, "n_resamples", RESAMPLES)
+    kind, _, seed = stats.method_info.__defaults__
+    monkeypatch.setattr(stats.method_info, "__defaults__", (kind, RESAMPLES, seed))
+
+
+@pytest.fixture
+def shared_cache(tmp_path_factory, monkeypatch, real_data):
+    """One cache for all examples, so models trained for one are reused by the next; it holds the
+    entity tagger the real-data runs' ``ner`` masking uses and WordNet as ``mlmh doctor --fix`` leaves it
+    (assembled from the Debian files, so METEOR's first use does not load and verify it twice)."""
+    from realdata import install_entity_tagger
+
+    from mlmh.wordnet import assemble_from_debian, debian_files_present
+
     path = tmp_path_factory.getbasetemp() / "documented-cache"
-    path.mkdir(exist_ok=True)
+    if not path.is_dir():
+        path.mkdir()
+        install_entity_tagger(real_data["tagger"], path)
+        if debian_files_present():
+            assemble_from_debian(data_dir=path / "nltk_data")
     monkeypatch.setenv("MLMH_CACHE_DIR", str(path))
 
 
@@ -170,7 +228,8 @@ ORDERED = sorted(COMMANDS_FOUND, key=lambda wc: (not wc[1].startswith("mlmh eval
 
 
 @pytest.mark.parametrize("where, command", ORDERED, ids=[f"{w}: {c}"[:90] for w, c in ORDERED])
-def test_documented_command_runs(where, command, prepared, few_training_steps, shared_cache, monkeypatch):
+def test_documented_command_runs(where, command, prepared, few_training_steps, fewer_resamples, scoring_in_process,
+                                 shared_cache, monkeypatch):
     reason = _skip_reason(command)
     if reason:
         pytest.skip(f"not run: {reason}")
@@ -183,19 +242,26 @@ def test_documented_command_runs(where, command, prepared, few_training_steps, s
     plugin_manager.reset()
     if args[0] == "human" and args[1] == "import":
         _rate(prepared)
-    if args[0] in ("report", "human") and not (prepared["run"] / "results.json").exists():
+    continues_prepared = args[0] == "eval" and "--preset" not in args  # `mlmh eval --resume --output-path runs/X`
+    if (args[0] in ("report", "human") or continues_prepared) and not (prepared["run"] / "results.json").exists():
         _run(["eval", "--preset", "quick", "--limit", "2", "--output-path", str(prepared["run"]), "--log-samples"])
-    if "--resume" in args:  # continues the plain run of the same preset, which may have run on another worker
+    if "--resume" in args and not continues_prepared:  # continues the plain run of its preset (maybe run on another worker)
         output = Path(args[args.index("--output-path") + 1])
         if not (output / "config.json").exists():
             _run([a for a in args if a != "--resume"])
-    _run(args, where=where, command=command)
+    output = _run(args, where=where, command=command)
+    if "--data" in args:  # the official files were read, and every condition generated
+        assert "bundled sample" not in output
+        results = json.loads((Path(args[args.index("--output-path") + 1]) / "results.json").read_text(encoding="utf-8"))
+        assert results["n_samples"] > 0 and results["conditions"]
+        assert all(row["generation"]["samples"] == results["n_samples"] for row in results["conditions"])
 
 
-def _run(args: list[str], where: str = "", command: str = "") -> None:
+def _run(args: list[str], where: str = "", command: str = "") -> str:
     result = CliRunner().invoke(cli, args, catch_exceptions=True)
     assert result.exit_code == 0, (f"{where}: `{command}` ran as `mlmh {shlex.join(args)}` and failed:\n"
                                    f"{result.output}\n{result.exception!r}")
+    return result.output
 
 
 def _rate(prepared: dict) -> None:

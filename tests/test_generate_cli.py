@@ -94,3 +94,30 @@ def test_text_or_dataset_is_required(capsys, tiny_mlm):
 def test_missing_model_is_a_one_line_runtime_error(capsys, tmp_path):
     code, _, err = run(capsys, "--model", f"hf-mlm:path={tmp_path}", "--text", TEXT)
     assert code == 1 and "not a model directory" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sampler, diagnostics", [
+    ("mdlm:steps=6", ("unmasked_per_step", "steps_without_pass")),
+    ("remdm:steps=6", ("unmasked_per_step", "steps_without_pass", "remasked_per_step")),
+    ("llada:steps=1,block_length=2", ("blocks", "llada_steps_raised")),
+    ("adaptive-gibbs:steps=8", ("gibbs_start", "gibbs_pick")),
+])
+def test_trace_shows_every_step_and_the_samplers_diagnostics(capsys, tiny_mlm, sampler, diagnostics):
+    args = ["--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking", "random:ratio=0.5", "--sampler", sampler,
+            "--text", TEXT, "--seed", "2"]
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0, err
+    generation = json.loads(out)
+    assert set(diagnostics) <= set(generation["info"]) and generation["steps"]
+    code, out, err = run(capsys, *args, "--trace")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert sum(line.startswith("step ") for line in lines) == len(generation["steps"])
+    for key in diagnostics:
+        value = generation["info"][key]
+        shown = "[" + ", ".join(map(str, value)) + "]" if isinstance(value, list) else str(value)
+        assert any(line.startswith(f"{key}: ") for line in lines), (key, out)
+        assert shown.replace(" ", "") in out.replace(" ", "").replace("\n", "")
+    code, out, err = run(capsys, *args)  # without --trace: no steps, and only the notes
+    assert not any(line.startswith("step ") for line in out.splitlines())
+    assert "unmasked_per_step" not in out and "gibbs_pick" not in out

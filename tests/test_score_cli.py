@@ -7,8 +7,7 @@ import json
 import pytest
 
 from mlmh.cli import main
-from mlmh.errors import SpecError
-from mlmh.scoring import read_pairs, split_metric_specs
+from mlmh.scoring import read_pairs
 
 
 def write(path, content: bytes | str):
@@ -21,19 +20,6 @@ def run_cli(args, capsys):
         main(args)
     captured = capsys.readouterr()
     return exit_info.value.code, captured.out, captured.err
-
-
-def test_split_metric_specs_keeps_parameters_with_their_metric():
-    assert split_metric_specs(["bleu,rouge:use_stemmer=true,lsum_split=newline,meteor"]) == [
-        "bleu", "rouge:use_stemmer=true,lsum_split=newline", "meteor",
-    ]
-    assert split_metric_specs(["bleu", "distinct-n:n=2", "seq-rep-n:n=3,spans_only=false"]) == [
-        "bleu", "distinct-n:n=2", "seq-rep-n:n=3,spans_only=false",
-    ]
-    with pytest.raises(SpecError, match="follows no"):
-        split_metric_specs(["bleu,n=2"])
-    with pytest.raises(SpecError, match="no metric"):
-        split_metric_specs([" , "])
 
 
 def test_score_prints_json_with_every_result(tmp_path, capsys):

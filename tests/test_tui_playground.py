@@ -201,3 +201,39 @@ async def test_help_lists_both_quit_keys_and_every_screen_key():
         await pilot.press("question_mark")
         rows = app.screen.rows
         assert ("q", "Quit") in rows and ("f2", "Run") in rows and ("^r", "Run") in rows
+
+
+class _AnyModelSampler:
+    """A plugin whose sampler declares no model kinds: it fits every model (mlmh.plan.fits)."""
+
+    from mlmh import hookimpl
+
+    @hookimpl
+    def register_samplers(self, register):
+        from mlmh.components import Sampler
+
+        class Echo(Sampler):
+            name = "echo-any"
+            description = "declares no model kinds"
+
+        register(Echo())
+
+
+async def test_sampler_choices_follow_the_plan_rules(monkeypatch):
+    """The playground offers what mlmh.plan.fits allows and preselects mlmh.plan.default_sampler."""
+    from mlmh import plan
+    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.registry import reset
+
+    get_plugin_manager().register(_AnyModelSampler(), name="any-model-sampler")
+    reset()
+    monkeypatch.setitem(plan.DEFAULT_SAMPLERS, "mlm", "one-shot")
+    app = create_app(models=["hf-mlm:path=x", "hf-clm:path=y"], autorun=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        selects = [screen.query_one(f"#pg-sampler-{side}") for side in (0, 1)]
+        assert await until(pilot, lambda: all(s._options[1:] for s in selects))
+        options = [[value for _, value in s._options[1:]] for s in selects]
+        assert "echo-any" in options[0] and "echo-any" in options[1]  # no model kinds: any model
+        assert "one-shot" in options[0] and "one-shot" not in options[1]
+        assert (selects[0].value, selects[1].value) == ("one-shot", "clm-infill")

@@ -35,6 +35,16 @@ def test_ratio_series_groups_by_model_and_sampler():
     assert series == {"hf-mlm mask-predict": [(0.15, 0.61), (0.3, 0.52)], "hf-clm clm-infill": [(0.15, 0.40), (0.3, 0.33)]}
 
 
+def test_ratio_series_leaves_fixed_ratio_maskings_off_the_ratio_axis():
+    """The rule of mlmh.plots.plot_data: stopwords at its own ratio (here 1.0) and a family run at one ratio
+    only are not ratio points."""
+    stopwords = {**CONDITIONS[0], "id": "sw", "masking": "stopwords", "masking_ratio": 1.0}
+    span = {**CONDITIONS[0], "id": "span", "masking": "span:ratio=0.5", "masking_ratio": 0.5}
+    series = ratio_series([*CONDITIONS, stopwords, span], "bleu")
+    assert series == ratio_series(CONDITIONS, "bleu")
+    assert ratio_series([stopwords, span], "bleu") == {}
+
+
 async def test_results_table_sorts_and_marks_best(tmp_path):
     app = create_app(run_dir=str(write_run(tmp_path / "run")))
     async with app.run_test(size=(100, 30)) as pilot:

@@ -38,7 +38,8 @@ Examples:
 @click.option("--seed", default=0, show_default=True, type=int, help="Run seed: fixes the masks and the sampling.")
 @click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Items per batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the Generation(s) as JSON.")
-@click.option("--trace", is_flag=True, help="Show every refinement step with the changed tokens highlighted.")
+@click.option("--trace", is_flag=True,
+              help="Show every refinement step with the changed tokens highlighted, and the sampler's diagnostics.")
 def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text: str | None, dataset: str | None,
              data_path: str | None, limit: int, seed: int, batch_size: int, as_json: bool, trace: bool) -> None:
     """Mask a text, regenerate the masked words with one model and sampler, and show how."""
@@ -71,7 +72,7 @@ def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text:
                        f"set {model.name}:dataset=NAME for another", err=True)
     context = LoadContext(dataset=dataset, data_path=data_path, corpus=corpus, seed=seed, progress=_progress_printer())
     adapter = model.load(context)
-    items = prepare_items(documents, masking, seed, condition=f"{masking.spec}|{sampler.spec}")
+    items = prepare_items(documents, masking, seed)  # the items a run with this seed generates
     generations = run_generation(adapter, sampler, items, batch_size=batch_size)
     if as_json:
         payload: Any = [to_dict(g) for g in generations]
@@ -108,9 +109,25 @@ def _show(generations: list[Any], trace: bool) -> None:
                  f"{generation.forward_passes} forward passes", f"{generation.tokens_processed} tokens processed",
                  f"{generation.seconds * 1000:.1f} ms"]
         console.print(Text(" · ".join(facts), style="dim"))
-        for key in ("truncated", "masking_note", "gibbs_start"):
-            if key in generation.info:
-                console.print(Text(f"{key}: {generation.info[key]}", style="dim"))
+        for key, value in generation.info.items():
+            if trace or key in NOTES:
+                console.print(Text(f"{key}: {_info_text(value)}", style="dim"))
+
+
+#: what a sampler recorded that is shown even without --trace: why the output is not what one would expect;
+#: --trace shows every diagnostic (e.g. a diffusion sampler's unmasked_per_step, steps_without_pass, blocks,
+#: llada_steps_raised, gibbs_pick)
+NOTES = ("truncated", "unfilled_masked_words", "masking_note", "gibbs_start", "gibbs_steps_raised",
+         "llada_steps_raised")
+
+
+def _info_text(value: Any) -> str:
+    """A diagnostic value on one line: lists and dicts compact (``[2, 1, 0]``), the rest as written."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_info_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_info_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def _step_text(step: Any):

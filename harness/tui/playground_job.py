@@ -62,10 +62,24 @@ def model_kind_of(spec: str) -> str:
 
 
 def compatible_samplers(model_kind: str) -> list[str]:
-    """Names of registered samplers (third-party ones included) that can drive ``model_kind``."""
+    """Names of registered samplers (third-party ones included) that can drive ``model_kind`` (the rule:
+    :func:`mlmh.plan.fits`)."""
+    from mlmh.plan import fits
     from mlmh.registry import get_registry
 
-    return [s.name for s in get_registry().all("sampler") if not s.model_kinds or model_kind in s.model_kinds]
+    return [s.name for s in get_registry().all("sampler") if fits(s, model_kind)]
+
+
+def preferred_sampler(model_kind: str) -> str | None:
+    """The name of the sampler a run gives ``model_kind`` when none is named (:func:`mlmh.plan.default_sampler`),
+    or None for a kind without one."""
+    from mlmh.params import parse_spec
+    from mlmh.plan import default_sampler
+
+    try:
+        return parse_spec(default_sampler(model_kind))[0]
+    except SpecError:
+        return None
 
 
 def load_model(spec: str, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], None],

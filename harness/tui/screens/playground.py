@@ -20,14 +20,13 @@ from mlmh.errors import MlmhError
 from mlmh.events import RunEvent
 from mlmh.tui.labels import short_spec
 from mlmh.tui.playground_job import (DEFAULT_DATASET, DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side,
-                                     compatible_samplers, model_kind_of, run_playground)
+                                     compatible_samplers, model_kind_of, preferred_sampler, run_playground)
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import Generation
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # steps per second
 DEFAULT_SPEED = 3  # index into SPEEDS
-PREFERRED_SAMPLER = {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}
 EXAMPLES = (
     DEFAULT_TEXT,
     "The patient was given aspirin 81 mg by mouth daily and discharged home in stable condition.",
@@ -192,8 +191,8 @@ class PlaygroundScreen(Screen):
         select.set_options([(n, n) for n in names])
         if current in names:
             select.value = current
-        elif PREFERRED_SAMPLER.get(kind) in names:
-            select.value = PREFERRED_SAMPLER[kind]
+        elif preferred_sampler(kind) in names:
+            select.value = preferred_sampler(kind)
         elif names:
             select.value = names[0]
 

@@ -39,13 +39,20 @@ def series_label(condition: dict[str, Any]) -> str:
 
 
 def ratio_series(conditions: list[dict[str, Any]], metric: str) -> dict[str, list[tuple[float, float]]]:
-    """``{model sampler: [(masking ratio, metric value), ...]}`` sorted by ratio; conditions without a ratio are left out."""
-    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for condition in conditions:
-        ratio, value = condition.get("masking_ratio"), metric_value(condition, metric)
-        if isinstance(ratio, (int, float)) and value is not None:
-            series[series_label(condition)].append((float(ratio), value))
-    return {label: sorted(points) for label, points in series.items()}
+    """``{model sampler: [(masking ratio, metric value), ...]}``: the masking-ratio panel of the PNG figure
+    (:func:`mlmh.plots.plot_data`), so only masking families swept over two or more ratios are drawn and a
+    fixed-ratio masking (stopwords, punctuation, ner) is never put on the ratio axis."""
+    from mlmh.plots import plot_data
+
+    panels = [p for p in plot_data({"conditions": conditions}, [metric]) if p.axis == "masking ratio"]
+    return {_short_label(series.label): [(float(point.x), point.value) for point in series.points]
+            for panel in panels for series in panel.series}
+
+
+def _short_label(label: str) -> str:
+    """``model spec / sampler[ / family]`` as the legend's ``short-model sampler[ family]``."""
+    model, _, rest = label.partition(" / ")
+    return " ".join([short_spec(model), *rest.split(" / ")]).strip()
 
 
 class MetricByRatioPlot(PlotextPlot):
@@ -59,7 +66,7 @@ class MetricByRatioPlot(PlotextPlot):
         for label, points in series.items():
             plt.plot([x for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
             plt.scatter([x for x, _ in points], [y for _, y in points], marker="dot")
-        plt.title(f"{metric} vs masking ratio" if series else f"{metric}: no conditions with a masking ratio")
+        plt.title(f"{metric} vs masking ratio" if series else f"{metric}: no masking swept over ratios")
         plt.xlabel("masking ratio")
         self.refresh()
 
