@@ -243,8 +243,12 @@ def test_documented_command_runs(where, command, prepared, few_training_steps, f
     if args[0] == "human" and args[1] == "import":
         _rate(prepared)
     continues_prepared = args[0] == "eval" and "--preset" not in args  # `mlmh eval --resume --output-path runs/X`
-    if (args[0] in ("report", "human") or continues_prepared) and not (prepared["run"] / "results.json").exists():
+    reads_run = args[0] in ("report", "human") or "--run" in args
+    if (reads_run or continues_prepared) and not (prepared["run"] / "results.json").exists():
         _run(["eval", "--preset", "quick", "--limit", "2", "--output-path", str(prepared["run"]), "--log-samples"])
+    if "--sample" in args:  # the documented id stands for one of the prepared run's samples
+        first = (prepared["run"] / "generations.jsonl").open(encoding="utf-8").readline()
+        args[args.index("--sample") + 1] = json.loads(first)["sample"]
     if "--resume" in args and not continues_prepared:  # continues the plain run of its preset (maybe run on another worker)
         output = Path(args[args.index("--output-path") + 1])
         if not (output / "config.json").exists():

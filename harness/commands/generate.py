@@ -21,11 +21,12 @@ Examples:
   mlmh generate --model trained-clm --masking stopwords --sampler clm-infill --dataset pan --limit 3
   mlmh generate --model hf-seq2seq:path=./bart --masking span:ratio=0.3 --sampler seq2seq-infill \\
                 --text "A quick brown fox jumps over the lazy dog." --json
+  mlmh generate --run runs/X --sample 1:pan-0003 --trace   # regenerate a sample of an eval run exactly
 """
 
 
 @click.command(epilog=EPILOG)
-@click.option("--model", "model_spec", required=True, help="Model spec, e.g. hf-mlm:path=DIR or trained-mlm.")
+@click.option("--model", "model_spec", default=None, help="Model spec, e.g. hf-mlm:path=DIR or trained-mlm.")
 @click.option("--masking", "masking_spec", default="random:ratio=0.15", show_default=True, help="Masking spec.")
 @click.option("--sampler", "sampler_spec", default=None,
               help="Sampler spec (default by model kind: " + ", ".join(f"{k}: {v}" for k, v in DEFAULT_SAMPLERS.items()) + ").")
@@ -40,11 +41,20 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print the Generation(s) as JSON.")
 @click.option("--trace", is_flag=True,
               help="Show every refinement step with the changed tokens highlighted, and the sampler's diagnostics.")
-def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text: str | None, dataset: str | None,
-             data_path: str | None, limit: int, seed: int, batch_size: int, as_json: bool, trace: bool) -> None:
+@click.option("--run", "run_dir", default=None, type=click.Path(file_okay=False),
+              help="A finished `mlmh eval` run directory: regenerate its --sample with the run's model, masking, "
+                   "sampler and seed, and check it matches.")
+@click.option("--sample", default=None, metavar="CONDITION:DOC_ID",
+              help="With --run: the sample id, as generations.jsonl lists it.")
+def generate(model_spec: str | None, masking_spec: str, sampler_spec: str | None, text: str | None, dataset: str | None,
+             data_path: str | None, limit: int, seed: int, batch_size: int, as_json: bool, trace: bool,
+             run_dir: str | None, sample: str | None) -> None:
     """Mask a text, regenerate the masked words with one model and sampler, and show how."""
     import json
 
+    if run_dir or sample:
+        _reproduce(run_dir, sample, as_json, trace, given=model_spec or text or dataset)
+        return
     from mlmh.components import LoadContext
     from mlmh.errors import SpecError
     from mlmh.generation import check_compatible, generate as run_generation, prepare_items
@@ -52,6 +62,8 @@ def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text:
     from mlmh.plan import default_sampler
     from mlmh.types import Document, to_dict
 
+    if model_spec is None:
+        raise SpecError("give --model (or --run DIR --sample ID to regenerate a sample of an eval run)")
     if (text is None) == (dataset is None):
         raise SpecError("give exactly one of --text or --dataset")
     if data_path and not dataset:
@@ -79,6 +91,29 @@ def generate(model_spec: str, masking_spec: str, sampler_spec: str | None, text:
         click.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, ensure_ascii=False))
         return
     _show(generations, trace)
+
+
+def _reproduce(run_dir: str | None, sample: str | None, as_json: bool, trace: bool, given: Any) -> None:
+    """Regenerate one sample of a run (mlmh.reproduce) and say whether it is the one the run recorded."""
+    import json
+
+    from mlmh.errors import MlmhError, SpecError
+    from mlmh.reproduce import reproduce
+    from mlmh.types import to_dict
+
+    if not (run_dir and sample):
+        raise SpecError("--run and --sample go together: mlmh generate --run RUN_DIR --sample CONDITION:DOC_ID")
+    if given:
+        raise SpecError("--run takes the model, masking, sampler and document from the run; drop --model/--text/--dataset")
+    again = reproduce(run_dir, sample)
+    if as_json:
+        click.echo(json.dumps(to_dict(again.generation), indent=2, ensure_ascii=False))
+    else:
+        _show([again.generation], trace)
+    if not again.identical:
+        raise MlmhError(f"sample {sample} of {run_dir} regenerated differently: the run recorded "
+                        f"{again.recorded.get('text')!r}")
+    click.echo(f"sample {sample} ({again.condition}) reproduced exactly", err=True)
 
 
 def _progress_printer():
