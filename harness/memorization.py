@@ -7,8 +7,10 @@ Three measurements sit beside every quality figure of a run:
 - **the seen - unseen gap** of each metric, with a CI. The two sets are independent samples, so the
   gap's CI combines their bootstrap CIs by the normal approximation
   (se = sqrt(se_seen^2 + se_unseen^2), se from each 95% CI's half-width / 1.96).
-- **a trivial filler**: every masked word replaced by the most frequent word of the training split,
-  scored with the same metrics on the same masks: what the unmasked context alone earns.
+- **two trivial baselines**, scored with the same metrics on the same masks: the *filler* puts the most
+  frequent word of the training split in every mask (what the unmasked context alone earns), and
+  *deletion* drops the masked words (what a model earns by emitting punctuation or nothing: ROUGE and
+  BERTScore reward it, so a model that beats the filler only by deleting is no better than deletion).
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ def filler_word(documents: Sequence[Document]) -> str:
         return "the"
     best = max(counts.values())
     return min(word for word, n in counts.items() if n == best)
+
+
+def baseline_words(filler: str) -> dict[str, str]:
+    """The baselines of every run and the word each puts in every mask (deletion: none)."""
+    return {"filler": filler, "deletion": ""}
 
 
 def filler_generations(items: Sequence[MaskedItem], word: str) -> list[Generation]:

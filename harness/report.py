@@ -170,7 +170,7 @@ def disagreements(results: RunResults, kind_a: str = "mlm", kind_b: str = "clm")
         seen, unseen = (kind_verdict(results, metric, kind_a, kind_b, r) for r in ("seen", "unseen"))
         if seen and unseen and seen[0] != unseen[0]:
             lines.append(f"**{metric}**: on unseen documents {unseen[0]}, but on seen documents {seen[0]}. "
-                         "The seen result reflects what the models memorised of their training text.")
+                         "The models trained on the seen documents, so the unseen verdict is the one that measures generation.")
     return lines
 
 
@@ -209,25 +209,34 @@ def _recall_pair(row: ConditionResult) -> str:
 
 
 def filler_findings(results: RunResults) -> list[str]:
-    """What the visible context alone earns: the filler's score beside the best model, per masking."""
+    """What the visible context alone earns: the two baselines beside the best condition, per masking."""
     role = results.headline
     metrics = main_metrics(results, role)
     if not metrics or not results.filler_word:
         return []
-    metric = metrics[0]
-    by_masking: dict[str, list[ConditionResult]] = defaultdict(list)
-    for row in results.conditions:
-        block = getattr(row, role)
-        if block is not None and block.filler.get(metric) is not None and row.value(metric, role) is not None:
-            by_masking[row.masking].append(row)
     lines = []
-    for masking, rows in by_masking.items():
-        filler = getattr(rows[0], role).filler[metric]
-        best = max(rows, key=lambda r: r.value(metric, role) if higher_is_better(results, metric) else -r.value(metric, role))  # type: ignore[operator]
-        gain = best.value(metric, role) - filler.value  # type: ignore[operator]
-        lines.append(f"{masking}: filling every mask with \"{results.filler_word}\" scores {metric} "
-                     f"{format_score(filler)}; the best condition ({best.model} / {best.sampler}) scores "
-                     f"{format_score(best.quality(role)[metric])}, {gain:+.3g} over it.")
+    for metric in metrics[:1] + [m for m in metrics[1:] if m.startswith(("rougeL", "bertscore_f1"))]:
+        by_masking: dict[str, list[ConditionResult]] = defaultdict(list)
+        for row in results.conditions:
+            block = getattr(row, role)
+            if block is not None and block.filler.get(metric) is not None and row.value(metric, role) is not None:
+                by_masking[row.masking].append(row)
+        for masking, rows in by_masking.items():
+            block = getattr(rows[0], role)
+            sign = 1 if higher_is_better(results, metric) else -1
+            best = max(rows, key=lambda r: sign * r.value(metric, role))  # type: ignore[operator]
+            value = best.value(metric, role)
+            line = (f"{metric}, {masking}: the best condition ({best.model} / {best.sampler}) scores "
+                    f"{format_score(best.quality(role)[metric])}; filling every mask with \"{results.filler_word}\" "
+                    f"scores {format_score(block.filler[metric])}")
+            deletion = block.deletion.get(metric)
+            if deletion is not None and deletion.value is not None:
+                line += f", deleting the masked words {format_score(deletion)}"
+                if sign * (deletion.value - value) >= 0:  # type: ignore[operator]
+                    line += " — no better than deletion"
+            if sign * (block.filler[metric].value - value) >= 0:  # type: ignore[operator]
+                line += " — no better than the filler"
+            lines.append(line + ".")
     return lines
 
 
@@ -291,7 +300,7 @@ def quality_table(results: RunResults, metrics: list[str], role: str | None = No
     """One row per condition (best per column in bold), then the filler's row per masking."""
     best = {m: best_conditions(results, m, role) for m in metrics}
     rows = []
-    fillers: dict[str, dict[str, Score]] = {}
+    baselines: dict[str, tuple[dict[str, Score], dict[str, Score]]] = {}
     for row in results.conditions:
         cells = [row.model, row.masking, row.sampler, str(row.seed)]
         for m in metrics:
@@ -301,11 +310,13 @@ def quality_table(results: RunResults, metrics: list[str], role: str | None = No
         if role:
             cells.append(format_score(block.verbatim_recall if block else None, with_ci=False))
             if block is not None and block.filler:
-                fillers.setdefault(row.masking, block.filler)
+                baselines.setdefault(row.masking, (block.filler, block.deletion))
         rows.append(cells)
-    for masking, filler in fillers.items():
+    for masking, (filler, deletion) in baselines.items():
         rows.append([f"filler \"{results.filler_word}\"", masking, "-", "-"]
                     + [format_score(filler.get(m)) for m in metrics] + ["-"])
+        if deletion:
+            rows.append(["deletion", masking, "-", "-"] + [format_score(deletion.get(m)) for m in metrics] + ["-"])
     arrows = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
     return _table(["model", "masking", "sampler", "seed", *arrows, *(["verbatim recall"] if role else [])], rows)
 
@@ -473,7 +484,8 @@ def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> s
         lines += [""]
     filler = filler_findings(results)
     if filler:
-        lines += [f"What the visible context alone earns ({results.headline} documents):", ""] + [f"- {f}" for f in filler] + [""]
+        lines += [f"What the visible context alone earns ({results.headline} documents; a model that does not beat "
+                  "these baselines has learned nothing the metric can see):", ""] + [f"- {f}" for f in filler] + [""]
     trends = ratio_trends(results, results.headline if present else None)
     lines += ["Masking-ratio trend:", ""]
     lines += [f"- {t}" for t in trends] or ["- Fewer than three masking ratios in this run: no trend to report."]

@@ -87,7 +87,8 @@ class RunState:
     generations: dict[str, list[Generation]] = field(default_factory=dict)
     quality: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # condition -> role -> set
     metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # condition -> headline set
-    filler: dict[tuple[str, int], dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # baseline name ("filler", "deletion") -> (masking, seed) -> role -> quality
+    baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Any]]]] = field(default_factory=dict)
     filler_word: str = ""
     downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     baseline: dict[str, Any] = field(default_factory=dict)
@@ -374,18 +375,20 @@ class Runner:
             self.state.generations[condition.id] = [found[(condition.id, item.doc_id)] for item in items]
 
     def _score(self) -> None:
-        from mlmh.memorization import filler_generations, filler_word
+        from mlmh.memorization import baseline_words, filler_generations, filler_word
 
         self.state.filler_word = filler_word(self.state.corpus.split("train"))
-        fillers = list(self.state.items)
+        baselines = baseline_words(self.state.filler_word)
+        keys = list(self.state.items)
         roles = sum(1 for role in ROLES if self.state.documents.get(role))
-        self._scoring_total = (len(self.conditions) + len(fillers)) * len(self.plan.metrics) * roles
+        self._scoring_total = (len(self.conditions) + len(keys) * len(baselines)) * len(self.plan.metrics) * roles
         self.bus.emit(StageStarted(stage="metrics", total=self._scoring_total, description="scoring"))
         self._scored = 0
-        for key in fillers:
-            generations = filler_generations(self.state.items[key], self.state.filler_word)
-            self.state.filler[key] = self._score_roles(generations, key[1], f"filler '{self.state.filler_word}'",
-                                                       filler=True)[0]
+        for name, word in baselines.items():
+            for key in keys:
+                generations = filler_generations(self.state.items[key], word)
+                self.state.baselines.setdefault(name, {})[key] = self._score_roles(
+                    generations, key[1], f"{name} baseline", filler=True)[0]
         for condition in self.conditions:
             quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
             self.state.quality[condition.id] = quality
@@ -513,6 +516,7 @@ class Runner:
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, started: float) -> RunResults:
+        from mlmh.claims import run_findings
         from mlmh.memorization import gap
 
         conditions = []
@@ -521,9 +525,10 @@ class Runner:
             gens = self.state.generations[condition.id]
             row = condition.row()
             quality = self.state.quality[condition.id]
-            filler = self.state.filler.get((condition.masking.spec, condition.seed), {})
+            key = (condition.masking.spec, condition.seed)
             for role, entry in quality.items():
-                entry["filler"] = filler.get(role, {}).get("metrics", {})
+                for name, scored in self.state.baselines.items():
+                    entry[name] = scored.get(key, {}).get(role, {}).get("metrics", {})
                 row[role] = entry
             row["metrics"] = quality.get(headline, {}).get("metrics", {})
             if "seen" in quality and "unseen" in quality:
@@ -560,6 +565,7 @@ class Runner:
             "correlations": self.state.correlations,
             "models": {spec: {"identity": m.identity, "model_kind": m.component.model_kind,
                               **_training_facts(m)} for spec, m in self.state.models.items()},
+            "findings": run_findings(self.conditions, self.state.generations, self.state.role_of, self.config.seeds[0]),
             "notes": self.state.notes,
             "errors": self.state.errors,
             "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),

@@ -268,6 +268,7 @@ class RoleQuality:
     metrics: dict[str, Score]
     verbatim_recall: Score | None = None  # share of masked words regenerated exactly
     filler: dict[str, Score] = field(default_factory=dict)  # every mask filled with the filler word
+    deletion: dict[str, Score] = field(default_factory=dict)  # every masked word dropped
     nothing_masked: int = 0
     truncated_documents: int = 0
 
@@ -275,6 +276,7 @@ class RoleQuality:
     def from_dict(cls, data: dict[str, Any]) -> "RoleQuality":
         return cls(documents=data.get("documents", 0), scored=data.get("scored", 0), metrics=_scores(data.get("metrics")),
                    verbatim_recall=Score.from_dict(data.get("verbatim_recall")), filler=_scores(data.get("filler")),
+                   deletion=_scores(data.get("deletion")),
                    nothing_masked=data.get("nothing_masked", 0), truncated_documents=data.get("truncated_documents", 0))
 
     def to_dict(self) -> dict[str, Any]:
@@ -283,6 +285,7 @@ class RoleQuality:
         if self.verbatim_recall is not None:
             out["verbatim_recall"] = self.verbatim_recall.to_dict()
         out["filler"] = {k: v.to_dict() for k, v in self.filler.items()}
+        out["deletion"] = {k: v.to_dict() for k, v in self.deletion.items()}
         if self.nothing_masked:
             out["nothing_masked"] = self.nothing_masked
         if self.truncated_documents:

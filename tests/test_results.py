@@ -23,7 +23,8 @@ def condition(kind, ratio, seen, unseen):
     masking = f"random:ratio={ratio}"
     sampler = "mask-predict:steps=4" if kind == "mlm" else "clm-infill"
     role = lambda v: {"documents": 10, "scored": 10, "metrics": {"bleu": score(v)},  # noqa: E731
-                      "verbatim_recall": score(v / 100, 0.01), "filler": {"bleu": score(20.0)}}
+                      "verbatim_recall": score(v / 100, 0.01), "filler": {"bleu": score(20.0)},
+                      "deletion": {"bleu": score(31.0)}}
     return {"id": f"{model} | {masking} | {sampler} | seed=0", "model": model, "model_kind": kind, "masking": masking,
             "masking_ratio": ratio, "sampler": sampler, "seed": 0, "seen": role(seen), "unseen": role(unseen),
             "gap": {"bleu": gap(seen, unseen, 2.0)}, "metrics": {"bleu": score(unseen)}, "downstream": {},
@@ -84,8 +85,12 @@ def test_memorization_is_flagged_only_where_the_gap_ci_excludes_zero(results):
 
 def test_filler_and_training_card_are_reported(results):
     typed = RunResults.from_dict(results)
-    first = filler_findings(typed)[0]
-    assert first.startswith('random:ratio=0.5: filling every mask with "the" scores bleu 20.00') and "+14" in first
+    first, second = filler_findings(typed)[:2]
+    assert first.startswith("bleu, random:ratio=0.5: the best condition (trained-mlm / mask-predict:steps=4) scores 34.00")
+    assert 'filling every mask with "the" scores 20.00' in first and "deleting the masked words 31.00" in first
+    assert "no better than" not in first
+    assert "best condition (trained-mlm / mask-predict:steps=4) scores 22.00" in second
+    assert "no better than deletion" in second and "no better than the filler" not in second
     text = render_markdown(typed, [])
     assert "## Training" in text and "step kept 100" in text and "budget matched on tokens" in text
     assert "| 500 |" in text and "stopped early on validation loss" in text
