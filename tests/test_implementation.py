@@ -1,0 +1,53 @@
+"""A component's implementation identity (part of every sample's cache key) follows its code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from mlmh.implementation import engine_id, implementation_id
+
+PRINT_ID = "from mlmh.implementation import implementation_id; from kit.sampler import Fill; print(implementation_id(Fill()))"
+
+
+def kit(root, helper_body="def pick(x):\n    return x\n", other_body="X = 1\n"):
+    package = root / "kit"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helper.py").write_text(helper_body, encoding="utf-8")
+    (package / "other.py").write_text(other_body, encoding="utf-8")
+    (package / "sampler.py").write_text(textwrap.dedent("""
+        from kit.helper import pick
+
+
+        class Fill:
+            def generate(self, x):
+                return pick(x)
+    """), encoding="utf-8")
+
+
+def identity(root) -> str:
+    done = subprocess.run([sys.executable, "-c", PRINT_ID], cwd=root, capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(root), "PATH": ""})
+    return done.stdout.strip()
+
+
+def test_editing_the_module_or_a_helper_it_imports_changes_the_identity(tmp_path):
+    kit(tmp_path)
+    first = identity(tmp_path)
+    assert first.startswith("kit==unknown+") and identity(tmp_path) == first  # stable across processes
+    kit(tmp_path, other_body="X = 2\n")  # a module the sampler does not reach
+    assert identity(tmp_path) == first
+    kit(tmp_path, other_body="X = 2\n", helper_body="def pick(x):\n    return x[::-1]\n")
+    assert identity(tmp_path) != first
+
+
+def test_builtin_ids_name_the_distribution_and_the_engine_is_separate():
+    from mlmh.registry import get_registry
+
+    sampler = get_registry().build("sampler", "mask-predict")
+    assert implementation_id(sampler).startswith("mlmh==")
+    assert implementation_id(get_registry().build("sampler", "gibbs")) == implementation_id(
+        get_registry().build("sampler", "gibbs:steps=3"))  # parameters are keyed separately, not in the code id
+    assert engine_id().startswith("mlmh==") and engine_id() != implementation_id(sampler)
