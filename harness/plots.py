@@ -103,10 +103,12 @@ def swept_families(results: dict[str, Any]) -> set[str]:
     return {family for family, values in ratios.items() if len(values) >= 2}
 
 
-def plot_data(results: dict[str, Any], metrics: list[str] | None = None, metrics_of: MetricsOf = main_set) -> list[Panel]:
+def plot_data(results: dict[str, Any], metrics: list[str] | None = None, metrics_of: MetricsOf = main_set,
+              role: str | None = None) -> list[Panel]:
     """Panels of the quality-by-masking figure: per metric, a ratio panel (swept maskings) and a masking
     panel (the others), each only when it has points. ``metrics_of`` picks a row's metric dict, so the
-    same figure can be drawn for another set (e.g. scores on unseen documents)."""
+    same figure can be drawn for another set (e.g. scores on unseen documents); with the ``role`` of that
+    set, the filler and deletion baselines of each masking are drawn too (grey, dotted)."""
     rows = [r for r in results.get("conditions", []) if metrics_of(r)]
     if not rows:
         return []
@@ -132,6 +134,8 @@ def plot_data(results: dict[str, Any], metrics: list[str] | None = None, metrics
             else:
                 target = by_masking.setdefault(key, _series(key, row, style[key], family))
                 target.points.append(Point(row["masking"], *point_value))
+        if role:
+            _add_baselines(results, rows, role, metric, swept, by_ratio, by_masking)
         for axis, series in (("masking ratio", by_ratio), ("masking", by_masking)):
             if series:
                 if axis == "masking ratio":
@@ -139,6 +143,31 @@ def plot_data(results: dict[str, Any], metrics: list[str] | None = None, metrics
                         s.points.sort(key=lambda p: p.x)
                 panels.append(Panel(metric, axis, better, list(series.values())))
     return panels
+
+
+BASELINE_STYLES = {"filler": ((0.45, 0.45, 0.45, 1.0), "x"), "deletion": ((0.7, 0.7, 0.7, 1.0), "+")}
+
+
+def _add_baselines(results: dict[str, Any], rows: list[dict[str, Any]], role: str, metric: str, swept: set[str],
+                   by_ratio: dict[str, Series], by_masking: dict[str, Series]) -> None:
+    """One series per baseline (filler, deletion), a point per masking, on the same axes as the models."""
+    done: set[tuple[str, str]] = set()
+    for row in rows:
+        block = row.get(role) or {}
+        for name, (color, marker) in BASELINE_STYLES.items():
+            point_value = _point((block.get(name) or {}).get(metric))
+            if point_value is None or (name, row["masking"]) in done:
+                continue
+            done.add((name, row["masking"]))
+            label = f"{name} \"{results.get('filler_word')}\"" if name == "filler" else name
+            family = _family(row["masking"])
+            if family in swept:
+                label = label if family == "random" else f"{label} / {family}"
+                target = by_ratio.setdefault(label, Series(label, "baseline", [], color, marker, ":"))
+                target.points.append(Point(float(row["masking_ratio"]), *point_value))
+            else:
+                target = by_masking.setdefault(label, Series(label, "baseline", [], color, marker, ":"))
+                target.points.append(Point(row["masking"], *point_value))
 
 
 def steps_data(results: dict[str, Any], metric: str, metrics_of: MetricsOf = main_set) -> Panel | None:
@@ -236,9 +265,11 @@ def write_plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     written = []
     metrics = main_metrics(results)
     headline = results.get("headline", "seen")
-    figures: list[tuple[str, list[Panel], str]] = [("quality_by_masking", plot_data(results, metrics), f"on {headline} documents")]
+    figures: list[tuple[str, list[Panel], str]] = [
+        ("quality_by_masking", plot_data(results, metrics, role=headline), f"on {headline} documents")]
     if headline == "unseen" and any(seen_set(r) for r in results.get("conditions", [])):
-        figures.append(("quality_by_masking_seen", plot_data(results, metrics, seen_set), "on seen (training) documents"))
+        figures.append(("quality_by_masking_seen", plot_data(results, metrics, seen_set, role="seen"),
+                        "on seen (training) documents"))
     for name, panels, subtitle in figures:
         if panels:
             written.append(draw_panels(panels, out_dir / f"{name}.png", subtitle))

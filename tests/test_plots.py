@@ -27,7 +27,8 @@ def row(model, masking, sampler, ratio, bleu, seed=0, unseen=None):
         out["steps"] = int(sampler.split("steps=")[1])
     if unseen is not None:
         out["seen"] = {"metrics": dict(out["metrics"])}
-        out["unseen"] = {"metrics": {"bleu": entry(unseen)}}
+        out["unseen"] = {"metrics": {"bleu": entry(unseen)}, "filler": {"bleu": entry(30 - 20 * ratio)},
+                         "deletion": {"bleu": entry(20 - 20 * ratio)}}
     return out
 
 
@@ -110,3 +111,13 @@ def test_a_run_with_one_ratio_puts_it_with_the_fixed_maskings(results, tmp_path)
     panels = plot_data(results)
     assert {p.axis for p in panels} == {"masking"}
     assert {p.x for s in panels[0].series for p in s.points} == {"random:ratio=0.3", "stopwords"}
+
+
+def test_baselines_are_drawn_beside_the_models_when_the_role_is_given(results):
+    unseen = lambda r: (r.get("unseen") or {}).get("metrics") or {}  # noqa: E731
+    (ratio,) = plot_data(results, ["bleu"], unseen, role="unseen")
+    baselines = {s.label: s for s in ratio.series if s.model_kind == "baseline"}
+    assert set(baselines) == {'filler "None"', "deletion"}
+    assert [(p.x, p.value) for p in baselines["deletion"].points] == [(r, 20 - 20 * r) for r in (0.15, 0.3, 0.5, 0.8)]
+    assert all(s.linestyle == ":" for s in baselines.values())
+    assert not any(s.model_kind == "baseline" for p in plot_data(results, ["bleu"], unseen) for s in p.series)
