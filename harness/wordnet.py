@@ -258,3 +258,12 @@ def _wordnet_check() -> CheckResult:
         "WordNet (METEOR)", False, "no NLTK wordnet and no Debian WordNet files; METEOR will be skipped",
         f"mlmh doctor --fix (downloads, or as root installs {' '.join(DEBIAN_PACKAGES)})",
     )
+
+
+def wordnet_unavailable() -> str | None:
+    """Why a component that needs WordNet cannot run here, or None when it can: WordNet data present, or
+    the Debian files :func:`wordnet_for_scoring` assembles it from (the ``unavailable`` hook's answer)."""
+    if find_wordnet() or debian_files_present():
+        return None
+    return (f"needs WordNet: no NLTK wordnet data and no Debian WordNet files under {DEBIAN_DIR} "
+            f"(fix: mlmh doctor --fix, or apt-get install {' '.join(DEBIAN_PACKAGES)})")

@@ -186,6 +186,15 @@ class PosMasking(RatioMasking):
         if bad or not groups:
             raise SpecError(f"masking 'pos': parameter 'tags' must be '+'-separated among {', '.join(POS_GROUPS)}; got {self.params['tags']!r}")
 
+    def unavailable(self, corpus: Any) -> str | None:
+        """Why no POS tagger can run here (None when one can): the WordNet tagger is the last resort."""
+        if spacy_pipeline() is not None or nltk_perceptron_installed():
+            return None
+        from mlmh import wordnet
+
+        reason = wordnet.wordnet_unavailable()
+        return f"no spaCy model or NLTK tagger data, and the offline tagger {reason}" if reason else None
+
     def maskable(self, document: Document, words: Words) -> tuple[list[int], str]:
         if len(words) == 0:
             return [], ""

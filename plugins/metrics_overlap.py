@@ -153,12 +153,9 @@ class MeteorMetric(Metric):
     def unavailable(self, corpus: Any) -> str | None:
         """Why METEOR cannot run here (None when it can): it needs WordNet present, or the Debian files
         :func:`mlmh.wordnet.wordnet_for_scoring` assembles it from. Checked before a run trains anything."""
-        from mlmh.wordnet import DEBIAN_DIR, DEBIAN_PACKAGES, debian_files_present, find_wordnet
+        from mlmh import wordnet
 
-        if find_wordnet() or debian_files_present():
-            return None
-        return (f"needs WordNet: no NLTK wordnet data and no Debian WordNet files under {DEBIAN_DIR} "
-                f"(fix: mlmh doctor --fix, or apt-get install {' '.join(DEBIAN_PACKAGES)})")
+        return wordnet.wordnet_unavailable()
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
         info = base_info(

@@ -59,3 +59,15 @@ def test_a_named_meteor_fails_fast_naming_the_flag(tmp_path, no_wordnet, monkeyp
     with pytest.raises(SpecError, match=r"^--metric meteor: needs WordNet"):
         run(tmp_path, overrides={"metrics": ["meteor"]})
     assert loaded == []  # before any model loaded
+
+
+def test_pos_masking_needs_a_tagger_and_says_which_is_missing(monkeypatch, no_wordnet):
+    from mlmh.plugins import maskings
+
+    corpus = Corpus(dataset="x", documents=[], source="test")
+    pos = get_registry().build("masking", "pos")
+    monkeypatch.setattr(maskings, "spacy_pipeline", lambda: None)
+    monkeypatch.setattr(maskings, "nltk_perceptron_installed", lambda: False)
+    assert "needs WordNet" in pos.unavailable(corpus) and "NLTK tagger" in pos.unavailable(corpus)
+    monkeypatch.setattr(maskings, "nltk_perceptron_installed", lambda: True)
+    assert pos.unavailable(corpus) is None
