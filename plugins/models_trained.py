@@ -19,6 +19,7 @@ from mlmh.types import Corpus
 
 BUDGETS = ("tokens", "targets", "compute")  # mlmh.training.BUDGETS (not imported here: it loads torch)
 MASK_SCHEDULES = ("fixed", "uniform", "mdlm")  # mlmh.training.MASK_SCHEDULES
+MLM_MASK_RATIO = 0.4  # mlmh.training.MLM_MASK_RATIO
 
 
 class TrainedModel(Model):
@@ -110,23 +111,22 @@ class TrainedModel(Model):
     def identity(self, context: LoadContext) -> str:
         return f"{self.name}:{self.cache_name(context)}"
 
+    def training_job(self, context: LoadContext) -> Any:
+        """What training this model takes (:class:`mlmh.pretrain.TrainingJob`), for a sequential load or a
+        process that trains several models at once."""
+        from mlmh.modelcache import ModelCache
+        from mlmh.pretrain import TrainingJob
+
+        recipe, corpus = self._prepare(context)
+        return TrainingJob(self.cache_name(context), str(ModelCache().root.resolve()), [d.text for d in corpus.split("train")],
+                           [d.text for d in corpus.split("validation")], self._config(), corpus.dataset,
+                           recipe["train_hash"], label=self.short_spec)
+
     def load(self, context: LoadContext) -> Any:
         """Train on first use (progress through ``context.progress``), then load the cached model."""
         from mlmh.adapters import load_adapter
-        from mlmh.modelcache import ModelCache, ensure_free_space
-        from mlmh.training import estimated_bytes, train
 
-        recipe, corpus = self._prepare(context)
-        cache = ModelCache()
-        config = self._config()
-
-        def build(tmp: Any) -> None:
-            ensure_free_space(cache.root, estimated_bytes(config))
-            train([d.text for d in corpus.split("train")], config, tmp,
-                  validation_texts=[d.text for d in corpus.split("validation")], dataset=corpus.dataset,
-                  data_digest=recipe["train_hash"], progress=context.progress)
-
-        path, _ = cache.get_or_build(self.cache_name(context), build)
+        path, _ = self.training_job(context).ensure(context.progress)
         return load_adapter(self.model_kind, path, identity=self.identity(context))
 
     def training_card(self, context: LoadContext) -> dict[str, Any]:
@@ -150,12 +150,13 @@ class TrainedMLM(TrainedModel):
         Param("mask_schedule", str, "fixed", "training masks: fixed (BERT: mask_ratio of the tokens, 80/10/10), "
               "uniform (CMLM / Mask-Predict: 1..N tokens per sequence, all [MASK]) or mdlm (MDLM: rate "
               "t ~ U(0,1) per sequence, loss weighted 1/t)", choices=MASK_SCHEDULES),
-        Param("mask_ratio", float, 0.15, "share of tokens masked by the fixed schedule", min=0.01, max=0.99),
+        Param("mask_ratio", float, MLM_MASK_RATIO, "share of tokens masked by the fixed schedule (0.4: measured "
+              "better than BERT's 0.15 on unseen real text, see README)", min=0.01, max=0.99),
     )
 
     def _objective_params(self) -> dict[str, Any]:
         schedule = self.params["mask_schedule"]
-        if schedule != "fixed" and self.params["mask_ratio"] != 0.15:
+        if schedule != "fixed" and self.params["mask_ratio"] != MLM_MASK_RATIO:
             raise SpecError(f"{self.name}: mask_ratio applies to mask_schedule=fixed ({schedule} draws it per sequence)")
         return {"mask_schedule": schedule, "mask_ratio": self.params["mask_ratio"] if schedule == "fixed" else 0.0}
 

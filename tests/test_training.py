@@ -353,7 +353,12 @@ def test_bad_schedule_ratio_and_budget_are_usage_errors(kwargs, message):
 
 
 def test_config_resolves_schedule_and_ratio_per_objective():
-    assert (make_config("mlm").mask_schedule, make_config("mlm").mask_ratio) == ("fixed", 0.15)
+    assert (make_config("mlm").mask_schedule, make_config("mlm").mask_ratio) == ("fixed", 0.4)
+    from mlmh import training
+    from mlmh.plugins import models_trained
+
+    assert models_trained.MLM_MASK_RATIO == training.MLM_MASK_RATIO  # the plugin's copy (it must not import torch)
+    assert models_trained.MASK_SCHEDULES == training.MASK_SCHEDULES and models_trained.BUDGETS == training.BUDGETS
     assert make_config("mlm", mask_ratio=0.4).mask_ratio == 0.4
     assert make_config("mlm", mask_schedule="uniform").mask_ratio is None
     assert (make_config("clm").mask_schedule, make_config("clm").mask_ratio) == ("", None)
@@ -364,8 +369,9 @@ def test_config_resolves_schedule_and_ratio_per_objective():
 
 def test_budget_rules_scale_the_step_budget():
     assert budget_steps(make_config("mlm"), 300, 1500)[0] == 300  # tokens
-    steps, note = budget_steps(make_config("mlm", budget="targets"), 300, 1500)
+    steps, note = budget_steps(make_config("mlm", budget="targets", mask_ratio=0.15), 300, 1500)
     assert steps == 2000 and "6.67x" in note  # 1 / 0.15
+    assert budget_steps(make_config("mlm", budget="targets"), 300, 1500)[0] == 750  # the default 0.4: 1 / 0.4
     assert budget_steps(make_config("mlm", budget="targets", mask_ratio=0.05), 300, 1500)[0] == 300 * MAX_BUDGET_SCALE
     assert "capped" in budget_steps(make_config("mlm", budget="targets", mask_ratio=0.05), 300, 1500)[1]
     assert budget_steps(make_config("mlm", budget="targets", mask_schedule="mdlm"), 300, 1500)[0] == 600
@@ -381,7 +387,7 @@ def test_card_counts_tokens_targets_and_flops(tmp_path):
     assert clm["budget"] == "tokens" and clm["supervised_targets"] == clm["tokens_seen"] - 2 * MICRO["batch_size"]
     assert clm["approx_train_flops"] == 6 * clm["parameters"] * clm["tokens_seen"]
     mlm = train(TEXTS, micro("mlm", max_steps=2, budget="targets"), tmp_path / "mlm", threads=1)
-    assert mlm["steps"] == round(2 / 0.15) and mlm["supervised_targets"] < 0.3 * mlm["tokens_seen"]
+    assert mlm["steps"] == round(2 / 0.4) and mlm["supervised_targets"] < 0.6 * mlm["tokens_seen"]  # default ratio 0.4
 
 
 # -- validation and early stopping -----------------------------------------------------------------

@@ -48,7 +48,7 @@ CARD_ROWS = (
               help="MLM training masks: fixed = BERT (--mask-ratio of the tokens, 80/10/10; the default), "
                    "uniform = CMLM / Mask-Predict (1..N tokens per sequence, all [MASK]), mdlm = MDLM "
                    "(rate t ~ U(0,1) per sequence, loss weighted 1/t).")
-@click.option("--mask-ratio", type=float, default=0.0, help="Share of tokens the fixed schedule masks (default 0.15).")
+@click.option("--mask-ratio", type=float, default=0.0, help="Share of tokens the fixed schedule masks (default 0.4; BERT's is 0.15).")
 @click.option("--budget", type=click.Choice(BUDGET_CHOICES), default="tokens", show_default=True,
               help="What is matched across objectives: tokens (steps x batch x seq_len); targets (the MLM gets "
                    "the steps to supervise as many tokens as the CLM, at most 8x); compute (~6 x params x tokens).")
