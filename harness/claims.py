@@ -1,0 +1,310 @@
+"""Claims of seed paper 002 tested on a run's own conditions, each a finding with a paired bootstrap CI.
+
+Li et al. (ICML 2024), "Promises and Pitfalls of Generative Masked Language Modeling": masking more in
+training is better (their Theorem 2), stutter comes from filling dependent positions in parallel and
+refinement undoes it (Theorem 3, Remark 1), and Gibbs with adaptively chosen positions is proposed as a
+better sampler (their future work; ``adaptive-gibbs`` here).
+
+A claim is a named rule over the run's conditions: it picks the conditions it needs, or says why the run
+has none (so every preset can call :func:`evaluate`). Its statistic is computed from per-document counts
+on the **unseen** documents, pooled as the run's own tables pool them (sum of hits / sum of positions),
+and every condition of a claim is resampled with the same document indices (:func:`mlmh.stats.resample_ci`):
+the conditions of one masking and seed share their documents and masks, so the CI is that of a paired
+comparison. Verdict: "holds" when the 95% CI excludes 0 in the claimed direction, "does not hold" when it
+excludes 0 the other way, otherwise "inconclusive".
+
+Two per-document measures, both from the generations through the run's own rules:
+
+- **masked-word accuracy**: the share of masked words regenerated exactly (verbatim recall,
+  :func:`mlmh.memorization.verbatim_recall`). It scores only what the model generated, word by word; BLEU
+  of the whole text is dominated by the unmasked context, which every model of a masking copies alike.
+- **stutter**: generated words equal to their left neighbour (the ``stutter`` metric's word level).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+#: the verdicts a finding can carry
+HOLDS, FAILS, INCONCLUSIVE, SKIPPED = "holds", "does not hold", "inconclusive", "skipped"
+ACCURACY, STUTTER = "masked-word accuracy", "stutter"
+
+
+@dataclass
+class Cell:
+    """One setting of the grid (model, masking, sampler; its seeds merged) as a claim sees it.
+
+    ``counts[measure][doc_id]`` = (hits, positions) on one unseen document; ``passes[doc_id]`` = forward
+    passes that document cost. Parameters are those that differ from the component's defaults.
+    """
+
+    ids: list[str]
+    model: str
+    model_params: dict[str, Any]
+    masking: str
+    masking_params: dict[str, Any]
+    sampler: str
+    sampler_params: dict[str, Any]
+    counts: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    passes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def model_label(self) -> str:
+        return _label(self.model, self.model_params, drop=("size", "max_steps"))
+
+    @property
+    def sampler_label(self) -> str:
+        return _label(self.sampler, self.sampler_params)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.masking_params.get("ratio") if self.masking == "random" else None
+
+    @property
+    def T(self) -> int:
+        """Forward passes per document (the most any document took)."""
+        return max(self.passes.values(), default=0)
+
+
+def _label(name: str, params: dict[str, Any], drop: Sequence[str] = ()) -> str:
+    shown = {k: v for k, v in sorted(params.items()) if k not in drop}
+    return name + (":" + ",".join(f"{k}={v}" for k, v in shown.items()) if shown else "")
+
+
+def _changed(component: Any) -> dict[str, Any]:
+    defaults = {p.name: p.default for p in component.parameters}
+    return {k: v for k, v in component.params.items() if defaults.get(k, object()) != v}
+
+
+# -- statistics ------------------------------------------------------------------------------------
+def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
+    """holds / does not hold / inconclusive for a claimed sign ``direction`` (+1 rise, -1 fall)."""
+    if ci_low is None or ci_high is None:
+        return INCONCLUSIVE
+    if (direction > 0 and ci_low > 0) or (direction < 0 and ci_high < 0):
+        return HOLDS
+    if (direction > 0 and ci_high < 0) or (direction < 0 and ci_low > 0):
+        return FAILS
+    return INCONCLUSIVE
+
+
+def paired(arms: Sequence[Cell], measure: str, combine: Callable[[np.ndarray], float], *,
+           seed: int = 0) -> tuple[float | None, float | None, float | None, int]:
+    """(statistic, ci_low, ci_high, documents): ``combine`` of the arms' pooled rates (in %), its CI from
+    resampling the documents every arm shares, the same indices for every arm."""
+    docs = sorted(set.intersection(*(set(a.counts.get(measure, {})) for a in arms)))
+    if not docs:
+        return None, None, None, 0
+    hits = np.asarray([[a.counts[measure][d][0] for d in docs] for a in arms], dtype=float)
+    totals = np.asarray([[a.counts[measure][d][1] for d in docs] for a in arms], dtype=float)
+
+    def statistic(rows: np.ndarray) -> float:
+        den = totals[:, rows].sum(axis=1)
+        if np.any(den == 0):
+            return float("nan")
+        return float(combine(100.0 * hits[:, rows].sum(axis=1) / den))
+
+    from mlmh.stats import resample_ci
+
+    value = statistic(np.arange(len(docs)))
+    if np.isnan(value):
+        return None, None, None, len(docs)
+    low, high = resample_ci(len(docs), statistic, seed=seed)
+    return value, low, high, len(docs)
+
+
+def slope_per_tenth(x: Sequence[float]) -> Callable[[np.ndarray], float]:
+    """Least-squares slope of the rates against ``x``, per +0.1 of ``x``."""
+    xs = np.asarray(x, dtype=float)
+    return lambda rates: 0.1 * float(np.polyfit(xs, rates, 1)[0])
+
+
+def mean_of_differences(rates: np.ndarray) -> float:
+    """Arms laid out as (first_1, second_1, first_2, ...): the mean of second - first over the pairs."""
+    return float(np.mean(rates[1::2] - rates[0::2]))
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.2f}"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "no CI (fewer than two documents)" if low is None or high is None else f"95% CI {low:+.2f} to {high:+.2f}"
+
+
+# -- the claims ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str
+    direction: int  # +1: the statistic is claimed positive; -1: negative
+    rule: Callable[["Claim", list[Cell], int], dict[str, Any]]
+    arg: Any = None
+
+
+def _finding(claim: Claim, statistic: float | None, low: float | None, high: float | None, subject: str,
+             after: str, cells: Sequence[Cell], documents: int, context: str = "", **extra: Any) -> dict[str, Any]:
+    """The finding dict, its statement one sentence: subject, statistic, ``after`` (unit...), CI, verdict."""
+    reason = extra.pop("reason", None)
+    result = INCONCLUSIVE if reason or statistic is None else verdict(low, high, claim.direction)
+    said = {HOLDS: "the claim holds", FAILS: "the claim does not hold", INCONCLUSIVE: "the claim is inconclusive"}[result]
+    statement = (f"{claim.text}: {subject} {_num(statistic)} {after} ({_ci(low, high)}, {documents} unseen documents"
+                 f"{'; ' + context if context else ''}), so {said}{' because ' + reason if reason else ''}.")
+    return {"claim": claim.id, "statement": statement, "statistic": statistic, "ci_low": low, "ci_high": high,
+            "verdict": result, "direction": "rise" if claim.direction > 0 else "fall", "documents": documents,
+            "conditions": [i for c in cells for i in c.ids], **({"reason": reason} if reason else {}), **extra}
+
+
+def _skip(claim: Claim, reason: str) -> dict[str, Any]:
+    return {"claim": claim.id, "statement": f"{claim.text}: not tested, {reason}.", "statistic": None,
+            "ci_low": None, "ci_high": None, "verdict": SKIPPED, "reason": reason, "conditions": []}
+
+
+def _more_masking(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
+    """(a) masked-word accuracy rises with the fixed training mask ratio, at inference masking ``arg``."""
+    at = [c for c in cells if c.ratio == claim.arg and c.model == "trained-mlm"]
+    refiners = [c for c in at if c.sampler == "mask-predict"]
+    if not refiners:
+        return _skip(claim, f"the run has no trained-mlm model with mask-predict at random:ratio={claim.arg}")
+    sampler = max(refiners, key=lambda c: c.T).sampler_label
+    at = [c for c in at if c.sampler_label == sampler]
+    fixed = sorted((c for c in at if c.model_params.get("mask_schedule") == "fixed" and "mask_ratio" in c.model_params),
+                   key=lambda c: c.model_params["mask_ratio"])
+    ratios = [c.model_params["mask_ratio"] for c in fixed]
+    if len(set(ratios)) < 2 or len(set(ratios)) < len(ratios):
+        return _skip(claim, f"fewer than two fixed training mask ratios with {sampler} at random:ratio={claim.arg}")
+    value, low, high, n = paired(fixed, ACCURACY, slope_per_tenth(ratios), seed=seed)
+    beside = {}
+    for c in at:
+        schedule = c.model_params.get("mask_schedule", "fixed")
+        if schedule != "fixed":
+            v, lo, hi, _ = paired([c], ACCURACY, lambda r: float(r[0]), seed=seed)
+            beside[schedule] = {"value": v, "ci_low": lo, "ci_high": hi, "condition": c.ids}
+    levels = {str(r): paired([c], ACCURACY, lambda x: float(x[0]), seed=seed)[0] for r, c in zip(ratios, fixed)}
+    after = f"points per +0.1 of fixed training mask ratio {'/'.join(f'{r:g}' for r in ratios)}"
+    context = ", ".join(f"{k} {v['value']:.1f}%" for k, v in beside.items() if v["value"] is not None)
+    return _finding(claim, value, low, high, f"with {sampler}, unseen masked-word accuracy changes by", after,
+                    fixed + [c for c in at if c not in fixed], n, context=context and f"accuracy of {context}",
+                    measure=ACCURACY, unit="accuracy points per +0.1 training mask ratio", sampler=sampler,
+                    fixed_ratios=ratios, accuracy_by_ratio=levels, beside=beside)
+
+
+def _series(cells: list[Cell], family: str) -> dict[tuple[str, str], list[Cell]]:
+    """(model, masking) -> the cells of one refinement series, ordered by T (forward passes per document).
+
+    mask-predict at its default settings but steps; gibbs started from a one-shot fill, whose T = 1 point
+    is the one-shot fill itself (the ``one-shot`` sampler)."""
+    out: dict[tuple[str, str], list[Cell]] = {}
+    for c in cells:
+        params = dict(c.sampler_params)
+        params.pop("steps", None)
+        if family == "gibbs":
+            member = (c.sampler == "gibbs" and params == {"init": "one-shot"}) or (c.sampler == "one-shot" and not params)
+        else:
+            member = c.sampler == family and not params
+        if member:
+            out.setdefault((c.model_label, _label(c.masking, c.masking_params)), []).append(c)
+    return {k: sorted(v, key=lambda c: c.T) for k, v in out.items() if len({c.T for c in v}) >= 2}
+
+
+def _stutter_falls(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
+    """(b) stutter falls from the fewest to the most refinement passes, averaged over models and maskings."""
+    series = _series(cells, claim.arg)
+    if not series:
+        return _skip(claim, f"the run has no {claim.arg} series with two or more step counts")
+    arms = [c for cells_ in series.values() for c in (cells_[0], cells_[-1])]
+    value, low, high, n = paired(arms, STUTTER, mean_of_differences, seed=seed)
+    Ts = sorted({c.T for s in series.values() for c in s})
+    by_T = {str(t): [paired([c], STUTTER, lambda r: float(r[0]), seed=seed)[0] for s in series.values() for c in s if c.T == t]
+            for t in Ts}
+    first, last = min(c.T for c in arms[0::2]), max(c.T for c in arms[1::2])
+    after = f"percentage points from T={first} to T={last} forward passes, mean over {len(series)} model x masking series"
+    return _finding(claim, value, low, high, "unseen word stutter changes by", after,
+                    [c for s in series.values() for c in s], n, measure=STUTTER,
+                    unit="percentage points", steps=Ts,
+                    stutter_by_T={t: float(np.mean([v for v in vs if v is not None])) if any(v is not None for v in vs) else None
+                                  for t, vs in by_T.items()},
+                    series=[[c.ids[0] for c in s] for s in series.values()])
+
+
+def _adaptive_vs_gibbs(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
+    """(c) adaptive-gibbs minus gibbs of the same settings, model and masking, at equal forward passes."""
+    pairs = []
+    for a in (c for c in cells if c.sampler == "adaptive-gibbs"):
+        own = {k: v for k, v in a.sampler_params.items() if k not in ("pick", "memory")}
+        for g in cells:
+            if (g.sampler == "gibbs" and g.sampler_params == own and g.model_label == a.model_label
+                    and (g.masking, g.masking_params) == (a.masking, a.masking_params)):
+                pairs.append((g, a))
+    if not pairs:
+        return _skip(claim, "the run has no adaptive-gibbs condition beside a gibbs condition of the same settings")
+    unequal = [f"{a.ids[0]}: {sum(a.passes.values())} vs {sum(g.passes.values())}" for g, a in pairs
+               if a.passes != g.passes]
+    arms = [c for pair in pairs for c in pair]
+    value, low, high, n = paired(arms, ACCURACY, mean_of_differences, seed=seed)
+    stutter = paired(arms, STUTTER, mean_of_differences, seed=seed)
+    subject = f"adaptive-gibbs minus gibbs at {pairs[0][0].T} forward passes per document is"
+    after = f"points of unseen masked-word accuracy, mean over {len(pairs)} model x masking pairs"
+    extra: dict[str, Any] = {"measure": ACCURACY, "unit": "accuracy points", "passes_equal": not unequal,
+                             "stutter_difference": {"value": stutter[0], "ci_low": stutter[1], "ci_high": stutter[2]}}
+    if unequal:
+        extra["reason"] = "the forward passes differ (" + "; ".join(unequal[:3]) + ")"
+    return _finding(claim, value, low, high, subject, after, arms, n, **extra)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("a@0.5", "(a) Training with more masking gives better generation at inference masking 0.5", +1, _more_masking, 0.5),
+    Claim("a@0.8", "(a) Training with more masking gives better generation at inference masking 0.8", +1, _more_masking, 0.8),
+    Claim("b:gibbs", "(b) Stutter falls as Gibbs refinement steps grow", -1, _stutter_falls, "gibbs"),
+    Claim("b:mask-predict", "(b) Stutter falls as mask-predict refinement steps grow", -1, _stutter_falls, "mask-predict"),
+    Claim("c", "(c) Adaptive Gibbs beats plain Gibbs at equal forward passes", +1, _adaptive_vs_gibbs),
+)
+
+
+def evaluate(cells: list[Cell], *, seed: int = 0, claims: Sequence[Claim] = CLAIMS) -> list[dict[str, Any]]:
+    """One finding per claim; a claim whose conditions are not in the run is skipped with its reason."""
+    return [claim.rule(claim, cells, seed) for claim in claims]
+
+
+# -- from a run ------------------------------------------------------------------------------------
+def counts_of(generation: Any) -> dict[str, tuple[float, float]]:
+    """Per-document (hits, positions) of each measure, by the run's own rules."""
+    from mlmh.components import ScoringItem
+    from mlmh.memorization import verbatim_recall
+    from mlmh.plugins.metrics_diversity import repeats_left_neighbour, word_sequence
+
+    recall = verbatim_recall([generation])
+    sequence = word_sequence(ScoringItem(prediction=generation.text, reference=generation.original, generation=generation))
+    stutter = repeats_left_neighbour([w for w, _ in sequence], [g for _, g in sequence])
+    return {ACCURACY: (recall["matched"], recall["masked"]), STUTTER: stutter}
+
+
+def run_cells(conditions: Sequence[Any], generations: dict[str, list[Any]], role_of: dict[str, str]) -> list[Cell]:
+    """The cells of a run: its conditions with seeds merged, counted on the unseen documents."""
+    cells: dict[tuple[str, str, str], Cell] = {}
+    for condition in conditions:
+        key = (condition.model.spec, condition.masking.spec, condition.sampler.spec)
+        # the training schedule always explicit: claim (a) reads it, and a default can change between versions
+        schedule = {k: condition.model.params[k] for k in ("mask_schedule", "mask_ratio") if k in condition.model.params}
+        cell = cells.setdefault(key, Cell([], condition.model.name, {**_changed(condition.model), **schedule},
+                                          condition.masking.name,
+                                          _changed(condition.masking), condition.sampler.name, _changed(condition.sampler)))
+        cell.ids.append(condition.id)
+        for g in generations.get(condition.id, []):
+            if role_of.get(g.doc_id) != "unseen" or not g.masked_words:
+                continue
+            for measure, (hits, total) in counts_of(g).items():
+                before = cell.counts.setdefault(measure, {}).get(g.doc_id, (0.0, 0.0))
+                cell.counts[measure][g.doc_id] = (before[0] + hits, before[1] + total)
+            cell.passes[g.doc_id] = max(cell.passes.get(g.doc_id, 0), g.forward_passes)
+    return list(cells.values())
+
+
+def run_findings(conditions: Sequence[Any], generations: dict[str, list[Any]], role_of: dict[str, str],
+                 seed: int = 0) -> list[dict[str, Any]]:
+    """The findings of a run: empty when no claim applies to its grid (most presets), else one per claim."""
+    findings = evaluate(run_cells(conditions, generations, role_of), seed=seed)
+    return findings if any(f["verdict"] != SKIPPED for f in findings) else []
