@@ -192,21 +192,27 @@ def _more_masking(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
                     fixed_ratios=ratios, accuracy_by_ratio=levels, beside=beside)
 
 
-def _series(cells: list[Cell], family: str) -> dict[tuple[str, str], list[Cell]]:
+def _series(cells: list[Cell], family: str) -> dict[tuple[str, str, str], list[Cell]]:
     """(model, masking) -> the cells of one refinement series, ordered by T (forward passes per document).
 
     mask-predict at its default settings but steps; gibbs started from a one-shot fill, whose T = 1 point
     is the one-shot fill itself (the ``one-shot`` sampler)."""
-    out: dict[tuple[str, str], list[Cell]] = {}
+    out: dict[tuple[str, str, str], list[Cell]] = {}
+    starts: dict[tuple[str, str], Cell] = {}  # gibbs series: the one-shot fill is their T = 1 point
     for c in cells:
         params = dict(c.sampler_params)
         params.pop("steps", None)
-        if family == "gibbs":
-            member = (c.sampler == "gibbs" and params == {"init": "one-shot"}) or (c.sampler == "one-shot" and not params)
-        else:
-            member = c.sampler == family and not params
-        if member:
-            out.setdefault((c.model_label, _label(c.masking, c.masking_params)), []).append(c)
+        where = (c.model_label, _label(c.masking, c.masking_params))
+        if family == "gibbs" and c.sampler == "one-shot" and not params:
+            starts[where] = c
+        elif family == "gibbs" and c.sampler == "gibbs" and params.get("init") == "one-shot":
+            params.pop("init")  # other settings (e.g. burnin) stay in the key: one series per setting
+            out.setdefault((*where, _label("gibbs", params)), []).append(c)
+        elif family != "gibbs" and c.sampler == family and not params:
+            out.setdefault((*where, family), []).append(c)
+    for key, members in out.items():
+        if family == "gibbs" and key[:2] in starts:
+            members.append(starts[key[:2]])
     return {k: sorted(v, key=lambda c: c.T) for k, v in out.items() if len({c.T for c in v}) >= 2}
 
 

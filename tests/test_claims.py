@@ -176,3 +176,14 @@ def test_gmlm_preset_writes_one_finding_per_claim_and_states_them(tmp_path):
     report = (out / "report.md").read_text(encoding="utf-8")
     for f in findings:
         assert f["statement"] in report
+
+
+def test_gibbs_series_keep_their_other_settings_apart():
+    """burnin=0 (the preset's greedy Gibbs) forms its own series with the one-shot start; two burn-ins never mix."""
+    greedy = [c for c in stutter_series(1, "gibbs")]
+    for c in greedy[1:]:
+        c.sampler_params["burnin"] = 0
+    finding = by_claim(evaluate(greedy))["b:gibbs"]
+    assert finding["verdict"] == HOLDS and finding["steps"] == [1, 2, 4, 10] and len(finding["series"]) == 1
+    mixed = greedy[:2] + [c for c in stutter_series(1, "gibbs")[2:]]  # T=2 greedy, T=4/10 default burn-in
+    assert len(by_claim(evaluate(mixed))["b:gibbs"]["series"]) == 2
