@@ -292,9 +292,11 @@ class Runner:
 
     def _load_models(self) -> None:
         from mlmh.plan import load_context
+        from mlmh.pretrain import train_missing
 
         models = self.plan.models
         self.bus.emit(StageStarted(stage="models", total=len(models), description="loading models (training on first use)"))
+        train_missing(models, lambda m: load_context(self.config, self.state.corpus, self._training_progress(m.short_spec)))
         for done, model in enumerate(models):
             self._check_cancel()
             context = load_context(self.config, self.state.corpus, self._training_progress(model.short_spec))
