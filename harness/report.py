@@ -352,26 +352,25 @@ def training_section(results: RunResults) -> list[str]:
             facts.append(f"budget matched on {card['budget']}")
         for key, label in (("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
                            ("steps_run", "steps run"), ("step_kept", "step kept"),
-                           ("best_validation_loss", "best validation loss"), ("final_loss", "final training loss")):
+                           ("validation_loss", "validation loss at the step kept"),
+                           ("final_loss", "final training loss"), ("heldout_accuracy", "validation accuracy"),
+                           ("unigram_baseline_accuracy", "unigram baseline accuracy")):
             if card.get(key) is not None:
                 value = card[key]
                 facts.append(f"{label} {value:.3f}" if isinstance(value, float) else f"{label} {value:,}")
         if card.get("stopped_early"):
             facts.append("stopped early on validation loss")
         lines += ["; ".join(facts) + ".", ""]
-        accuracy = card.get("inference_accuracy")
+        accuracy = card.get("accuracy_at_ratio")
         if isinstance(accuracy, dict) and accuracy:
-            lines += ["Masked-token accuracy on validation: " + ", ".join(
-                f"{_accuracy_label(k)} {_num(v) if isinstance(v, (int, float)) else v}" for k, v in accuracy.items()) + ".", ""]
+            lines += ["Masked-token accuracy on validation, by inference masking ratio (unigram baseline): " + ", ".join(
+                f"{k}: {_num(v.get('accuracy', 0))} ({_num(v.get('unigram_baseline_accuracy', 0))})"
+                for k, v in accuracy.items() if isinstance(v, dict)) + ".", ""]
         curve = _curve_rows(card.get("train_curve") or [], card.get("validation_curve") or [])
         if curve:
             lines += _table(["step", "training loss", "validation loss"], curve) + [""]
     return (["## Training", "", "Each trained model's card (training_card.json): what was matched across objectives, "
              "which checkpoint was kept, and its loss curves.", ""] + lines) if lines else []
-
-
-def _accuracy_label(key: str) -> str:
-    return f"at ratio {key}" if key.replace(".", "", 1).isdigit() else key
 
 
 def _curve_rows(train: list[dict[str, float]], validation: list[dict[str, float]], most: int = 8) -> list[list[str]]:

@@ -656,9 +656,10 @@ def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str
 
 def _training_facts(loaded: LoadedModel) -> dict[str, Any]:
     """What a trained model's card says about its training (budget, checkpoint kept, curves)."""
-    keep = ("objective", "mask_schedule", "mask_ratio", "budget", "steps", "steps_run", "step_kept", "stopped_early",
-            "tokens_seen", "supervised_targets", "approx_train_flops", "best_validation_loss", "final_loss",
-            "train_curve", "validation_curve", "heldout_source", "inference_accuracy", "parameters")
+    keep = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
+            "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss", "final_loss",
+            "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve",
+            "heldout_source", "parameters")
     card = loaded.training
     return {"training": {k: card[k] for k in keep if k in card}} if card else {}
 

@@ -71,6 +71,9 @@ def test_eval_end_to_end_then_warm_rerun_and_batch_size(workspace):
     assert report.index("MLM against CLM on unseen documents") < report.index("MLM against CLM on seen documents")
     assert "Memorization (seen - unseen gap" in report and "## Training" in report and "## Downstream tasks" in report
     assert "validation loss" in report and "verbatim recall" in report
+    cards = [m["training"] for m in results["models"].values()]  # the card's facts reach results.json by name
+    assert cards and all({"validation_loss", "step_kept", "validation_curve"} <= set(c) for c in cards)
+    assert any("accuracy_at_ratio" in c for c in cards)
     assert (out / "quality_vs_downstream.png").read_bytes()[:8] == PNG_MAGIC
     samples = [json.loads(x) for x in (out / "samples.jsonl").open()]
     assert len(samples) == CONDITIONS * results["n_samples"]

@@ -37,7 +37,8 @@ def results():
     rows = [condition("mlm", 0.5, 36.0, 34.0), condition("clm", 0.5, 76.0, 30.0),
             condition("mlm", 0.8, 20.0, 22.0), condition("clm", 0.8, 56.0, 18.0)]
     card = {"objective": "clm", "budget": "tokens", "tokens_seen": 1024000, "steps_run": 500, "step_kept": 100,
-            "best_validation_loss": 8.0, "final_loss": 0.69, "stopped_early": True,
+            "validation_loss": 8.0, "final_loss": 0.69, "stopped_early": True,
+            "accuracy_at_ratio": {"0.5": {"accuracy": 0.3, "unigram_baseline_accuracy": 0.05, "targets": 100}},
             "train_curve": [{"step": s, "loss": 5.0 / s ** 0.3} for s in range(50, 501, 50)],
             "validation_curve": [{"step": s, "loss": 8.0 + (s - 100) / 200} for s in range(50, 501, 50)]}
     return {"schema_version": RESULTS_SCHEMA, "run_id": "r", "config": {"preset": "t", "seeds": [0]},
@@ -93,6 +94,7 @@ def test_filler_and_training_card_are_reported(results):
     assert "no better than deletion" in second and "no better than the filler" not in second
     text = render_markdown(typed, [])
     assert "## Training" in text and "step kept 100" in text and "budget matched on tokens" in text
+    assert "validation loss at the step kept 8.000" in text and "0.5: 0.300 (0.050)" in text
     assert "| 500 |" in text and "stopped early on validation loss" in text
 
 
