@@ -99,7 +99,9 @@ def test_a_killed_local_worker_has_its_units_run_again(tmp_path, baseline, unit_
         results = run(tmp_path, "killed", executor)
     assert (unit_log / "crashed").exists()
     ran = pids(unit_log, "calls")
-    assert len(ran) > LOGGED_UNITS and len(set(ran)) >= 3  # the crashed unit ran again, on a fresh pool
+    # the crashed unit ran again, in a process of the fresh pool (how many of the old and new workers got units
+    # depends on scheduling, so only "more calls than units, in more than one process" is certain)
+    assert len(ran) > LOGGED_UNITS and len(set(ran)) >= 2
     assert results == baseline
 
 
