@@ -53,14 +53,16 @@ def comparable(path):
 
 
 @pytest.mark.slow
-def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_mlm, tiny_clm):
+@pytest.mark.parametrize("executor", [[], ["--workers", "2"]], ids=["in-process", "two-workers"])
+def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_mlm, tiny_clm, executor):
     path = preset(tmp_path, tiny_mlm, tiny_clm)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}  # tiny models: one thread is fastest
     reference = tmp_path / "reference"
     subprocess.run(eval_args(path, reference), env=env, check=True, capture_output=True, timeout=600)
 
     cut = tmp_path / "cut"
-    proc = subprocess.Popen(eval_args(path, cut), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(eval_args(path, cut, *executor), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     db = cut / "samples.sqlite"
     reference_results = json.loads((reference / "results.json").read_text(encoding="utf-8"))
     total = CONDITIONS * sum(role["documents"] for role in reference_results["documents"].values())
@@ -76,7 +78,8 @@ def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_
     assert 0 < kept < total, f"kill did not land mid-generation ({kept} of {total} samples stored)"
     assert not (cut / "results.json").exists()
 
-    resumed = subprocess.run(eval_args(path, cut, "--resume"), env=env, capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(eval_args(path, cut, "--resume", *executor), env=env, capture_output=True, text=True,
+                             timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert stored(db) == total
     assert comparable(cut / "results.json") == comparable(reference / "results.json")
