@@ -39,6 +39,16 @@ def assert_every_masking_ran(results: dict) -> None:
     assert ran == {m.split(":")[0] for m in MASKINGS}
     for row in results["conditions"]:
         assert row["generation"]["samples"] == results["n_samples"] > 0
+        # the fair study on data nobody here wrote: both sets, their CIs, recall, the baselines, the gap
+        for role in ("seen", "unseen"):
+            if not row[role]["scored"]:  # e.g. no entity in the few documents of a role: flagged, not scored
+                assert row[role]["nothing_masked"] == row[role]["documents"]
+                continue
+            bleu = row[role]["metrics"]["bleu"]
+            assert bleu["ci_low"] <= bleu["value"] <= bleu["ci_high"]
+            assert "verbatim_recall" in row[role] and "bleu" in row[role]["filler"] and "bleu" in row[role]["deletion"]
+        assert "bleu" in row.get("gap", {}) or not (row["seen"]["scored"] and row["unseen"]["scored"]), {
+            k: row[k] for k in ("id", "seen", "unseen")}
 
 
 @pytest.mark.slow
