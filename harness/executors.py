@@ -155,16 +155,13 @@ class Worker:
         return self.adapters[spec]
 
     def _load(self, model: Any) -> Any:
-        from mlmh.components import LoadContext
         from mlmh.modelcache import ModelCache
         from mlmh.paths import models_dir
-        from mlmh.splits import with_validation
+        from mlmh.plan import load_context
 
-        config = self.plan.config
-        if self._corpus is None:  # the run's corpus, as Runner._load_data builds it: trained-* recipes hash it
-            self._corpus = with_validation(self.plan.dataset.load(config.data))
-        context = LoadContext(dataset=config.dataset, data_path=config.data, corpus=self._corpus,
-                              seed=config.seeds[0], cache_dir=str(models_dir()))
+        if self._corpus is None:  # the run's corpus, as the runner builds it: trained-* recipes hash it
+            self._corpus = self.plan.load_corpus()
+        context = load_context(self.plan.config, self._corpus)
         cache_name = getattr(model, "cache_name", None)
         if cache_name is not None and ModelCache().lookup(cache_name(context)) is None:
             raise ModelError(f"worker: model {model.short_spec} is not in the model cache {models_dir()}; the "

@@ -179,6 +179,13 @@ class RunPlan:
         params = metric.spec.split(":", 1)[1] if ":" in metric.spec else ""
         return f"{result_name}[{params}]"
 
+    def load_corpus(self) -> "Corpus":
+        """The run's corpus with its validation split set: what trained-* recipes hash, so the runner, the
+        executors' workers and ``mlmh generate --run`` must all build it this one way."""
+        from mlmh.splits import with_validation
+
+        return with_validation(self.dataset.load(self.config.data))
+
     # -- fail fast -----------------------------------------------------------------------------
     def check(self, corpus: "Corpus") -> None:
         """Check every component against the loaded corpus, before any model trains.

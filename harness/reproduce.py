@@ -61,13 +61,12 @@ def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
     from mlmh.generation import generate, prepare_items
     from mlmh.plan import build_plan, load_context
     from mlmh.runner import saved_config
-    from mlmh.splits import with_validation
 
     run = Path(run_dir)
     recorded = recorded_sample(run, sample)
     config = saved_config(run)
     plan = build_plan(config)
-    corpus = with_validation(plan.dataset.load(config.data))
+    corpus = plan.load_corpus()
     plan.check(corpus)
     condition = next((c for c in plan.conditions if c.id == recorded["condition"]), None)
     if condition is None:

@@ -263,10 +263,8 @@ class Runner:
 
     # -- stages --------------------------------------------------------------------------------
     def _load_data(self) -> None:
-        from mlmh.splits import with_validation
-
         self.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {self.config.dataset}"))
-        corpus = with_validation(self.plan.dataset.load(self.config.data))
+        corpus = self.plan.load_corpus()
         self.state.corpus = corpus
         if self.config.data is None:
             self._note(f"dataset {self.config.dataset}: using its {corpus.source} (pass --data PATH for the real files)")
