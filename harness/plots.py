@@ -1,7 +1,7 @@
 """PNG figures of a results.json: quality by masking, quality vs refinement steps, quality vs downstream.
 
 The data is separated from the drawing: :func:`plot_data` and friends return the plotted points as
-plain values (what the tests check and the TUI could reuse); the ``draw_*`` functions only render them.
+plain values (what the tests check and the TUI's terminal plots reuse); the ``draw_*`` functions only render them.
 
 Rules a reader can rely on:
 
@@ -18,40 +18,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from mlmh.report import pick_main
+from mlmh.report import higher_is_better, main_metrics
+from mlmh.types import ConditionResult, RunResults, Score
 
 #: colour family (a matplotlib colormap) per model kind; unknown kinds share the grey one
 KIND_COLORMAP = {"mlm": "Blues", "clm": "Oranges", "seq2seq": "Greens"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
-
-MetricsOf = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def main_set(row: dict[str, Any]) -> dict[str, Any]:
-    """The metrics a condition is judged by (``row["metrics"]``: the run's headline document set)."""
-    return row.get("metrics") or {}
-
-
-def seen_set(row: dict[str, Any]) -> dict[str, Any]:
-    """The metrics on seen (train) documents."""
-    return (row.get("seen") or {}).get("metrics") or {}
-
-
-def main_metrics(results: dict[str, Any], metrics_of: "MetricsOf" = main_set) -> list[str]:
-    names: dict[str, None] = {}
-    for row in results.get("conditions", []):
-        names.update(dict.fromkeys(metrics_of(row)))
-    return pick_main(names)
-
-
-def higher_is_better(results: dict[str, Any], metric: str, metrics_of: "MetricsOf" = main_set) -> bool:
-    for row in results.get("conditions", []):
-        entry = metrics_of(row).get(metric)
-        if entry is not None:
-            return bool(entry.get("higher_is_better", True))
-    return True
 
 
 @dataclass(frozen=True)
@@ -94,115 +68,115 @@ class Panel:
 
 
 # -- data ------------------------------------------------------------------------------------------
-def swept_families(results: dict[str, Any]) -> set[str]:
+def swept_families(results: RunResults) -> set[str]:
     """Masking families the run varies over two or more ratios: only these go on a ratio axis."""
     ratios: dict[str, set[float]] = defaultdict(set)
-    for row in results.get("conditions", []):
-        if row.get("masking_ratio") is not None:
-            ratios[_family(row["masking"])].add(float(row["masking_ratio"]))
+    for row in results.conditions:
+        if row.masking_ratio is not None:
+            ratios[_family(row.masking)].add(float(row.masking_ratio))
     return {family for family, values in ratios.items() if len(values) >= 2}
 
 
-def plot_data(results: dict[str, Any], metrics: list[str] | None = None, metrics_of: MetricsOf = main_set,
-              role: str | None = None) -> list[Panel]:
+def plot_data(results: RunResults, metrics: list[str] | None = None, role: str | None = None,
+              baselines: bool = False) -> list[Panel]:
     """Panels of the quality-by-masking figure: per metric, a ratio panel (swept maskings) and a masking
-    panel (the others), each only when it has points. ``metrics_of`` picks a row's metric dict, so the
-    same figure can be drawn for another set (e.g. scores on unseen documents); with the ``role`` of that
-    set, the filler and deletion baselines of each masking are drawn too (grey, dotted)."""
-    rows = [r for r in results.get("conditions", []) if metrics_of(r)]
+    panel (the others), each only when it has points. ``role`` picks the document set ("seen", "unseen";
+    None: the headline set); with ``baselines``, the filler and deletion baselines of each masking on
+    that set are drawn too (grey, dotted)."""
+    rows = [r for r in results.conditions if r.quality(role)]
     if not rows:
         return []
-    metrics = metrics or main_metrics(results, metrics_of)
+    metrics = metrics or main_metrics(results, role)
     swept = swept_families(results)
-    several_seeds = len({r.get("seed") for r in rows}) > 1
+    several_seeds = len({r.seed for r in rows}) > 1
     style = _styles(rows, several_seeds)
     panels = []
     for metric in metrics:
-        better = higher_is_better(results, metric, metrics_of)
         by_ratio: dict[str, Series] = {}
         by_masking: dict[str, Series] = {}
         for row in rows:
-            point_value = _point(metrics_of(row).get(metric))
+            point_value = _point(row.quality(role).get(metric))
             if point_value is None:
                 continue
-            family = _family(row["masking"])
             key = _series_key(row, several_seeds)
-            if family in swept:
-                label = key if family == "random" else f"{key} / {family}"
-                target = by_ratio.setdefault(label, _series(label, row, style[key], family))
-                target.points.append(Point(float(row["masking_ratio"]), *point_value))
-            else:
-                target = by_masking.setdefault(key, _series(key, row, style[key], family))
-                target.points.append(Point(row["masking"], *point_value))
-        if role:
-            _add_baselines(results, rows, role, metric, swept, by_ratio, by_masking)
+            _place(row, key, swept, lambda label, r=row, k=key: _series(label, r, style[k], _family(r.masking)),
+                   point_value, by_ratio, by_masking)
+        if baselines:
+            _add_baselines(results, rows, role or results.headline, metric, swept, by_ratio, by_masking)
         for axis, series in (("masking ratio", by_ratio), ("masking", by_masking)):
             if series:
                 if axis == "masking ratio":
                     for s in series.values():
                         s.points.sort(key=lambda p: p.x)
-                panels.append(Panel(metric, axis, better, list(series.values())))
+                panels.append(Panel(metric, axis, higher_is_better(results, metric), list(series.values())))
     return panels
 
 
 BASELINE_STYLES = {"filler": ((0.45, 0.45, 0.45, 1.0), "x"), "deletion": ((0.7, 0.7, 0.7, 1.0), "+")}
 
 
-def _add_baselines(results: dict[str, Any], rows: list[dict[str, Any]], role: str, metric: str, swept: set[str],
+def _place(row: ConditionResult, key: str, swept: set[str], make: Any, point_value: tuple[float, float | None, float | None],
+           by_ratio: dict[str, Series], by_masking: dict[str, Series]) -> None:
+    """The one rule of where a point goes: a swept family on the ratio axis, any other masking in its own column."""
+    family = _family(row.masking)
+    if family in swept:
+        label = key if family == "random" else f"{key} / {family}"
+        by_ratio.setdefault(label, make(label)).points.append(Point(float(row.masking_ratio), *point_value))  # type: ignore[arg-type]
+    else:
+        by_masking.setdefault(key, make(key)).points.append(Point(row.masking, *point_value))
+
+
+def _add_baselines(results: RunResults, rows: list[ConditionResult], role: str, metric: str, swept: set[str],
                    by_ratio: dict[str, Series], by_masking: dict[str, Series]) -> None:
     """One series per baseline (filler, deletion), a point per masking, on the same axes as the models."""
     done: set[tuple[str, str]] = set()
     for row in rows:
-        block = row.get(role) or {}
+        block = getattr(row, role, None)
+        if block is None:
+            continue
         for name, (color, marker) in BASELINE_STYLES.items():
-            point_value = _point((block.get(name) or {}).get(metric))
-            if point_value is None or (name, row["masking"]) in done:
+            point_value = _point(getattr(block, name).get(metric))
+            if point_value is None or (name, row.masking) in done:
                 continue
-            done.add((name, row["masking"]))
-            label = f"{name} \"{results.get('filler_word')}\"" if name == "filler" else name
-            family = _family(row["masking"])
-            if family in swept:
-                label = label if family == "random" else f"{label} / {family}"
-                target = by_ratio.setdefault(label, Series(label, "baseline", [], color, marker, ":"))
-                target.points.append(Point(float(row["masking_ratio"]), *point_value))
-            else:
-                target = by_masking.setdefault(label, Series(label, "baseline", [], color, marker, ":"))
-                target.points.append(Point(row["masking"], *point_value))
+            done.add((name, row.masking))
+            label = f"{name} \"{results.filler_word}\"" if name == "filler" else name
+            _place(row, label, swept, lambda lab, c=color, m=marker: Series(lab, "baseline", [], c, m, ":"),
+                   point_value, by_ratio, by_masking)
 
 
-def steps_data(results: dict[str, Any], metric: str, metrics_of: MetricsOf = main_set) -> Panel | None:
+def steps_data(results: RunResults, metric: str, role: str | None = None) -> Panel | None:
     """``metric`` against the sampler's refinement steps T, per model / sampler / masking swept over two or more T."""
-    rows = [r for r in results.get("conditions", []) if r.get("steps") is not None]
-    several_seeds = len({r.get("seed") for r in rows}) > 1
+    rows = [r for r in results.conditions if r.steps is not None]
+    several_seeds = len({r.seed for r in rows}) > 1
     style = _styles(rows, several_seeds, sampler_family=True, with_masking=True)
     series: dict[str, Series] = {}
     for row in rows:
-        point_value = _point(metrics_of(row).get(metric))
+        point_value = _point(row.quality(role).get(metric))
         if point_value is None:
             continue
         label = _series_key(row, several_seeds, sampler_family=True, with_masking=True)
-        target = series.setdefault(label, _series(label, row, style[label], _family(row["masking"])))
-        target.points.append(Point(int(row["steps"]), *point_value))
+        target = series.setdefault(label, _series(label, row, style[label], _family(row.masking)))
+        target.points.append(Point(int(row.steps), *point_value))  # type: ignore[arg-type]
     kept = [s for s in series.values() if len({p.x for p in s.points}) >= 2]
     for s in kept:
         s.points.sort(key=lambda p: p.x)
-    return Panel(metric, "refinement steps", higher_is_better(results, metric, metrics_of), kept) if kept else None
+    return Panel(metric, "refinement steps", higher_is_better(results, metric), kept) if kept else None
 
 
-def downstream_data(results: dict[str, Any], metric: str, metrics_of: MetricsOf = main_set) -> tuple[Panel, str, float | None] | None:
+def downstream_data(results: RunResults, metric: str, role: str | None = None) -> tuple[Panel, str, float | None] | None:
     """(panel of the first downstream score against ``metric``, its name, the real-train baseline), or None.
 
     Each condition is one point: ``x`` is its ``metric`` value, the CI is the metric's (horizontal)."""
-    first = next(((task, score) for row in results.get("conditions", []) for task, scores in row.get("downstream", {}).items()
+    first = next(((task, score) for row in results.conditions for task, scores in row.downstream.items()
                   for score in scores), None)
     if first is None:
         return None
     task, score = first
-    rows = results.get("conditions", [])
+    rows = results.conditions
     style = _styles(rows, False)
     series: dict[str, Series] = {}
     for row in rows:
-        quality, downstream = _point(metrics_of(row).get(metric)), row.get("downstream", {}).get(task, {}).get(score)
+        quality, downstream = _point(row.quality(role).get(metric)), row.downstream.get(task, {}).get(score)
         if quality is None or downstream is None:
             continue
         key = _series_key(row, False)
@@ -211,7 +185,7 @@ def downstream_data(results: dict[str, Any], metric: str, metrics_of: MetricsOf 
     if not series:
         return None
     name = f"{task} {score}"
-    baseline = results.get("baseline", {}).get(task, {}).get(score)
+    baseline = results.baseline.get(task, {}).get(score)
     return Panel(name, metric, None, list(series.values())), name, baseline
 
 
@@ -219,26 +193,26 @@ def _family(masking: str) -> str:
     return masking.split(":")[0]
 
 
-def _point(entry: dict[str, Any] | None) -> tuple[float, float | None, float | None] | None:
-    if not entry or entry.get("value") is None:
+def _point(score: Score | None) -> tuple[float, float | None, float | None] | None:
+    if score is None or score.value is None:
         return None
-    low, high = entry.get("ci_low"), entry.get("ci_high")
-    return float(entry["value"]), None if low is None else float(low), None if high is None else float(high)
+    low, high = score.ci_low, score.ci_high
+    return float(score.value), None if low is None else float(low), None if high is None else float(high)
 
 
-def _series_key(row: dict[str, Any], several_seeds: bool, sampler_family: bool = False, with_masking: bool = False) -> str:
-    sampler = _family(row["sampler"]) if sampler_family else row["sampler"]
-    key = f"{row['model']} / {sampler}" + (f" / {row['masking']}" if with_masking else "")
-    return f"{key} / seed={row.get('seed')}" if several_seeds else key
+def _series_key(row: ConditionResult, several_seeds: bool, sampler_family: bool = False, with_masking: bool = False) -> str:
+    sampler = _family(row.sampler) if sampler_family else row.sampler
+    key = f"{row.model} / {sampler}" + (f" / {row.masking}" if with_masking else "")
+    return f"{key} / seed={row.seed}" if several_seeds else key
 
 
-def _series(label: str, row: dict[str, Any], style: tuple[Any, str], family: str) -> Series:
+def _series(label: str, row: ConditionResult, style: tuple[Any, str], family: str) -> Series:
     color, marker = style
     linestyle = "-" if family in ("random", "") else "--"
-    return Series(label, row.get("model_kind", ""), [], color, marker, linestyle)
+    return Series(label, row.model_kind, [], color, marker, linestyle)
 
 
-def _styles(rows: list[dict[str, Any]], several_seeds: bool, sampler_family: bool = False,
+def _styles(rows: list[ConditionResult], several_seeds: bool, sampler_family: bool = False,
             with_masking: bool = False) -> dict[str, tuple[Any, str]]:
     """Colour and marker per series key: the kind picks the colour family, the series' rank within its
     kind picks the shade (dark to light, evenly spread) and the marker."""
@@ -247,8 +221,8 @@ def _styles(rows: list[dict[str, Any]], several_seeds: bool, sampler_family: boo
     keys: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         key = _series_key(row, several_seeds, sampler_family, with_masking)
-        if key not in keys[row.get("model_kind", "")]:
-            keys[row.get("model_kind", "")].append(key)
+        if key not in keys[row.model_kind]:
+            keys[row.model_kind].append(key)
     style = {}
     for kind, members in keys.items():
         cmap = colormaps[KIND_COLORMAP.get(kind, "Greys")]
@@ -259,16 +233,17 @@ def _styles(rows: list[dict[str, Any]], several_seeds: bool, sampler_family: boo
 
 
 # -- drawing ---------------------------------------------------------------------------------------
-def write_plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
+def write_plots(results: RunResults, out_dir: Path) -> list[Path]:
     """Write the PNG figures (matplotlib, Agg) of ``results`` into ``out_dir``; returns their paths."""
     out_dir = Path(out_dir)
     written = []
     metrics = main_metrics(results)
-    headline = results.get("headline", "seen")
+    headline = results.headline
     figures: list[tuple[str, list[Panel], str]] = [
-        ("quality_by_masking", plot_data(results, metrics, role=headline), f"on {headline} documents")]
-    if headline == "unseen" and any(seen_set(r) for r in results.get("conditions", [])):
-        figures.append(("quality_by_masking_seen", plot_data(results, metrics, seen_set, role="seen"),
+        ("quality_by_masking", plot_data(results, metrics, baselines=True), f"on {headline} documents")]
+    has_seen = any(r.seen is not None and r.seen.metrics for r in results.conditions)
+    if headline == "unseen" and has_seen:
+        figures.append(("quality_by_masking_seen", plot_data(results, metrics, "seen", baselines=True),
                         "on seen (training) documents"))
     for name, panels, subtitle in figures:
         if panels:
@@ -277,8 +252,7 @@ def write_plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     if steps:
         written.append(draw_panels([steps], out_dir / "quality_vs_steps.png"))
     # the downstream tasks train on the seen regenerations, so their quality is the one to set against them
-    synthetic = seen_set if any(seen_set(r) for r in results.get("conditions", [])) else main_set
-    scatter = downstream_data(results, metrics[0], synthetic) if metrics else None
+    scatter = downstream_data(results, metrics[0], "seen" if has_seen else None) if metrics else None
     if scatter:
         panel, _, baseline = scatter
         written.append(draw_panels([panel], out_dir / "quality_vs_downstream.png", baseline=baseline))

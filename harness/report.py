@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from mlmh.errors import SpecError
+from mlmh.errors import DataError, SpecError
 from mlmh.types import ConditionResult, RunResults, Score
 
 #: the metrics the comparison tables lead with, when a run has them
@@ -26,18 +26,27 @@ def as_results(results: RunResults | dict[str, Any]) -> RunResults:
     return results if isinstance(results, RunResults) else RunResults.from_dict(results)
 
 
+def results_path(path: str | Path) -> Path:
+    """``path`` itself when it is a file, else the ``results.json`` inside the run directory."""
+    p = Path(path).expanduser()
+    return p / "results.json" if p.is_dir() else p
+
+
 def load_results(run_dir: str | Path) -> RunResults:
-    path = Path(run_dir)
-    if path.is_dir():
-        path = path / "results.json"
+    """The typed results of a run directory (or of its results.json): the one reader of results.json."""
+    path = results_path(run_dir)
     if not path.is_file():
-        raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval")
+        raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval, or its results.json")
     try:
-        return RunResults.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: not valid JSON ({exc})") from None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: not a readable results.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("conditions"), list):
+        raise DataError(f"{path}: no 'conditions' list; is this an mlmh results.json?")
+    try:
+        return RunResults.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise SpecError(f"{path}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
+        raise DataError(f"{path}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
 
 
 def roles(results: RunResults) -> list[str]:
@@ -532,9 +541,9 @@ def write_report(results: RunResults | dict[str, Any], out_dir: str | Path) -> P
     results = as_results(results)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from mlmh.plots import write_plots  # plots read results.json's data
+    from mlmh.plots import write_plots  # matplotlib is imported only when a report is written
 
-    plots = write_plots(results.to_dict(), out)
+    plots = write_plots(results, out)
     path = out / "report.md"
     path.write_text(render_markdown(results, plots), encoding="utf-8")
     return path

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mlmh.plots import downstream_data, plot_data, steps_data, swept_families, write_plots
+from mlmh.types import RunResults
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 KINDS = {"trained-mlm": "mlm", "trained-clm": "clm", "trained-seq2seq": "seq2seq"}
@@ -33,7 +34,7 @@ def row(model, masking, sampler, ratio, bleu, seed=0, unseen=None):
 
 
 @pytest.fixture
-def results():
+def data():
     """Three kinds, eight samplers, random swept over four ratios, span at one ratio, three fixed maskings."""
     rows = []
     for model, kind in KINDS.items():
@@ -43,7 +44,12 @@ def results():
             rows.append(row(model, "span:ratio=0.3", sampler, 0.3, 40 - n))
             for masking, value in (("stopwords", 55), ("punctuation", 80), ("ner", 30)):
                 rows.append(row(model, masking, sampler, 1.0, value - 4 * n))
-    return {"conditions": rows, "baseline": {"av": {"auc": 0.8}}, "headline": "unseen"}
+    return {"conditions": rows, "baseline": {"av": {"auc": 0.8}}, "headline": "unseen", "schema_version": 2}
+
+
+@pytest.fixture
+def results(data):
+    return RunResults.from_dict(data)
 
 
 def panel(panels, metric, axis):
@@ -78,14 +84,15 @@ def test_each_kind_has_its_own_colour_family_and_each_series_its_own_style(resul
     assert by_kind == {"mlm": {2}, "clm": {0}, "seq2seq": {1}}  # blue, orange (red channel), green
 
 
-def test_several_seeds_are_separate_series(results):
-    results["conditions"] += [dict(r, seed=1, id=r["id"] + "+") for r in results["conditions"]]
+def test_several_seeds_are_separate_series(data):
+    data["conditions"] += [dict(r, seed=1, id=r["id"] + "+") for r in data["conditions"]]
+    results = RunResults.from_dict(data)
     labels = [s.label for s in panel(plot_data(results), "bleu", "masking ratio").series]
     assert len(labels) == 16 and "trained-mlm / one-shot / seed=1" in labels
 
 
 def test_another_metric_set_draws_the_same_figure(results):
-    unseen = plot_data(results, ["bleu"], lambda r: (r.get("unseen") or {}).get("metrics") or {})
+    unseen = plot_data(results, ["bleu"], "unseen")
     assert [p.axis for p in unseen] == ["masking ratio"]
     assert {p.value for s in unseen[0].series for p in s.points} == {50.0 - n for n in range(5)}
 
@@ -96,7 +103,7 @@ def test_steps_and_downstream_data(results):
     assert all([p.x for p in s.points] == [4, 10] for s in steps.series)
     panel_, name, baseline = downstream_data(results, "bleu")
     assert name == "av auc" and baseline == 0.8 and panel_.higher_is_better is None
-    assert sum(len(s.points) for s in panel_.series) == len(results["conditions"])
+    assert sum(len(s.points) for s in panel_.series) == len(results.conditions)
 
 
 def test_write_plots_writes_pngs_for_every_figure(results, tmp_path):
@@ -106,18 +113,17 @@ def test_write_plots_writes_pngs_for_every_figure(results, tmp_path):
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in paths)
 
 
-def test_a_run_with_one_ratio_puts_it_with_the_fixed_maskings(results, tmp_path):
-    results["conditions"] = [r for r in results["conditions"] if r["masking"] in ("random:ratio=0.3", "stopwords")]
-    panels = plot_data(results)
+def test_a_run_with_one_ratio_puts_it_with_the_fixed_maskings(data, tmp_path):
+    data["conditions"] = [r for r in data["conditions"] if r["masking"] in ("random:ratio=0.3", "stopwords")]
+    panels = plot_data(RunResults.from_dict(data))
     assert {p.axis for p in panels} == {"masking"}
     assert {p.x for s in panels[0].series for p in s.points} == {"random:ratio=0.3", "stopwords"}
 
 
 def test_baselines_are_drawn_beside_the_models_when_the_role_is_given(results):
-    unseen = lambda r: (r.get("unseen") or {}).get("metrics") or {}  # noqa: E731
-    (ratio,) = plot_data(results, ["bleu"], unseen, role="unseen")
+    (ratio,) = plot_data(results, ["bleu"], "unseen", baselines=True)
     baselines = {s.label: s for s in ratio.series if s.model_kind == "baseline"}
     assert set(baselines) == {'filler "None"', "deletion"}
     assert [(p.x, p.value) for p in baselines["deletion"].points] == [(r, 20 - 20 * r) for r in (0.15, 0.3, 0.5, 0.8)]
     assert all(s.linestyle == ":" for s in baselines.values())
-    assert not any(s.model_kind == "baseline" for p in plot_data(results, ["bleu"], unseen) for s in p.series)
+    assert not any(s.model_kind == "baseline" for p in plot_data(results, ["bleu"], "unseen") for s in p.series)

@@ -12,7 +12,7 @@ from mlmh.cli import main
     (["--preset", "nosuch"], 2, "unknown preset 'nosuch'"),
     (["--model", "hf-mlmm:path=x"], 2, "unknown model 'hf-mlmm'; did you mean 'hf-mlm'?"),
     (["--model", "trained-mlm", "--model", "trained-clm", "--model", "trained-mlm"], 2, "at most twice"),
-    (["--run", "no/such/run"], 1, "no such results file"),
+    (["--run", "no/such/run"], 2, "no/such/run does not exist"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, args, code, message):
     with pytest.raises(SystemExit) as info:

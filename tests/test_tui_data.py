@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mlmh.errors import DataError
+from mlmh.errors import DataError, SpecError
 from mlmh.tui.run_files import load_run
 from mlmh.tui.widgets.token_view import MASK_GLYPH, Frame, confidence_color, frames_of, render_frame
 from mlmh.types import Generation, Step, to_dict
@@ -70,7 +70,8 @@ def write_run(directory: Path, *, samples: bool = True) -> Path:
 
 def test_load_run_reads_results_and_samples_with_traces(tmp_path):
     run = load_run(write_run(tmp_path / "run"))
-    assert [c["id"] for c in run.conditions] == [c["id"] for c in CONDITIONS]
+    assert [c.id for c in run.conditions] == [c["id"] for c in CONDITIONS]
+    assert run.conditions[0].metrics["bleu"].ci_low == pytest.approx(0.56)
     samples = run.samples_of(CONDITIONS[0]["id"])
     assert [s.generation.doc_id for s in samples] == ["d1", "d2"]
     assert samples[0].generation.steps[0].confidences == {2: 0.21, 6: 0.9}
@@ -78,7 +79,7 @@ def test_load_run_reads_results_and_samples_with_traces(tmp_path):
 
 
 def test_load_run_names_the_bad_file(tmp_path):
-    with pytest.raises(DataError, match="no such results file"):
+    with pytest.raises(SpecError, match="missing does not exist"):
         load_run(tmp_path / "missing")
     run = write_run(tmp_path / "run")
     (run / "samples.jsonl").write_text('{"condition": "x"}\n', encoding="utf-8")

@@ -12,6 +12,7 @@ from mlmh.tui.screens.results import ResultsScreen
 from mlmh.tui.widgets.plots import ratio_series
 from mlmh.tui.widgets.results_table import ResultsTable
 from mlmh.tui.widgets.trace_view import TraceView
+from mlmh.types import RunResults
 
 
 pytestmark = pytest.mark.anyio
@@ -30,8 +31,12 @@ def row_ids(table: ResultsTable) -> list[str]:
     return [str(row.key.value) for row in table.ordered_rows]
 
 
+def typed(conditions):
+    return RunResults.from_dict({"schema_version": 2, "conditions": conditions})
+
+
 def test_ratio_series_groups_by_model_and_sampler():
-    series = ratio_series(CONDITIONS, "bleu")
+    series = ratio_series(typed(CONDITIONS), "bleu")
     assert series == {"hf-mlm mask-predict": [(0.15, 0.61), (0.3, 0.52)], "hf-clm clm-infill": [(0.15, 0.40), (0.3, 0.33)]}
 
 
@@ -40,9 +45,9 @@ def test_ratio_series_leaves_fixed_ratio_maskings_off_the_ratio_axis():
     only are not ratio points."""
     stopwords = {**CONDITIONS[0], "id": "sw", "masking": "stopwords", "masking_ratio": 1.0}
     span = {**CONDITIONS[0], "id": "span", "masking": "span:ratio=0.5", "masking_ratio": 0.5}
-    series = ratio_series([*CONDITIONS, stopwords, span], "bleu")
-    assert series == ratio_series(CONDITIONS, "bleu")
-    assert ratio_series([stopwords, span], "bleu") == {}
+    series = ratio_series(typed([*CONDITIONS, stopwords, span]), "bleu")
+    assert series == ratio_series(typed(CONDITIONS), "bleu")
+    assert ratio_series(typed([stopwords, span]), "bleu") == {}
 
 
 async def test_results_table_sorts_and_marks_best(tmp_path):
@@ -128,7 +133,7 @@ async def test_a_bad_path_is_one_line_in_the_status(tmp_path):
         screen.query_one("#res-path").value = str(tmp_path / "nope")
         screen.query_one("#res-path").focus()
         await pilot.press("enter")
-        assert "no such results file" in str(screen.query_one("#res-status").render())
+        assert "nope does not exist" in str(screen.query_one("#res-status").render())
 
 
 @pytest.mark.parametrize("samples", [False])

@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import DataError
-from mlmh.types import Generation, from_dict
+from mlmh.report import load_results, results_path
+from mlmh.types import ConditionResult, Generation, RunResults, from_dict
+
+__all__ = ["RunFiles", "Sample", "load_run", "results_path"]
 
 
 @dataclass
@@ -23,34 +26,21 @@ class Sample:
 @dataclass
 class RunFiles:
     path: Path  # the results.json
-    results: dict[str, Any]
+    results: RunResults
     samples: list[Sample]
 
     @property
-    def conditions(self) -> list[dict[str, Any]]:
-        return list(self.results.get("conditions", []))
+    def conditions(self) -> list[ConditionResult]:
+        return list(self.results.conditions)
 
     def samples_of(self, condition: str) -> list[Sample]:
         return [s for s in self.samples if s.condition == condition]
 
 
-def results_path(path: str | Path) -> Path:
-    """``path`` itself when it is a file, else the ``results.json`` inside the run directory."""
-    p = Path(path).expanduser()
-    return p / "results.json" if p.is_dir() else p
-
-
 def load_run(path: str | Path) -> RunFiles:
     """Load a run from its directory or its results.json; samples.jsonl next to it is optional."""
     results_file = results_path(path)
-    if not results_file.is_file():
-        raise DataError(f"{results_file}: no such results file (give a run directory or its results.json)")
-    try:
-        results = json.loads(results_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{results_file}: not a readable results.json ({exc})") from None
-    if not isinstance(results, dict) or not isinstance(results.get("conditions"), list):
-        raise DataError(f"{results_file}: no 'conditions' list; is this an mlmh results.json?")
+    results = load_results(results_file)
     samples: list[Sample] = []
     samples_file = results_file.with_name("samples.jsonl")
     if samples_file.is_file():

@@ -94,8 +94,7 @@ class ResultsScreen(Screen):
         self.run_files = run
         self.query_one("#res-path", Input).value = str(path)
         conditions = run.conditions
-        config = run.results.get("config") or {}
-        status.update(f"{config.get('preset', '?')}: {len(conditions)} conditions, {run.results.get('n_samples', '?')} "
+        status.update(f"{run.results.config.get('preset', '?')}: {len(conditions)} conditions, {run.results.n_samples} "
                       f"samples each, {len(run.samples)} with traces  ({run.path})")
         self.query_one(ResultsTable).show_conditions(conditions)
         metrics = [c.label for c in self.query_one(ResultsTable).table_columns if c.key.startswith("metric:")]
@@ -109,7 +108,7 @@ class ResultsScreen(Screen):
         if downstream:
             downstream_select.value = downstream[0]
         self._plot()
-        self.show_condition(conditions[0]["id"] if conditions else None)
+        self.show_condition(conditions[0].id if conditions else None)
         self.query_one(ResultsTable).focus()
 
     # -- plots ------------------------------------------------------------------------------------
@@ -122,10 +121,9 @@ class ResultsScreen(Screen):
         downstream = self.query_one("#res-downstream", Select).value
         if not isinstance(metric, str):
             return
-        self.query_one(MetricByRatioPlot).show(self.run_files.conditions, metric)
-        self.query_one(QualityDownstreamPlot).show(self.run_files.conditions, metric,
-                                                   downstream if isinstance(downstream, str) else "",
-                                                   self.run_files.results.get("baseline"))
+        self.query_one(MetricByRatioPlot).show(self.run_files.results, metric)
+        self.query_one(QualityDownstreamPlot).show(self.run_files.results, metric,
+                                                   downstream if isinstance(downstream, str) else "")
 
     # -- drill-down -------------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#res-table")

@@ -4,47 +4,42 @@ per model, and text quality against downstream score, one point per condition.""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from textual_plotext import PlotextPlot
 
 from mlmh.tui.labels import short_spec
+from mlmh.types import ConditionResult, RunResults
 
 
-def metric_value(condition: dict[str, Any], metric: str) -> float | None:
-    result = (condition.get("metrics") or {}).get(metric)
-    value = result.get("value") if isinstance(result, dict) else result
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def downstream_value(scores: dict[str, Any] | None, key: str) -> float | None:
+def downstream_value(scores: dict[str, dict[str, float]] | None, key: str) -> float | None:
     """``key`` is ``task:metric``; ``scores`` is ``{task: {metric: value}}``."""
     task, _, metric = key.partition(":")
     value = ((scores or {}).get(task) or {}).get(metric)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def downstream_keys(conditions: list[dict[str, Any]]) -> list[str]:
+def downstream_keys(conditions: list[ConditionResult]) -> list[str]:
     keys: list[str] = []
     for condition in conditions:
-        for task, scores in (condition.get("downstream") or {}).items():
+        for task, scores in condition.downstream.items():
             for metric in scores or {}:
                 if f"{task}:{metric}" not in keys:
                     keys.append(f"{task}:{metric}")
     return keys
 
 
-def series_label(condition: dict[str, Any]) -> str:
-    return f"{short_spec(str(condition.get('model', '?')))} {condition.get('sampler', '')}".strip()
+def series_label(condition: ConditionResult) -> str:
+    return f"{short_spec(condition.model)} {condition.sampler}".strip()
 
 
-def ratio_series(conditions: list[dict[str, Any]], metric: str) -> dict[str, list[tuple[float, float]]]:
+def ratio_series(results: RunResults, metric: str) -> dict[str, list[tuple[float, float]]]:
     """``{model sampler: [(masking ratio, metric value), ...]}``: the masking-ratio panel of the PNG figure
-    (:func:`mlmh.plots.plot_data`), so only masking families swept over two or more ratios are drawn and a
-    fixed-ratio masking (stopwords, punctuation, ner) is never put on the ratio axis."""
+    (:func:`mlmh.plots.plot_data`, on the headline document set), so only masking families swept over two
+    or more ratios are drawn, a fixed-ratio masking (stopwords, punctuation, ner) is never put on the
+    ratio axis, and the filler and deletion baselines are lines of their own."""
     from mlmh.plots import plot_data
 
-    panels = [p for p in plot_data({"conditions": conditions}, [metric]) if p.axis == "masking ratio"]
+    panels = [p for p in plot_data(results, [metric], baselines=True) if p.axis == "masking ratio"]
     return {_short_label(series.label): [(float(point.x), point.value) for point in series.points]
             for panel in panels for series in panel.series}
 
@@ -58,11 +53,11 @@ def _short_label(label: str) -> str:
 class MetricByRatioPlot(PlotextPlot):
     """``metric`` against masking ratio, one line per model (and sampler)."""
 
-    def show(self, conditions: list[dict[str, Any]], metric: str) -> None:
+    def show(self, results: RunResults, metric: str) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        series = ratio_series(conditions, metric)
+        series = ratio_series(results, metric)
         for label, points in series.items():
             plt.plot([x for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
             plt.scatter([x for x, _ in points], [y for _, y in points], marker="dot")
@@ -74,18 +69,18 @@ class MetricByRatioPlot(PlotextPlot):
 class QualityDownstreamPlot(PlotextPlot):
     """Text quality (``metric``) against downstream score (``task:metric``); the real-data baseline as a line."""
 
-    def show(self, conditions: list[dict[str, Any]], metric: str, downstream: str, baseline: dict[str, Any] | None) -> None:
+    def show(self, results: RunResults, metric: str, downstream: str) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
         groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for condition in conditions:
-            x, y = metric_value(condition, metric), downstream_value(condition.get("downstream"), downstream)
+        for condition in results.conditions:
+            x, y = condition.value(metric), downstream_value(condition.downstream, downstream)
             if x is not None and y is not None:
                 groups[series_label(condition)].append((x, y))
         for label, points in groups.items():
             plt.scatter([x for x, _ in points], [y for _, y in points], label=label[:28])
-        base = downstream_value(baseline, downstream)
+        base = downstream_value(results.baseline, downstream)
         if base is not None:
             plt.horizontal_line(base, color="gray")
         title = f"{downstream.rpartition(':')[2] or 'downstream'} vs {metric}" + ("" if groups else " (no data)")

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from mlmh.tui.labels import number, short_spec
+from mlmh.types import ConditionResult, Score
 
 LABEL_COLUMNS = ("model", "masking", "sampler")
 
@@ -23,23 +24,22 @@ class Column:
 
 
 def _value(cell: Any) -> float | None:
-    if isinstance(cell, dict):
-        cell = cell.get("value")
+    if isinstance(cell, Score):
+        cell = cell.value
     return float(cell) if isinstance(cell, (int, float)) and not isinstance(cell, bool) else None
 
 
-def columns_of(conditions: list[dict[str, Any]]) -> list[Column]:
+def columns_of(conditions: list[ConditionResult]) -> list[Column]:
     """Label columns, then every metric, then every downstream ``task:metric``, in first-seen order."""
     columns = [Column(k, k, None) for k in LABEL_COLUMNS]
     seen: set[str] = set()
     for condition in conditions:
-        for name, result in (condition.get("metrics") or {}).items():
+        for name, score in condition.metrics.items():
             if name not in seen:
                 seen.add(name)
-                hib = result.get("higher_is_better", True) if isinstance(result, dict) else True
-                columns.append(Column(f"metric:{name}", name, bool(hib)))
+                columns.append(Column(f"metric:{name}", name, score.higher_is_better))
     for condition in conditions:
-        for task, scores in (condition.get("downstream") or {}).items():
+        for task, scores in condition.downstream.items():
             for metric in scores or {}:
                 key = f"downstream:{task}:{metric}"
                 if key not in seen:
@@ -48,18 +48,18 @@ def columns_of(conditions: list[dict[str, Any]]) -> list[Column]:
     return columns
 
 
-def cell_of(condition: dict[str, Any], column: Column) -> Any:
-    """The raw value of ``column`` for ``condition``: a label, a metric dict or a number."""
+def cell_of(condition: ConditionResult, column: Column) -> Any:
+    """The value of ``column`` for ``condition``: a label, a :class:`~mlmh.types.Score` or a number."""
     if column.higher_is_better is None:
-        return short_spec(str(condition.get(column.key, "") or ""))
+        return short_spec(str(getattr(condition, column.key, "") or ""))
     kind, _, rest = column.key.partition(":")
     if kind == "metric":
-        return (condition.get("metrics") or {}).get(rest)
+        return condition.metrics.get(rest)
     task, _, metric = rest.partition(":")
-    return ((condition.get("downstream") or {}).get(task) or {}).get(metric)
+    return (condition.downstream.get(task) or {}).get(metric)
 
 
-def best_of(conditions: list[dict[str, Any]], column: Column) -> float | None:
+def best_of(conditions: list[ConditionResult], column: Column) -> float | None:
     values = [v for v in (_value(cell_of(c, column)) for c in conditions) if v is not None]
     if not values or column.higher_is_better is None:
         return None
@@ -67,15 +67,14 @@ def best_of(conditions: list[dict[str, Any]], column: Column) -> float | None:
 
 
 def format_cell(cell: Any, best: float | None) -> Text:
-    if not isinstance(cell, (dict, int, float)) or isinstance(cell, bool):
+    if not isinstance(cell, (Score, int, float)) or isinstance(cell, bool):
         return Text(str(cell) if cell is not None else "–", style="" if cell is not None else "dim")
     value = _value(cell)
     if value is None:
         return Text("–", style="dim")
     text = Text(number(value))
-    low, high = (_value(cell.get("ci_low")), _value(cell.get("ci_high"))) if isinstance(cell, dict) else (None, None)
-    if low is not None and high is not None:
-        text.append(f" [{number(low)},{number(high)}]", style="dim")
+    if isinstance(cell, Score) and cell.has_ci:
+        text.append(f" [{number(cell.ci_low)},{number(cell.ci_high)}]", style="dim")  # type: ignore[arg-type]
     if best is not None and value == best:
         text.stylize("bold green")
         text.append(" ★", style="bold yellow")
@@ -92,12 +91,12 @@ class ResultsTable(DataTable):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self.conditions: list[dict[str, Any]] = []
+        self.conditions: list[ConditionResult] = []
         self.table_columns: list[Column] = []
         self.sort_key: str | None = None
         self.sort_reverse = False
 
-    def show_conditions(self, conditions: list[dict[str, Any]]) -> None:
+    def show_conditions(self, conditions: list[ConditionResult]) -> None:
         self.conditions = list(conditions)
         self.table_columns = columns_of(self.conditions)
         self.sort_key, self.sort_reverse = None, False
@@ -112,7 +111,7 @@ class ResultsTable(DataTable):
             self.sort_key, self.sort_reverse = key, bool(column.higher_is_better)
         self._fill()
 
-    def ordered(self) -> list[dict[str, Any]]:
+    def ordered(self) -> list[ConditionResult]:
         if self.sort_key is None:
             return list(self.conditions)
         column = next(c for c in self.table_columns if c.key == self.sort_key)
@@ -127,7 +126,7 @@ class ResultsTable(DataTable):
         """Rebuild columns and rows; widths are set from the content, so a refill never truncates."""
         self.clear(columns=True)
         bests = {c.key: best_of(self.conditions, c) for c in self.table_columns}
-        rows = [(str(condition.get("id", "")), [format_cell(cell_of(condition, c), bests[c.key]) for c in self.table_columns])
+        rows = [(condition.id, [format_cell(cell_of(condition, c), bests[c.key]) for c in self.table_columns])
                 for condition in self.ordered()]
         for index, column in enumerate(self.table_columns):
             arrow = ""
