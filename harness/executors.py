@@ -114,15 +114,10 @@ def worker_spec(config: "RunConfig", threads: int) -> WorkerSpec:
 def _run_time_plugins() -> tuple[list[tuple[str, str]], list[tuple[str, Any]]]:
     """Plugins registered in this process by hand (neither builtin nor an entry point): a worker
     process registers the same, modules by import name and other objects by pickle."""
-    from mlmh import plugin_manager
-    from mlmh.plugins import BUILTIN_MODULES
+    from mlmh.plugin_manager import registered_by_hand
 
-    pm = plugin_manager.get_plugin_manager()
-    known = set(BUILTIN_MODULES) | {name for name, _ in plugin_manager._entry_point_plugins()}
     modules, objects = [], []
-    for name, plugin in pm.list_name_plugin():
-        if name in known or plugin is None:
-            continue
+    for name, plugin in registered_by_hand():
         if inspect.ismodule(plugin):
             modules.append((name, plugin.__name__))
         else:

@@ -78,6 +78,15 @@ def reset() -> None:
     registry.reset()
 
 
+def registered_by_hand() -> list[tuple[str, Any]]:
+    """``(name, plugin)`` of every plugin registered in this process with ``register`` (neither a builtin
+    nor an entry point): what another process must register itself to build the same registry."""
+    builtins = importlib.import_module(BUILTINS_NAME)
+    known = set(builtins.BUILTIN_MODULES) | {name for name, _ in _entry_point_plugins()}
+    return [(name, plugin) for name, plugin in get_plugin_manager().list_name_plugin()
+            if name not in known and plugin is not None]
+
+
 def _create() -> pluggy.PluginManager:
     pm = pluggy.PluginManager("mlmh")
     pm.add_hookspecs(hookspecs)
