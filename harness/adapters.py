@@ -225,8 +225,28 @@ class BaseAdapter:
         return runs
 
     def decode_words(self, token_lists: Sequence[Sequence[int]]) -> list[str]:
-        """Decode each list of ids as one word: one batched call, WordPiece ``##`` and spaces stripped."""
-        lists = [list(t) for t in token_lists]
+        """Decode each list of ids as one word: one batched call, WordPiece ``##`` and spaces stripped.
+
+        A word of one token (most words) is read from a table of decoded ids filled as ids are first
+        met: decoding is a pure function of the ids, and the tokenizer call per word cost as much as
+        a tiny model's pass over the batch.
+        """
+        known = self._decoded_ids
+        out: list[str | None] = [known.get(t[0]) if len(t) == 1 else None for t in token_lists]
+        missing = [n for n, text in enumerate(out) if text is None]
+        if missing:
+            texts = self._decode_lists([list(token_lists[n]) for n in missing])
+            for n, text in zip(missing, texts):
+                out[n] = text
+                if len(token_lists[n]) == 1:
+                    known[int(token_lists[n][0])] = text
+        return out  # type: ignore[return-value]
+
+    @cached_property
+    def _decoded_ids(self) -> dict[int, str]:
+        return {}
+
+    def _decode_lists(self, lists: list[list[int]]) -> list[str]:
         if self._direct_backend:  # the wrapper's batch_decode is this call plus Python per text
             backend = self.tokenizer.backend_tokenizer
             if len(lists) < _PARALLEL_BATCH:

@@ -214,3 +214,17 @@ def test_batched_encoding_equals_one_item_at_a_time_through_the_tokenizer_wrappe
     assert adapter._direct_backend  # plain TokenizersBackend: the Rust tokenizer is called directly
     monkeypatch.setattr(adapter, "_direct_backend", False)  # the wrapper, item by item
     assert [adapter.encode(*pair) for pair in pairs] == batched
+
+
+@pytest.mark.parametrize("kind", ["mlm", "bpe"])
+def test_decoded_words_equal_the_tokenizer_decode_and_one_token_words_come_from_the_table(kind, mlm, tmp_path,
+                                                                                         monkeypatch):
+    adapter = mlm if kind == "mlm" else _byte_level_clm(tmp_path)
+    words = [adapter.tokenizer(w, add_special_tokens=False)["input_ids"] for w in ("again", "lazy", "jumps", "dog,")]
+    lists = [*words, words[0] + words[1], words[2][:1]]
+    expected = [adapter.tokenizer.decode(ids, skip_special_tokens=True).strip().removeprefix("##") for ids in lists]
+    assert adapter.decode_words(lists) == expected
+    singles = [ids for ids in lists if len(ids) == 1]
+    assert singles, "the test needs one-token words"
+    monkeypatch.setattr(adapter, "_decode_lists", lambda lists: pytest.fail(f"decoded {lists} again"))
+    assert adapter.decode_words(singles) == [e for ids, e in zip(lists, expected) if len(ids) == 1]
