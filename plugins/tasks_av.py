@@ -60,19 +60,38 @@ def pan_scores(truth: np.ndarray, probability: np.ndarray, margin: float) -> dic
 
 
 class PairFeatures:
-    """Cosine similarities of a pair's texts under each TF-IDF view fitted on the training texts."""
+    """Cosine similarities of a pair's texts under each TF-IDF view fitted on the training texts.
 
-    def __init__(self, texts: list[str]) -> None:
+    The training texts' rows come from the fit itself (``fit_transform``), and every other text is
+    transformed once however many pairs it is in: analysing the texts is the task's whole cost.
+    """
+
+    def __init__(self, texts: dict[str, str]) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        self.vectorizers = [(name, TfidfVectorizer(sublinear_tf=True, min_df=1, **kwargs).fit(texts)) for name, kwargs in VIEWS]
+        self.texts = dict(texts)
+        self.row_of = {doc: row for row, doc in enumerate(self.texts)}
+        self.views = []
+        for _, kwargs in VIEWS:
+            vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=1, **kwargs)
+            self.views.append((vectorizer, vectorizer.fit_transform(list(self.texts.values())).tocsr()))
 
     def __call__(self, pairs: list[Pair], texts: dict[str, str]) -> np.ndarray:
+        from scipy.sparse import vstack
+
+        docs = list(dict.fromkeys(d for p in pairs for d in (p.a, p.b)))
+        fitted = [d for d in docs if self.texts.get(d) == texts[d]]  # the same text under the same id
+        other = [d for d in docs if self.texts.get(d) != texts[d]]
+        position = {d: n for n, d in enumerate(fitted + other)}
+        a = [position[p.a] for p in pairs]
+        b = [position[p.b] for p in pairs]
         columns = []
-        for _, vectorizer in self.vectorizers:
-            a = vectorizer.transform([texts[p.a] for p in pairs])
-            b = vectorizer.transform([texts[p.b] for p in pairs])
-            columns.append(np.asarray(a.multiply(b).sum(axis=1)).ravel())  # rows are L2-normalised
+        for vectorizer, rows in self.views:
+            parts = [rows[[self.row_of[d] for d in fitted]]] if fitted else []
+            if other:
+                parts.append(vectorizer.transform([texts[d] for d in other]))
+            matrix = vstack(parts).tocsr()
+            columns.append(np.asarray(matrix[a].multiply(matrix[b]).sum(axis=1)).ravel())  # rows are L2-normalised
         return np.column_stack(columns)
 
 
@@ -107,7 +126,7 @@ class AuthorshipVerification(Task):
         if failure:
             return TaskResult(self.name, {}, len(train_pairs), len(test_pairs), info, error=failure)
         used = sorted({d for p in train_pairs for d in (p.a, p.b)})
-        features = PairFeatures([train_texts[d] for d in used])
+        features = PairFeatures({d: train_texts[d] for d in used})
         model = make_pipeline(StandardScaler(), LogisticRegression(C=self.params["C"], max_iter=2000, random_state=seed))
         model.fit(features(train_pairs, train_texts), np.array([p.same for p in train_pairs]))
         probability = model.predict_proba(features(test_pairs, test_texts))[:, 1]

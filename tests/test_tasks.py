@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlmh.plugins.tasks_av import AuthorshipVerification, pan_scores
+from mlmh.plugins.tasks_av import VIEWS, AuthorshipVerification, PairFeatures, pan_scores, usable_pairs
 from mlmh.plugins.tasks_classification import TextClassification
 from mlmh.plugins.tasks_ner import NamedEntityRecognition, bio_sequences
 from mlmh.registry import get_registry
@@ -106,3 +106,26 @@ def test_bio_sequences_handle_discontinuous_overlap_and_decimals():
     assert words == [["Vitamin", "D", "and", "B12", "given", "."], ["Take", "12", ".", "5", "mg", "PO", "."]]
     assert tags == [["B-Drug", "I-Drug", "O", "B-Drug", "O", "O"], ["O", "B-Strength", "I-Strength", "I-Strength", "I-Strength", "O", "O"]]
     assert overlapping == 1  # "Vitamin" of the discontinuous entity was already tagged
+
+
+def test_pair_features_equal_fitting_then_transforming_every_pair_text(samples):
+    """The fit's own rows stand in for the training texts; a text that differs under a known id is
+    transformed, never confused with the fitted one."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    corpus = samples["pan"]
+    train, texts, _ = usable_pairs(corpus, "train")
+    test, _, _ = usable_pairs(corpus, "test")
+    train, test = train[:30], test[:20]
+    used = sorted({d for p in train for d in (p.a, p.b)})
+    changed = {**texts, train[0].a: texts[train[0].a] + " An added sentence, written here."}
+    features = PairFeatures({d: texts[d] for d in used})
+    vectorizers = [TfidfVectorizer(sublinear_tf=True, min_df=1, **kwargs).fit([texts[d] for d in used]) for _, kwargs in VIEWS]
+
+    def fit_then_transform(pairs, texts):
+        return np.column_stack([np.asarray(v.transform([texts[p.a] for p in pairs]).multiply(
+            v.transform([texts[p.b] for p in pairs])).sum(axis=1)).ravel() for v in vectorizers])
+
+    for pairs, source in ((train, texts), (test, texts), (train, changed)):
+        np.testing.assert_allclose(features(pairs, source), fit_then_transform(pairs, source), rtol=0, atol=1e-12)
+    assert not np.allclose(features(train[:1], changed), features(train[:1], texts))
