@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -52,8 +53,12 @@ def comparable(path):
     return {**strip_timings(results), "run_id": None}
 
 
+NO_RAY = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'mlmh[ray]'")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("executor", [[], ["--workers", "2"]], ids=["in-process", "two-workers"])
+@pytest.mark.parametrize("executor", [[], ["--workers", "2"], pytest.param(["--backend", "ray", "--workers", "2"], marks=NO_RAY)],
+                         ids=["in-process", "two-workers", "ray"])
 def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_mlm, tiny_clm, executor):
     path = preset(tmp_path, tiny_mlm, tiny_clm)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}  # tiny models: one thread is fastest
