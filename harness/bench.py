@@ -693,7 +693,7 @@ GOALS: dict[str, tuple[str, float] | None] = {
     "speedup kept": (">=", 0.95),
     "batching": (">=", 0.90),
     "crossover": None,
-    "startup": ("<=", 0.3),
+    "startup": ("<=", 0.15),
     "scaling": ("<=", 2.2),
     "bertscore": (">=", 200.0),
 }
