@@ -1,6 +1,6 @@
-"""Every command the docs show is a command that works: the fenced ``sh`` blocks of README.md, the
-"Examples:" blocks of ``mlmh --help`` and of each ``mlmh COMMAND --help``, and the ``mlmh ...`` code
-spans of docs/PLUGINS.md are extracted and run in-process through Click's CliRunner.
+"""Every command the docs show is a command that works: the fenced ``sh`` blocks of README.md and of
+every docs/*.md, the "Examples:" blocks of ``mlmh --help`` and of each ``mlmh COMMAND --help``, and the
+``mlmh ...`` code spans of docs/PLUGINS.md are extracted and run in-process through Click's CliRunner.
 
 Placeholders (``runs/<id>``, ``gen.txt``, ``./my-bert``) are mapped to files prepared here; the official
 PAN and MPST files (``~/pan20``, ``~/mpst``) are built from real prose by tests/realdata.py. Runs that would
@@ -45,6 +45,8 @@ NOT_RUN = {
     "mlmh eval --preset quick --workers 2": "these runs cap training by patching this process, which worker "
     "processes do not see; tests/test_executors.py runs it with the cap in the model specs",
     "mlmh eval --preset quick --backend ray": "as --workers; tests/test_executors.py runs it on a local Ray",
+    "mlmh eval --preset pan --no-cache --workers 2": "as --workers; tests/test_executors.py runs local workers, "
+    "tests/test_resume.py with --workers 2 and a kill -9",
 }
 
 
@@ -77,6 +79,9 @@ def documented_commands() -> list[tuple[str, str]]:
         found += [(f"mlmh {' '.join(args)} --help".replace("  ", " "), c) for c in _examples_from_text(examples)]
     plugins_doc = (ROOT / "docs" / "PLUGINS.md").read_text(encoding="utf-8")
     found += [("docs/PLUGINS.md", c) for c in re.findall(r"`((?:\w+=\S* )?mlmh [^`]*)`", plugins_doc)]
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        for block in re.findall(r"```sh\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
+            found += [(f"docs/{doc.name}", c) for c in _examples_from_text(block)]
     first: dict[str, str] = {}
     for where, command in found:
         first.setdefault(command, where)
@@ -208,7 +213,8 @@ def shared_cache(tmp_path_factory, monkeypatch, real_data):
 
 def test_the_docs_have_examples_to_run():
     sources = {where for where, _ in COMMANDS_FOUND}
-    assert {"README.md", "docs/PLUGINS.md", "mlmh --help", "mlmh generate --help", "mlmh eval --help"} <= sources
+    assert {"README.md", "docs/PLUGINS.md", "docs/PERFORMANCE.md", "mlmh --help", "mlmh generate --help",
+            "mlmh eval --help"} <= sources
     assert any(c.startswith("mlmh generate --model trained-mlm") for _, c in COMMANDS_FOUND)
 
 
