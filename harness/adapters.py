@@ -81,6 +81,7 @@ class BaseAdapter:
         self.device = torch.device(device)
         self.forward_passes = 0
         self.tokens_processed = 0
+        self._decoded_ids: dict[int, str] = {}  # one-token words, decoded once (decode_words)
         self.max_length = _model_window(model.config, tokenizer)
         self.prefix_ids, self.suffix_ids = _special_affixes(tokenizer)
         self.mask_id = self._placeholder_id()
@@ -241,10 +242,6 @@ class BaseAdapter:
                 if len(token_lists[n]) == 1:
                     known[int(token_lists[n][0])] = text
         return out  # type: ignore[return-value]
-
-    @cached_property
-    def _decoded_ids(self) -> dict[int, str]:
-        return {}
 
     def _decode_lists(self, lists: list[list[int]]) -> list[str]:
         if self._direct_backend:  # the wrapper's batch_decode is this call plus Python per text

@@ -92,6 +92,7 @@ def plot_data(results: RunResults, metrics: list[str] | None = None, role: str |
     style = _styles(rows, several_seeds)
     panels = []
     for metric in metrics:
+        better = higher_is_better(results, metric)
         by_ratio: dict[str, Series] = {}
         by_masking: dict[str, Series] = {}
         for row in rows:
@@ -108,7 +109,7 @@ def plot_data(results: RunResults, metrics: list[str] | None = None, role: str |
                 if axis == "masking ratio":
                     for s in series.values():
                         s.points.sort(key=lambda p: p.x)
-                panels.append(Panel(metric, axis, higher_is_better(results, metric), list(series.values())))
+                panels.append(Panel(metric, axis, better, list(series.values())))
     return panels
 
 

@@ -33,7 +33,7 @@ def results_path(path: str | Path) -> Path:
 
 
 def load_results(run_dir: str | Path) -> RunResults:
-    """The typed results of a run directory (or of its results.json): the one reader of results.json."""
+    """The typed results of a run directory (or of its results.json), for the report, the CLI and the TUI."""
     path = results_path(run_dir)
     if not path.is_file():
         raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval, or its results.json")

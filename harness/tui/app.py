@@ -80,7 +80,7 @@ class MlmhApp(App):
 
     def open_results(self, path: str | Path) -> None:
         """Switch to the results screen and load ``path`` (a run directory or results.json)."""
-        from mlmh.tui.run_files import results_path
+        from mlmh.report import results_path
         from mlmh.tui.screens.results import ResultsScreen
 
         self.options.run_dir = str(path)  # a results screen made now loads it when it mounts

@@ -11,8 +11,6 @@ from mlmh.errors import DataError
 from mlmh.report import load_results, results_path
 from mlmh.types import ConditionResult, Generation, RunResults, from_dict
 
-__all__ = ["RunFiles", "Sample", "load_run", "results_path"]
-
 
 @dataclass
 class Sample:

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from mlmh.tui.labels import number, short_spec
+from mlmh.tui.widgets.plots import downstream_keys
 from mlmh.types import ConditionResult, Score
 
 LABEL_COLUMNS = ("model", "masking", "sampler")
@@ -38,13 +39,7 @@ def columns_of(conditions: list[ConditionResult]) -> list[Column]:
             if name not in seen:
                 seen.add(name)
                 columns.append(Column(f"metric:{name}", name, score.higher_is_better))
-    for condition in conditions:
-        for task, scores in condition.downstream.items():
-            for metric in scores or {}:
-                key = f"downstream:{task}:{metric}"
-                if key not in seen:
-                    seen.add(key)
-                    columns.append(Column(key, f"{task}:{metric}", True))
+    columns += [Column(f"downstream:{key}", key, True) for key in downstream_keys(conditions)]
     return columns
 
 
