@@ -60,13 +60,19 @@ async def test_progress_panel_draws_a_bar_per_stage():
         panel.handle(StageStarted(stage="generate", total=4, description="generating"))
         panel.handle(Progress(stage="generate", completed=1, total=4))  # before the row has mounted
         panel.handle(Progress(stage="train", completed=5, total=10, info={"loss": 3.25, "eta": 12.0, "step": 5}))  # no StageStarted
-        await pilot.pause()
         generate, train = panel.row("generate"), panel.row("train")
-        assert generate.query_one("ProgressBar").progress == 1 and generate.query_one("ProgressBar").total == 4
-        assert str(train.query_one(".stage-info").render()) == "loss 3.25"
+
+        def bar(row):
+            return row.query_one("ProgressBar") if row.is_mounted and row.query("ProgressBar") else None
+
+        # rows mount over a few refreshes (more on a loaded machine): wait for the drawn state, not one pause
+        await wait_until(pilot, lambda: bar(generate) is not None and bar(generate).progress == 1, 10, "the generate bar at 1")
+        assert bar(generate).total == 4
+        await wait_until(pilot, lambda: bar(train) is not None and str(train.query_one(".stage-info").render()) == "loss 3.25",
+                         10, "the train row's loss")
         panel.handle(StageFinished(stage="generate", seconds=2.0))
-        await pilot.pause()
-        assert generate.query_one("ProgressBar").progress == 4 and generate.has_class("done")
+        await wait_until(pilot, lambda: bar(generate).progress == 4, 10, "the finished generate bar")
+        assert generate.has_class("done")
         assert not panel.all_done
         assert len(panel.query(StageRow)) == 2
 
