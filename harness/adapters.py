@@ -34,6 +34,8 @@ _DTYPES = ("float32", "bfloat16", "float16")
 MASK_MARKER = "[MASK]"
 #: From this many texts on, tokenize/decode with the Rust tokenizer's parallel batch call.
 _PARALLEL_BATCH = 256
+#: Masked-word pieces (" word") whose tokenization an adapter keeps; the table is emptied when full.
+_MASKED_PIECES_KEPT = 100_000
 
 
 @dataclass
@@ -82,6 +84,7 @@ class BaseAdapter:
         self.forward_passes = 0
         self.tokens_processed = 0
         self._decoded_ids: dict[int, str] = {}  # one-token words, decoded once (decode_words)
+        self._masked_pieces: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}  # tokenized once (encode_batch)
         self.max_length = _model_window(model.config, tokenizer)
         self.prefix_ids, self.suffix_ids = _special_affixes(tokenizer)
         self.mask_id = self._placeholder_id()
@@ -118,13 +121,31 @@ class BaseAdapter:
 
     def encode_batch(self, pairs: Sequence[tuple[Words, MaskPlan]]) -> list[Encoding]:
         """:meth:`encode` for many items: the pieces of all of them go through the tokenizer in one call
-        (one call per item cost more than the tokenization itself on short texts)."""
+        (one call per item cost more than the tokenization itself on short texts).
+
+        A masked word's piece (" word") is tokenized once per adapter and then looked up: tokenization is
+        a pure function of the text, words repeat, and the same items are encoded again for every
+        sampler of a run; tokenizing those pieces was 40 % of encoding a tiny batch (docs/PERFORMANCE.md).
+        """
         cut = [_cut_pieces(words, plan) for words, plan in pairs]
-        tokenized = iter(self._tokenize_pieces([words.text[s:e] for (words, _), pieces in zip(pairs, cut)
-                                                for s, e, _ in pieces]))
+        texts = [[words.text[s:e] for s, e, _ in pieces] for (words, _), pieces in zip(pairs, cut)]
+        known = self._masked_pieces
+        wanted = {text for pieces, piece_texts in zip(cut, texts) for (_, _, wi), text in zip(pieces, piece_texts)
+                  if wi < 0 or text not in known}
+        fresh = dict(zip(wanted, self._tokenize_pieces(list(wanted))))
         out = []
-        for (words, plan), pieces in zip(pairs, cut):
-            content = _content_of(words, pieces, [next(tokenized) for _ in pieces])
+        for (words, plan), pieces, piece_texts in zip(pairs, cut, texts):
+            tokenized = []
+            for (_, _, wi), text in zip(pieces, piece_texts):
+                if wi < 0:
+                    tokenized.append(fresh[text])
+                    continue
+                if text not in known:
+                    if len(known) >= _MASKED_PIECES_KEPT:
+                        known.clear()
+                    known[text] = fresh[text]
+                tokenized.append(known[text])
+            content = _content_of(words, pieces, tokenized)
             out.append(self._finish_encoding(self._encoding(*self._truncated(*content))))
         return out
 
@@ -545,22 +566,25 @@ def _cut_pieces(words: Words, plan: MaskPlan) -> list[tuple[int, int, int]]:
 
     The whitespace before a masked word travels with it; pieces of whitespace only are dropped.
     """
-    masked_words = set(plan.word_indices)
     pieces: list[tuple[int, int, int]] = []
     cursor = 0
     spans, text = words.spans, words.text
-    for i in sorted(masked_words):
-        if not 0 <= i < len(words):
-            raise ModelError(f"mask plan '{plan.masking}' names word {i} but the text has {len(words)} words")
+    n_words = len(spans)
+    for i in sorted(set(plan.word_indices)):
+        if not 0 <= i < n_words:
+            raise ModelError(f"mask plan '{plan.masking}' names word {i} but the text has {n_words} words")
         start = spans[i - 1][1] if i > 0 else 0
-        start = max(start, cursor)
         if start > cursor:
-            pieces.append((cursor, start, -1))
-        pieces.append((start, spans[i][1], i))
-        cursor = spans[i][1]
-    if cursor < len(text):
+            if text[cursor:start].strip():
+                pieces.append((cursor, start, -1))
+        else:
+            start = cursor
+        end = spans[i][1]
+        pieces.append((start, end, i))
+        cursor = end
+    if cursor < len(text) and text[cursor:].strip():
         pieces.append((cursor, len(text), -1))
-    return [p for p in pieces if p[2] >= 0 or text[p[0]:p[1]].strip()]
+    return pieces
 
 
 def _content_of(words: Words, pieces: Sequence[tuple[int, int, int]],
@@ -570,16 +594,21 @@ def _content_of(words: Words, pieces: Sequence[tuple[int, int, int]],
     ids: list[int] = []
     word_of: list[int] = []
     flags: list[bool] = []
+    find = bisect.bisect_right
     for (s, _e, wi), (piece_ids, offsets) in zip(pieces, tokenized):
         ids.extend(piece_ids)
+        n = len(piece_ids)
         if wi >= 0:
-            word_of.extend([wi] * len(piece_ids))
-            flags.extend([True] * len(piece_ids))
+            word_of.extend([wi] * n)
+            flags.extend([True] * n)
             continue
-        for a, b in offsets:
-            char = s + (a if b > a else max(a - 1, 0))
-            word_of.append(max(bisect.bisect_right(starts, char) - 1, 0) if starts else -1)
-        flags.extend([False] * len(piece_ids))
+        if starts:
+            # a token's word is the last word starting at or before its first character (an empty
+            # token, e.g. a lone space marker, counts from the character before it)
+            word_of.extend([(find(starts, s + (a if b > a else (a - 1 if a > 0 else 0))) or 1) - 1 for a, b in offsets])
+        else:
+            word_of.extend([-1] * n)
+        flags.extend([False] * n)
     return ids, word_of, flags
 
 

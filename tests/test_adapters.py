@@ -228,3 +228,26 @@ def test_decoded_words_equal_the_tokenizer_decode_and_one_token_words_come_from_
     assert singles, "the test needs one-token words"
     monkeypatch.setattr(adapter, "_decode_lists", lambda lists: pytest.fail(f"decoded {lists} again"))
     assert adapter.decode_words(singles) == [e for ids, e in zip(lists, expected) if len(ids) == 1]
+
+
+@pytest.mark.parametrize("build", ["wordpiece", "byte-level"])
+def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm, tmp_path, monkeypatch):
+    import mlmh.adapters as adapters
+
+    adapter = mlm if build == "wordpiece" else _byte_level_clm(tmp_path)
+    texts = [TEXT, "Wait!!, what?! No... yes.", "again and again"]
+    pairs = [(split_words(t), plan(*range(1, len(split_words(t)), 2))) for t in texts]
+    adapter._masked_pieces.clear()
+    first = adapter.encode_batch(pairs)
+    seen: list[str] = []
+    tokenize = adapter._tokenize_pieces
+    monkeypatch.setattr(adapter, "_tokenize_pieces", lambda pieces: seen.extend(pieces) or tokenize(pieces))
+    assert adapter.encode_batch(pairs) == first
+    pieces = [(words.text[s:e], wi) for words, p in pairs for s, e, wi in adapters._cut_pieces(words, p)]
+    context = {text for text, wi in pieces if wi < 0}
+    masked_only = {text for text, wi in pieces if wi >= 0} - context
+    assert masked_only and set(seen) == context  # only the context pieces went to the tokenizer again
+    monkeypatch.setattr(adapters, "_MASKED_PIECES_KEPT", 3)  # a full table is emptied, never wrong
+    adapter._masked_pieces.clear()
+    assert adapter.encode_batch(pairs) == first and len(adapter._masked_pieces) <= 3
+    adapter._masked_pieces.clear()
