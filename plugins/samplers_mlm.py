@@ -71,8 +71,12 @@ class MaskedBatch:
         Row i of ``select`` reads row ``logit_rows[i]`` of ``logits`` (default: row i), so a subset of
         rows needs no copy of the (rows, width, vocab) logits.
         """
-        where = select.nonzero()
-        counts = select.sum(dim=1).tolist()
+        return self.choose_where(rows, logits, select.nonzero(), select.sum(dim=1).tolist(), temperature, top_k, top_p,
+                                 logit_rows)
+
+    def choose_where(self, rows: Any, logits: Any, where: Any, counts: list[int], temperature: float, top_k: int,
+                     top_p: float, logit_rows: Any = None) -> tuple[Any, Any, Any]:
+        """:meth:`choose` at the (row-local index, position) pairs ``where``, row-major, ``counts[i]`` of row i."""
         uniforms = draw_uniforms(self.generators, rows.tolist(), counts, temperature > 0)
         source_rows = where[:, 0] if logit_rows is None else logit_rows[where[:, 0]]
         width, vocab = logits.shape[1], logits.shape[2]
@@ -316,15 +320,13 @@ class Gibbs(MaskedSampler):
             rows = [r for r in rows_all.tolist() if t < steps[r]]
             if not rows:
                 return info
-            picks = [self._pick(batch, r, t, positions[r], orders[r]) for r in rows]
             row_index = torch.as_tensor(rows)
-            select = torch.zeros((len(rows), batch.ids.shape[1]), dtype=torch.bool)
-            select[torch.arange(len(rows)), torch.as_tensor(picks)] = True
-            batch.remask(row_index, select)
+            picks = torch.as_tensor([self._pick(batch, r, t, positions[r], orders[r]) for r in rows])
+            # one position per row: indexed writes, not the (rows, width) selection blocks of remask()
+            batch.ids[row_index, picks] = batch.adapter.mask_id
+            batch.masked[row_index, picks] = True
             logits = batch.forward(row_index)
-            select = select[:, : logits.shape[1]]
-            in_burnin = [t < burnin[r] for r in rows]
-            self._sample(batch, row_index, logits, select, in_burnin)
+            self._sample(batch, row_index, logits, picks, [t < burnin[r] for r in rows])
             del logits  # free before the next pass (see MaskedBatch.forward)
             t += 1
 
@@ -340,14 +342,19 @@ class Gibbs(MaskedSampler):
                 return repeats[int(torch.randint(len(repeats), (1,), generator=gen))]
         return positions[int(torch.randint(len(positions), (1,), generator=gen))]
 
-    def _sample(self, batch: MaskedBatch, rows: Any, logits: Any, select: Any, in_burnin: list[bool]) -> None:
-        """One token per row: burn-in rows from the full tempered distribution, the others as configured."""
+    def _sample(self, batch: MaskedBatch, rows: Any, logits: Any, picks: Any, in_burnin: list[bool]) -> None:
+        """One token per row, at ``picks``: burn-in rows from the full tempered distribution, the others as
+        configured."""
         import torch
 
-        temperature, top_k, top_p = self._sampling()
-        burn = torch.as_tensor(in_burnin)
-        for group, settings in ((burn, (self.params["burnin_temperature"], 0, 1.0)), (~burn, (temperature, top_k, top_p))):
-            if group.any():
-                local = group.nonzero().flatten()
-                sub = rows[local]
-                batch.commit(sub, *batch.choose(sub, logits, select[local], *settings, logit_rows=local))
+        for burning, settings in ((True, (self.params["burnin_temperature"], 0, 1.0)), (False, self._sampling())):
+            members = [i for i, b in enumerate(in_burnin) if b == burning]
+            if not members:
+                continue
+            if len(members) == len(rows):  # the common case: every row in the same phase
+                sub, local, at = rows, None, picks
+            else:
+                local = torch.as_tensor(members)
+                sub, at = rows[local], picks[local]
+            where = torch.stack((torch.arange(len(members)), at), dim=1)
+            batch.commit(sub, *batch.choose_where(sub, logits, where, [1] * len(members), *settings, logit_rows=local))
