@@ -34,7 +34,8 @@ _DTYPES = ("float32", "bfloat16", "float16")
 MASK_MARKER = "[MASK]"
 #: From this many texts on, tokenize/decode with the Rust tokenizer's parallel batch call.
 _PARALLEL_BATCH = 256
-#: Masked-word pieces (" word") whose tokenization an adapter keeps; the table is emptied when full.
+#: Masked-word pieces (" word") whose tokenization an adapter keeps; a full table is emptied before the
+#: next encoding call.
 _MASKED_PIECES_KEPT = 100_000
 
 
@@ -130,6 +131,8 @@ class BaseAdapter:
         cut = [_cut_pieces(words, plan) for words, plan in pairs]
         texts = [[words.text[s:e] for s, e, _ in pieces] for (words, _), pieces in zip(pairs, cut)]
         known = self._masked_pieces
+        if len(known) >= _MASKED_PIECES_KEPT:  # emptied between calls only: within one, what was known stays
+            known.clear()
         wanted = {text for pieces, piece_texts in zip(cut, texts) for (_, _, wi), text in zip(pieces, piece_texts)
                   if wi < 0 or text not in known}
         fresh = dict(zip(wanted, self._tokenize_pieces(list(wanted))))
@@ -140,11 +143,10 @@ class BaseAdapter:
                 if wi < 0:
                     tokenized.append(fresh[text])
                     continue
-                if text not in known:
-                    if len(known) >= _MASKED_PIECES_KEPT:
-                        known.clear()
-                    known[text] = fresh[text]
-                tokenized.append(known[text])
+                piece = known.get(text)
+                if piece is None:
+                    piece = known[text] = fresh[text]
+                tokenized.append(piece)
             content = _content_of(words, pieces, tokenized)
             out.append(self._finish_encoding(self._encoding(*self._truncated(*content))))
         return out
