@@ -131,22 +131,20 @@ class BaseAdapter:
         cut = [_cut_pieces(words, plan) for words, plan in pairs]
         texts = [[words.text[s:e] for s, e, _ in pieces] for (words, _), pieces in zip(pairs, cut)]
         known = self._masked_pieces
-        if len(known) >= _MASKED_PIECES_KEPT:  # emptied between calls only: within one, what was known stays
+        if len(known) >= _MASKED_PIECES_KEPT:
             known.clear()
-        wanted = {text for pieces, piece_texts in zip(cut, texts) for (_, _, wi), text in zip(pieces, piece_texts)
-                  if wi < 0 or text not in known}
-        fresh = dict(zip(wanted, self._tokenize_pieces(list(wanted))))
+        # this call's pieces, looked up once: the build below reads only this mapping, so the shared
+        # table may change meanwhile (another thread's call) without harm
+        found = {text: hit for pieces, piece_texts in zip(cut, texts)
+                 for (_, _, wi), text in zip(pieces, piece_texts) if wi >= 0 and (hit := known.get(text)) is not None}
+        wanted = list({text for piece_texts in texts for text in piece_texts if text not in found})
+        fresh = dict(zip(wanted, self._tokenize_pieces(wanted)))
+        known.update((text, fresh[text]) for pieces, piece_texts in zip(cut, texts)
+                     for (_, _, wi), text in zip(pieces, piece_texts) if wi >= 0 and text in fresh)
+        found.update(fresh)
         out = []
         for (words, plan), pieces, piece_texts in zip(pairs, cut, texts):
-            tokenized = []
-            for (_, _, wi), text in zip(pieces, piece_texts):
-                if wi < 0:
-                    tokenized.append(fresh[text])
-                    continue
-                piece = known.get(text)
-                if piece is None:
-                    piece = known[text] = fresh[text]
-                tokenized.append(piece)
+            tokenized = [found[text] for text in piece_texts]
             content = _content_of(words, pieces, tokenized)
             out.append(self._finish_encoding(self._encoding(*self._truncated(*content))))
         return out

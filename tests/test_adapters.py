@@ -245,8 +245,9 @@ def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm,
     assert adapter.encode_batch(pairs) == first
     pieces = [(words.text[s:e], wi) for words, p in pairs for s, e, wi in adapters._cut_pieces(words, p)]
     context = {text for text, wi in pieces if wi < 0}
-    masked_only = {text for text, wi in pieces if wi >= 0} - context
-    assert masked_only and set(seen) == context  # only the context pieces went to the tokenizer again
+    masked = {text for text, wi in pieces if wi >= 0}
+    masked_only = masked - context
+    assert masked_only and set(seen) == context - masked  # only pieces never masked went to the tokenizer again
     # a full table is emptied, never wrong: here it is full and lacks the batch's first masked word only
     first_masked = next(text for text, wi in pieces if wi >= 0 and text in masked_only)
     del adapter._masked_pieces[first_masked]
