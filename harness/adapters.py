@@ -133,14 +133,13 @@ class BaseAdapter:
         known = self._masked_pieces
         if len(known) >= _MASKED_PIECES_KEPT:
             known.clear()
+        masked = {text for pieces, piece_texts in zip(cut, texts) for (_, _, wi), text in zip(pieces, piece_texts) if wi >= 0}
         # this call's pieces, looked up once: the build below reads only this mapping, so the shared
         # table may change meanwhile (another thread's call) without harm
-        found = {text: hit for pieces, piece_texts in zip(cut, texts)
-                 for (_, _, wi), text in zip(pieces, piece_texts) if wi >= 0 and (hit := known.get(text)) is not None}
+        found = {text: hit for text in masked if (hit := known.get(text)) is not None}
         wanted = list({text for piece_texts in texts for text in piece_texts if text not in found})
         fresh = dict(zip(wanted, self._tokenize_pieces(wanted)))
-        known.update((text, fresh[text]) for pieces, piece_texts in zip(cut, texts)
-                     for (_, _, wi), text in zip(pieces, piece_texts) if wi >= 0 and text in fresh)
+        known.update((text, fresh[text]) for text in masked if text in fresh)
         found.update(fresh)
         out = []
         for (words, plan), pieces, piece_texts in zip(pairs, cut, texts):
