@@ -223,10 +223,9 @@ class LocalWorkersExecutor:
         self._pool: Any = None
 
     def _new_pool(self) -> Any:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from mlmh.worker_pool import spawn_pool
 
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return spawn_pool(self.workers)
 
     def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait

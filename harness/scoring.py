@@ -113,11 +113,9 @@ def score_texts(
                 on_metric(metric.short_spec)
             results.extend(_score_one(metric.spec, predictions, references, seed))
         return results
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from mlmh.worker_pool import spawn_pool
 
-    context = multiprocessing.get_context("spawn")  # never fork a process that may hold torch threads
-    with ProcessPoolExecutor(max_workers=min(workers, len(metrics)), mp_context=context) as pool:
+    with spawn_pool(min(workers, len(metrics))) as pool:
         futures = [pool.submit(_score_one, m.spec, list(predictions), list(references), seed) for m in metrics]
         results = []
         for metric, future in zip(metrics, futures):
