@@ -727,6 +727,30 @@ def _model_type(directory: Path) -> str:
         return "?"
 
 
+_FINGERPRINTS: dict[tuple[str, float, int], str] = {}
+
+
+def checkpoint_identity(path: str, revision: str | None = None) -> str | None:
+    """Which weights ``path`` names, for cache keys: a local directory's resolved path and weight-content
+    hash (computed once per process and files' mtime and size), or a hub name's locally cached snapshot
+    commit (``name@revision#commit``); None when a hub name is not cached here (no network is asked)."""
+    local = Path(path).expanduser()
+    if local.is_dir():
+        weights = sorted(p for p in local.iterdir() if p.suffix in (".safetensors", ".bin"))
+        stamp = (str(local.resolve()), max((p.stat().st_mtime for p in weights), default=0.0),
+                 sum(p.stat().st_size for p in weights))
+        if stamp not in _FINGERPRINTS:
+            _FINGERPRINTS[stamp] = weights_fingerprint(local)
+        return f"{stamp[0]}@{_FINGERPRINTS[stamp]}"
+    try:
+        from huggingface_hub import snapshot_download
+
+        commit = Path(snapshot_download(path, revision=revision or None, local_files_only=True)).name
+    except Exception:  # not cached, or not a valid repo id
+        return None
+    return f"{path}@{revision or 'main'}#{commit}"
+
+
 def weights_fingerprint(directory: str | os.PathLike) -> str:
     """A short hash of a local model directory's weight files (content), for cache identities."""
     root = Path(directory)

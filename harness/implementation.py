@@ -35,6 +35,25 @@ def engine_id() -> str:
     return f"{_distribution('mlmh')}+{digest.hexdigest()[:16]}"
 
 
+#: libraries whose version can change a generation or a score (results.json lists them too)
+LIBRARIES = ("torch", "transformers", "tokenizers", "sacrebleu", "rouge-score", "nltk", "bert-score",
+             "scikit-learn", "scipy", "numpy", "sklearn-crfsuite", "seqeval")
+
+
+@lru_cache(maxsize=None)
+def library_versions() -> tuple[tuple[str, str | None], ...]:
+    """``(distribution, version or None)`` of each of :data:`LIBRARIES`."""
+    from importlib import metadata
+
+    found = []
+    for dist in LIBRARIES:
+        try:
+            found.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            found.append((dist, None))
+    return tuple(found)
+
+
 @lru_cache(maxsize=None)
 def source_hash(module_name: str) -> str:
     """A hash of the source of ``module_name`` and the same-package modules it reaches."""
@@ -79,16 +98,27 @@ def _source(module_name: str) -> bytes:
         return b""
 
 
-@lru_cache(maxsize=None)
 def _distribution(module_name: str) -> str:
     """``name==version`` of the installed distribution that provides ``module_name``'s top package."""
+    return _top_distribution(module_name.split(".")[0])
+
+
+@lru_cache(maxsize=None)
+def _top_distribution(top: str) -> str:
     from importlib import metadata
 
-    top = module_name.split(".")[0]
-    names = metadata.packages_distributions().get(top) or []
+    names = _packages_distributions().get(top) or []
     for dist in names:
         try:
             return f"{dist}=={metadata.version(dist)}"
         except metadata.PackageNotFoundError:
             continue
     return f"{top}==unknown"
+
+
+@lru_cache(maxsize=1)
+def _packages_distributions() -> dict[str, list[str]]:
+    """Top-level package -> distributions; reads every installed distribution's file list (about 0.5 s)."""
+    from importlib import metadata
+
+    return metadata.packages_distributions()

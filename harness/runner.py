@@ -689,18 +689,11 @@ def _generation_stats(gens: list[Generation]) -> dict[str, Any]:
 
 def versions() -> dict[str, Any]:
     """Versions of mlmh, the model and metric libraries, and every loaded plugin."""
-    from importlib import metadata
-
     from mlmh import __version__
+    from mlmh.implementation import library_versions
     from mlmh.plugin_manager import describe_plugins
 
-    out: dict[str, Any] = {"mlmh": __version__}
-    for dist in ("torch", "transformers", "tokenizers", "sacrebleu", "rouge-score", "nltk", "bert-score",
-                 "scikit-learn", "scipy", "numpy", "sklearn-crfsuite", "seqeval"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
+    out: dict[str, Any] = {"mlmh": __version__, **dict(library_versions())}
     out["plugins"] = {p["name"]: p.get("version") for p in describe_plugins()}
     return out
 

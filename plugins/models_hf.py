@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
 from mlmh.errors import SpecError
 from mlmh.params import Param
-
-_fingerprints: dict[tuple[str, float, int], str] = {}
 
 
 class HuggingFaceModel(Model):
@@ -33,11 +30,11 @@ class HuggingFaceModel(Model):
 
     def identity(self, context: LoadContext) -> str:
         """Path + revision, plus a content hash of the weights (local) or the snapshot commit (hub cache)."""
-        path = self._path()
-        local = Path(path).expanduser()
-        if local.is_dir():
-            return f"{self.name}:{local.resolve()}@{_local_fingerprint(local)}"
-        return f"{self.name}:{path}@{self.params['revision'] or 'main'}#{_hub_commit(path, self.params['revision']) or 'uncached'}"
+        from mlmh.adapters import checkpoint_identity
+
+        path, revision = self._path(), self.params["revision"]
+        found = checkpoint_identity(path, revision) or f"{path}@{revision or 'main'}#uncached"
+        return f"{self.name}:{found}"
 
     def load(self, context: LoadContext) -> Any:
         from mlmh.adapters import load_adapter
@@ -47,27 +44,6 @@ class HuggingFaceModel(Model):
             threads=self.params["threads"] or None, identity=self.identity(context),
             trust_remote_code=self.params["trust_remote_code"], revision=self.params["revision"] or None,
         )
-
-
-def _local_fingerprint(directory: Path) -> str:
-    """Content hash of the weight files, memoised on (path, mtime, size) so it is computed once."""
-    from mlmh.adapters import weights_fingerprint
-
-    weights = sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".bin"))
-    stamp = (str(directory.resolve()), max((p.stat().st_mtime for p in weights), default=0.0), sum(p.stat().st_size for p in weights))
-    if stamp not in _fingerprints:
-        _fingerprints[stamp] = weights_fingerprint(directory)
-    return _fingerprints[stamp]
-
-
-def _hub_commit(name: str, revision: str) -> str | None:
-    """The commit hash of a hub model's locally cached snapshot, if any (no network)."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(name, revision=revision or None, local_files_only=True)).name
-    except Exception:  # not cached, or not a valid repo id: identity says "uncached"
-        return None
 
 
 class HfMaskedLM(HuggingFaceModel):
