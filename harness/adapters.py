@@ -751,6 +751,18 @@ def checkpoint_identity(path: str, revision: str | None = None) -> str | None:
     return f"{path}@{revision or 'main'}#{commit}"
 
 
+def model_files_identity(path: str) -> str | None:
+    """Every file of a scoring model, for the keys of the scores it gives: a local directory's files
+    (name, size, modification time: its tokenizer decides a score as much as its weights), or a hub
+    name's cached snapshot commit; None when neither is here."""
+    from mlmh.implementation import files_identity
+
+    local = Path(path).expanduser()
+    if local.exists():
+        return f"{local.resolve()}#{files_identity(local)}"
+    return checkpoint_identity(path)
+
+
 def weights_fingerprint(directory: str | os.PathLike) -> str:
     """A short hash of a local model directory's weight files (content), for cache identities."""
     root = Path(directory)

@@ -89,6 +89,13 @@ class Metric(Component):
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list["MetricResult"]:
         raise NotImplementedError
 
+    def cache_identity(self) -> str | None:
+        """What the scores depend on beyond the items, the spec, the seed, this plugin's code and the
+        libraries of :data:`mlmh.implementation.LIBRARIES` (the weights of a scoring model, a data
+        package), as a string; "" when nothing else. None, the default, keeps this metric's scores out
+        of the score cache: a metric that reads files it does not name here would be served stale scores."""
+        return None
+
 
 class Dataset(Component):
     """Loads a corpus from ``path`` in its official format, or the bundled sample when ``path`` is None."""

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import sys
 import types
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 #: engine modules every generation passes through, whatever the sampler imports
@@ -52,6 +54,18 @@ def library_versions() -> tuple[tuple[str, str | None], ...]:
         except metadata.PackageNotFoundError:
             found.append((dist, None))
     return tuple(found)
+
+
+def files_identity(path: str | os.PathLike) -> str:
+    """A hash of the relative name, size and modification time of every file under ``path`` (a
+    directory or one file): what a data package is, for cache keys, without reading its contents."""
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    digest = hashlib.sha256(str(root.resolve()).encode())
+    for file in files:
+        stat = file.stat()
+        digest.update(f"{file.relative_to(root) if file != root else file.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
 
 
 @lru_cache(maxsize=None)

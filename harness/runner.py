@@ -15,9 +15,9 @@ Public API (the CLI, the TUI and the bench call these)::
 
 Stages: data -> models (train on first use) -> mask -> generate -> metrics -> downstream -> correlation
 -> report. The grid is models x maskings x samplers x seeds; a sampler that cannot drive a model's kind is
-skipped with a note. Generations are cached per sample as each batch finishes (:mod:`mlmh.cache`), so a
-killed run resumes where it stopped, and every sample's randomness comes from :mod:`mlmh.seeding`, so
-results do not depend on batch size or on what was cached.
+skipped with a note. Generations are cached per sample as each batch finishes, and scores per metric and
+scored set (:mod:`mlmh.cache`), so a killed run resumes where it stopped; every sample's randomness comes
+from :mod:`mlmh.seeding`, so results do not depend on batch size or on what was cached.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ class Runner:
             self._stage("models", self._load_models)
             self._stage("mask", self._mask)
             self._stage("generate", lambda: self._generate(cache))
-            self._stage("metrics", self._score)
+            self._stage("metrics", lambda: self._score(cache))
             self._stage("downstream", self._downstream)
             self._stage("correlation", self._correlate)
             self.state.timings["total"] = round(time.time() - started, 3)
@@ -374,9 +374,11 @@ class Runner:
             items = self.state.items[(condition.masking.spec, condition.seed)]
             self.state.generations[condition.id] = [found[(condition.id, item.doc_id)] for item in items]
 
-    def _score(self) -> None:
+    def _score(self, cache: Any) -> None:
+        from mlmh.cache import ScoreLookup
         from mlmh.memorization import baseline_words, filler_generations, filler_word
 
+        self._scores = ScoreLookup(cache)
         self.state.filler_word = filler_word(self.state.corpus.split("train"))
         baselines = baseline_words(self.state.filler_word)
         keys = list(self.state.items)
@@ -393,6 +395,9 @@ class Runner:
             quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
             self.state.quality[condition.id] = quality
             self.state.metric_results[condition.id] = headline
+        if self._scores.found:
+            self.bus.emit(Message(level="info", text=f"metrics: {self._scores.found} of {self._scored} scores "
+                                  "came from the score cache (same samples, metric code, libraries and scoring models)"))
 
     def _score_roles(self, generations: list[Generation], seed: int, what: str, *,
                      filler: bool = False) -> tuple[dict[str, dict[str, Any]], list[MetricResult]]:
@@ -430,20 +435,30 @@ class Runner:
         return out, raw.get(headline, [])
 
     def _metrics_of(self, gens: list[Generation], seed: int, what: str, quiet: bool = False) -> list[MetricResult]:
+        from mlmh.cache import items_digest
         from mlmh.components import ScoringItem
 
         items = [ScoringItem(prediction=g.text, reference=g.original, generation=g) for g in gens]
+        digest = items_digest(items)
         results: list[MetricResult] = []
         for metric in self.plan.metrics:
             self._check_cancel()
             name = self.plan.describe(metric)
             try:
-                scored = metric.score(items, seed=seed)
-            except Exception as exc:  # a failing metric is reported by name; the others still score
-                if not quiet:
-                    self._error(name, f"scoring {what}", exc)
-                scored = [MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
-                                       error=f"{type(exc).__name__}: {exc}")]
+                key = self._scores.key(metric, seed, digest)
+            except Exception as exc:  # a plugin's cache_identity() that fails: scored, never cached
+                self._error(name, "naming its cache identity (its scores are not cached)", exc)
+                key = None
+            scored = self._scores.get(key)
+            if scored is None:
+                try:
+                    scored = metric.score(items, seed=seed)
+                except Exception as exc:  # a failing metric is reported by name; the others still score
+                    if not quiet:
+                        self._error(name, f"scoring {what}", exc)
+                    scored = [MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
+                                           error=f"{type(exc).__name__}: {exc}")]
+                self._scores.put(key, scored)
             for result in scored:
                 result.name = self.plan.metric_label(metric, result.name)
                 if result.error and not quiet:

@@ -244,6 +244,18 @@ class BertScoreMetric(Metric):
         model, layer, display = default_model()
         return model, self.params["layer"] or layer, display
 
+    def cache_identity(self) -> str | None:
+        """The resolved model's files and layer (roberta-large where cached, else MiniLM: which one
+        decides every score); None when no model is here."""
+        from mlmh.adapters import model_files_identity
+
+        try:
+            model, layer, _ = self.resolve()
+        except ModelError:
+            return None
+        files = model_files_identity(model)
+        return None if files is None else f"{files}|layer={layer}"
+
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
         from bert_score.utils import get_hash
 

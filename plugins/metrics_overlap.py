@@ -20,12 +20,12 @@ from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult
 from mlmh.words import split_words
-from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, failed_result, mean_result, texts
+from mlmh.plugins.metrics_common import SPANS_ONLY, InputOnlyMetric, base_info, failed_result, mean_result, texts
 
 log = logging.getLogger("mlmh.metrics")
 
 
-class BleuMetric(Metric):
+class BleuMetric(InputOnlyMetric):
     """Corpus BLEU (Papineni et al. 2002) with sacrebleu (Post 2018), 0-100, plus smoothed sentence BLEU."""
 
     name = "bleu"
@@ -79,7 +79,7 @@ def split_sentences_for_lsum(text: str) -> str:
     return re.sub(r"(?<=[.!?])\s+", "\n", text.strip())
 
 
-class RougeMetric(Metric):
+class RougeMetric(InputOnlyMetric):
     """ROUGE-1/2/L/Lsum F1 (Lin 2004) with Google's rouge-score; our own seeded bootstrap CI."""
 
     name = "rouge"
@@ -156,6 +156,14 @@ class MeteorMetric(Metric):
         from mlmh import wordnet
 
         return wordnet.wordnet_unavailable()
+
+    def cache_identity(self) -> str | None:
+        """The WordNet files NLTK reads (None before they are in place: nothing is cached then)."""
+        from mlmh.implementation import files_identity
+        from mlmh.wordnet import find_wordnet
+
+        found = find_wordnet()
+        return None if found is None else f"wordnet:{files_identity(found)}"
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
         info = base_info(

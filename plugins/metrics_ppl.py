@@ -80,10 +80,23 @@ class GenPerplexityMetric(Metric):
         Param("max_tokens", int, 0, "truncate each text to this many tokens; 0 = the model's window", min=0),
     )
 
-    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+    def _reference_path(self) -> str:
         path = self.params["path"] or os.environ.get(ENV_MODEL, "")
         if not path:
             raise SpecError(f"gen-ppl needs a reference causal LM: gen-ppl:path=DIR or set {ENV_MODEL}")
+        return path
+
+    def cache_identity(self) -> str | None:
+        """The reference LM's files (the spec may leave its path to the environment)."""
+        from mlmh.adapters import model_files_identity
+
+        try:
+            return model_files_identity(self._reference_path())
+        except SpecError:
+            return None
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        path = self._reference_path()
         tokenizer, model = load_reference_lm(path)
         window = int(getattr(model.config, "max_position_embeddings", 0) or getattr(model.config, "n_positions", 0) or 1024)
         max_tokens = min(self.params["max_tokens"] or window, window)

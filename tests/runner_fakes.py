@@ -111,6 +111,43 @@ class WordMatch(Metric):
                              ci_low=low, ci_high=high)]
 
 
+class KeptWordMatch(WordMatch):
+    """word-match that names what its scores depend on (``identity``), so the score cache keeps them;
+    counts its calls."""
+
+    name = "kept-word-match"
+    identity: str | None = ""
+    calls = 0
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        type(self).calls += 1
+        results = super().score(items, seed=seed)
+        results[0].name = self.name
+        return results
+
+    def cache_identity(self) -> str | None:
+        return type(self).identity
+
+
+class AlwaysFails(KeptWordMatch):
+    """A cacheable metric whose every result is an error (a model that is not there yet)."""
+
+    name = "always-fails"
+
+    def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        type(self).calls += 1
+        return [MetricResult(name=self.name, value=None, higher_is_better=True, error="scoring model missing")]
+
+
+class BrokenIdentity(KeptWordMatch):
+    """A metric whose cache_identity() raises: it must still score, every time, and be named."""
+
+    name = "broken-identity"
+
+    def cache_identity(self) -> str | None:
+        raise RuntimeError("identity file unreadable")
+
+
 class LabelTask(Task):
     name = "label-task"
     requires = frozenset({"labels"})
@@ -151,6 +188,9 @@ def register_samplers(register):
 @hookimpl
 def register_metrics(register):
     register(WordMatch())
+    register(KeptWordMatch())
+    register(AlwaysFails())
+    register(BrokenIdentity())
 
 
 @hookimpl

@@ -83,6 +83,7 @@ def check_metrics(module):
     (metric,) = new_names("metric", module)
     (result,) = metric.score([ScoringItem("a b", "a b"), ScoringItem("a", "b")])
     assert result.value == 0.5 and result.per_sample == [1.0, 0.0]
+    assert metric.cache_identity() == ""  # the text: it reads nothing but the items, so a run may keep its scores
 
 
 def check_tasks(module):
