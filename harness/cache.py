@@ -1,5 +1,5 @@
-"""The run cache: generations per sample, and the metric scores of each scored set of them. SQLite in
-WAL mode, one transaction per finished batch.
+"""The run cache: generations per sample, and the results of metrics and downstream tasks on them.
+SQLite in WAL mode, one transaction per finished batch.
 
 A sample's key hashes everything that decides its generation: the model identity and tokenizer, the
 document id and a hash of its text, the mask plan (the masked word indices, whatever masking code
@@ -10,12 +10,13 @@ component's code never serves stale samples. So a killed run loses at
 most the batch in flight, and ``--resume`` (or any later run of the same condition) regenerates only
 what is missing.
 
-A score's key hashes the metric spec, the metric's code identity, the versions of the model and metric
-libraries (:data:`mlmh.implementation.LIBRARIES`), what else the metric says its scores depend on
-(:meth:`mlmh.components.Metric.cache_identity`: a scoring model's files, WordNet), the seed, and every
-scored item whole (prediction, reference, the generation with its traces). A metric that names no
-identity (the default for plugins) is never cached, nor is a result with an error. So a run over cached
-samples scores nothing again, and a changed metric, library or scoring model scores everything again.
+A result's key hashes the metric's or task's spec and code identity, the versions of the model and
+metric libraries (:data:`mlmh.implementation.LIBRARIES`), what else it says its results depend on
+(:meth:`mlmh.components.Cached.cache_identity`: a scoring model's files, WordNet), the seed, and its
+input whole: every scored item (prediction, reference, the generation with its traces), or the train
+and test corpora of a task. A component that names no identity (the default for plugins) is never
+cached, nor is a result with an error. So a run over cached samples scores and trains nothing again,
+and a changed metric, task, library or scoring model computes its results again.
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TypeVar
 
 from mlmh.errors import MlmhError
-from mlmh.types import Generation, MetricResult, from_dict, to_dict
+from mlmh.types import Generation, from_dict, to_dict
 
 if TYPE_CHECKING:
-    from mlmh.components import Metric, ScoringItem
+    from mlmh.components import Cached
 
-#: bump when the stored Generation or MetricResult layout or a key recipe changes
+R = TypeVar("R")
+
+#: bump when the stored Generation, MetricResult or TaskResult layout or a key recipe changes
 SCHEMA = 2
 
 
@@ -62,36 +65,38 @@ def sample_key(*, model: str, tokenizer: str, doc_id: str, text: str, masked_wor
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def items_digest(items: Sequence["ScoringItem"]) -> str:
-    """One hash of a scored set, in order: each item's prediction, reference and whole generation."""
+def content_digest(values: Iterable[Any]) -> str:
+    """One hash of ``values`` in order, each whole: scored items (prediction, reference, the generation
+    with its traces) or a task's corpora (every document, label and pair)."""
     digest = hashlib.sha256()
-    for item in items:
-        digest.update(json.dumps([item.prediction, item.reference, item.generation], default=_field_values).encode())
+    for value in values:
+        digest.update(json.dumps(value, default=_field_values).encode())
     return digest.hexdigest()
 
 
 def _field_values(value: Any) -> Any:
-    """JSON's fallback for :func:`items_digest`: a dataclass as the list of its field values (the
-    encoder's C loop does the rest, where :func:`~mlmh.types.to_dict` would walk every step in Python)."""
+    """JSON's fallback for :func:`content_digest`: a dataclass as the list of its field values (the
+    encoder's C loop does the rest, where :func:`~mlmh.types.to_dict` would walk every step in Python).
+    Anything else unknown hashes as its repr: at worst a result is computed again, never served stale."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [getattr(value, f.name) for f in dataclasses.fields(value)]
     if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"cannot hash a {type(value).__name__} in a scored item")
+        return sorted(value, key=repr)
+    return repr(value)
 
 
-def score_key(*, metric: str, code: str, libraries: Sequence[tuple[str, str | None]], inputs: str, seed: int,
-              items: str) -> str:
-    """The cache key of one metric on one scored set (see the module docstring); ``inputs`` is the
-    metric's :meth:`~mlmh.components.Metric.cache_identity`, ``items`` an :func:`items_digest`."""
-    parts = {"schema": SCHEMA, "metric": metric, "code": code, "libraries": [list(p) for p in libraries],
-             "inputs": inputs, "seed": seed, "items": items}
+def result_key(*, kind: str, spec: str, code: str, libraries: Sequence[tuple[str, str | None]], inputs: str,
+               seed: int, content: str) -> str:
+    """The cache key of one metric or task (``kind``) on one input (see the module docstring):
+    ``inputs`` is its :meth:`~mlmh.components.Cached.cache_identity`, ``content`` a :func:`content_digest`."""
+    parts = {"schema": SCHEMA, "kind": kind, "spec": spec, "code": code, "libraries": [list(p) for p in libraries],
+             "inputs": inputs, "seed": seed, "content": content}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 class SampleCache:
-    """Generations by sample key, and metric results by score key. Safe to kill at any point: a batch
-    is either stored whole or not at all."""
+    """Generations by sample key, and metric and task results by result key. Safe to kill at any
+    point: a batch is either stored whole or not at all."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -104,7 +109,7 @@ class SampleCache:
                 "CREATE TABLE IF NOT EXISTS samples (key TEXT PRIMARY KEY, generation TEXT NOT NULL, created REAL NOT NULL)"
             )
             self._db.execute(
-                "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, results TEXT NOT NULL, created REAL NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, payload TEXT NOT NULL, created REAL NOT NULL)"
             )
         except sqlite3.Error as exc:
             raise MlmhError(f"sample cache {self.path} cannot be opened: {exc}; delete it or pass --no-cache") from None
@@ -126,14 +131,15 @@ class SampleCache:
         with self._transaction():
             self._db.executemany("INSERT OR REPLACE INTO samples (key, generation, created) VALUES (?, ?, ?)", rows)
 
-    def get_scores(self, key: str) -> list[MetricResult] | None:
-        row = self._db.execute("SELECT results FROM scores WHERE key = ?", (key,)).fetchone()
-        return None if row is None else [from_dict(MetricResult, r) for r in json.loads(row[0])]
+    def get_results(self, key: str, cls: type[R]) -> list[R] | None:
+        """The results stored under ``key``, as ``cls`` instances (MetricResult, TaskResult), or None."""
+        row = self._db.execute("SELECT payload FROM results WHERE key = ?", (key,)).fetchone()
+        return None if row is None else [from_dict(cls, r) for r in json.loads(row[0])]
 
-    def put_scores(self, key: str, results: Sequence[MetricResult]) -> None:
+    def put_results(self, key: str, results: Sequence[Any]) -> None:
         payload = json.dumps([to_dict(r) for r in results], ensure_ascii=False)
         with self._transaction():
-            self._db.execute("INSERT OR REPLACE INTO scores (key, results, created) VALUES (?, ?, ?)",
+            self._db.execute("INSERT OR REPLACE INTO results (key, payload, created) VALUES (?, ?, ?)",
                              (key, payload, time.time()))
 
     def __len__(self) -> int:
@@ -153,37 +159,49 @@ class SampleCache:
         self._db.execute("COMMIT")
 
 
-class ScoreLookup:
-    """A run's scores in ``cache``: their keys, lookups, and how many were found.
+class ResultLookup:
+    """One stage's results in ``cache`` (metric scores, task results): keys, lookups, what was found.
 
-    A metric's :meth:`~mlmh.components.Metric.cache_identity` is asked at each lookup until it names
-    one, then kept for the run (the first METEOR call may assemble WordNet); while it names none, the
-    metric's scores are neither looked up nor kept.
+    A component's :meth:`~mlmh.components.Cached.cache_identity` is asked at each lookup until it
+    names one, then kept for the run (the first METEOR call may assemble WordNet); while it names
+    none, its results are neither looked up nor kept.
     """
 
-    def __init__(self, cache: SampleCache) -> None:
+    def __init__(self, cache: SampleCache, cls: type) -> None:
         self.cache = cache
+        self.cls = cls
+        self.asked = 0
         self.found = 0
         self._identities: dict[str, str] = {}
 
-    def key(self, metric: "Metric", seed: int, digest: str) -> str | None:
-        """The score key of ``metric`` on the set whose :func:`items_digest` is ``digest``, if cacheable."""
+    def key(self, component: "Cached", seed: int, content: str) -> str | None:
+        """The result key of ``component`` on the input whose :func:`content_digest` is ``content``,
+        or None when it is not cacheable."""
         from mlmh.implementation import implementation_id, library_versions
 
-        if metric.spec not in self._identities:
-            identity = metric.cache_identity()
+        if component.spec not in self._identities:
+            identity = component.cache_identity()
             if identity is None:
                 return None
-            self._identities[metric.spec] = identity
-        return score_key(metric=metric.spec, code=implementation_id(metric), libraries=library_versions(),
-                         inputs=self._identities[metric.spec], seed=seed, items=digest)
+            self._identities[component.spec] = identity
+        return result_key(kind=component.kind, spec=component.spec, code=implementation_id(component),
+                          libraries=library_versions(), inputs=self._identities[component.spec], seed=seed,
+                          content=content)
 
-    def get(self, key: str | None) -> list[MetricResult] | None:
-        found = self.cache.get_scores(key) if key else None
+    def get(self, key: str | None) -> list[Any] | None:
+        self.asked += 1
+        found = self.cache.get_results(key, self.cls) if key else None
         self.found += found is not None
         return found
 
-    def put(self, key: str | None, results: list[MetricResult]) -> None:
+    def put(self, key: str | None, results: Sequence[Any]) -> None:
         """Keep ``results`` unless one is an error (a missing model or WordNet may be there next time)."""
         if key and not any(r.error for r in results):
-            self.cache.put_scores(key, results)
+            self.cache.put_results(key, results)
+
+    def summary(self, stage: str) -> str | None:
+        """What came from the cache, for the run's log; None when nothing did."""
+        if not self.found:
+            return None
+        return (f"{stage}: {self.found} of {self.asked} results came from the run cache (same inputs, code, "
+                "libraries and scoring models)")

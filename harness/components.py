@@ -71,6 +71,25 @@ class Sampler(Component):
         raise NotImplementedError
 
 
+class Cached:
+    """A metric or task whose results a run may keep in its cache (:mod:`mlmh.cache`)."""
+
+    def cache_identity(self) -> str | None:
+        """What the results depend on beyond the input, the spec, the seed, this plugin's code and the
+        libraries of :data:`mlmh.implementation.LIBRARIES` (the files of a scoring model, a data
+        package), as a string; "" when nothing else. None, the default, keeps the results out of the
+        cache: a component that reads files it does not name here would be served stale results."""
+        return None
+
+
+class InputsOnly:
+    """Mixed into a metric or task whose results follow from its input, spec, seed, code and libraries
+    alone (no model or data files), so the run cache may keep them."""
+
+    def cache_identity(self) -> str | None:
+        return ""
+
+
 @dataclass
 class ScoringItem:
     """One prediction/reference pair; ``generation`` is there when it came from a run."""
@@ -80,7 +99,7 @@ class ScoringItem:
     generation: "Generation | None" = None
 
 
-class Metric(Component):
+class Metric(Cached, Component):
     """Scores predictions against references; returns one or more named results."""
 
     kind: ClassVar[str] = "metric"
@@ -88,13 +107,6 @@ class Metric(Component):
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list["MetricResult"]:
         raise NotImplementedError
-
-    def cache_identity(self) -> str | None:
-        """What the scores depend on beyond the items, the spec, the seed, this plugin's code and the
-        libraries of :data:`mlmh.implementation.LIBRARIES` (the weights of a scoring model, a data
-        package), as a string; "" when nothing else. None, the default, keeps this metric's scores out
-        of the score cache: a metric that reads files it does not name here would be served stale scores."""
-        return None
 
 
 class Dataset(Component):
@@ -106,7 +118,7 @@ class Dataset(Component):
         raise NotImplementedError
 
 
-class Task(Component):
+class Task(Cached, Component):
     """A downstream task: train on ``train`` documents, test on ``test`` documents."""
 
     kind: ClassVar[str] = "task"

@@ -15,9 +15,9 @@ Public API (the CLI, the TUI and the bench call these)::
 
 Stages: data -> models (train on first use) -> mask -> generate -> metrics -> downstream -> correlation
 -> report. The grid is models x maskings x samplers x seeds; a sampler that cannot drive a model's kind is
-skipped with a note. Generations are cached per sample as each batch finishes, and scores per metric and
-scored set (:mod:`mlmh.cache`), so a killed run resumes where it stopped; every sample's randomness comes
-from :mod:`mlmh.seeding`, so results do not depend on batch size or on what was cached.
+skipped with a note. Generations are cached per sample as each batch finishes, and the results of metrics
+and tasks per input (:mod:`mlmh.cache`), so a killed run resumes where it stopped; every sample's randomness
+comes from :mod:`mlmh.seeding`, so results do not depend on batch size or on what was cached.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class Runner:
             self._stage("mask", self._mask)
             self._stage("generate", lambda: self._generate(cache))
             self._stage("metrics", lambda: self._score(cache))
-            self._stage("downstream", self._downstream)
+            self._stage("downstream", lambda: self._downstream(cache))
             self._stage("correlation", self._correlate)
             self.state.timings["total"] = round(time.time() - started, 3)
             results = self._results(started)
@@ -375,10 +375,10 @@ class Runner:
             self.state.generations[condition.id] = [found[(condition.id, item.doc_id)] for item in items]
 
     def _score(self, cache: Any) -> None:
-        from mlmh.cache import ScoreLookup
+        from mlmh.cache import ResultLookup
         from mlmh.memorization import baseline_words, filler_generations, filler_word
 
-        self._scores = ScoreLookup(cache)
+        self._scores = ResultLookup(cache, MetricResult)
         self.state.filler_word = filler_word(self.state.corpus.split("train"))
         baselines = baseline_words(self.state.filler_word)
         keys = list(self.state.items)
@@ -395,9 +395,7 @@ class Runner:
             quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
             self.state.quality[condition.id] = quality
             self.state.metric_results[condition.id] = headline
-        if self._scores.found:
-            self.bus.emit(Message(level="info", text=f"metrics: {self._scores.found} of {self._scored} scores "
-                                  "came from the score cache (same samples, metric code, libraries and scoring models)"))
+        self._say_cached(self._scores, "metrics")
 
     def _score_roles(self, generations: list[Generation], seed: int, what: str, *,
                      filler: bool = False) -> tuple[dict[str, dict[str, Any]], list[MetricResult]]:
@@ -435,20 +433,16 @@ class Runner:
         return out, raw.get(headline, [])
 
     def _metrics_of(self, gens: list[Generation], seed: int, what: str, quiet: bool = False) -> list[MetricResult]:
-        from mlmh.cache import items_digest
+        from mlmh.cache import content_digest
         from mlmh.components import ScoringItem
 
         items = [ScoringItem(prediction=g.text, reference=g.original, generation=g) for g in gens]
-        digest = items_digest(items)
+        digest = content_digest(items)
         results: list[MetricResult] = []
         for metric in self.plan.metrics:
             self._check_cancel()
             name = self.plan.describe(metric)
-            try:
-                key = self._scores.key(metric, seed, digest)
-            except Exception as exc:  # a plugin's cache_identity() that fails: scored, never cached
-                self._error(name, "naming its cache identity (its scores are not cached)", exc)
-                key = None
+            key = self._result_key(self._scores, metric, seed, digest)
             scored = self._scores.get(key)
             if scored is None:
                 try:
@@ -469,7 +463,24 @@ class Runner:
                                    info={"condition": what, "metric": metric.short_spec}))
         return results
 
-    def _downstream(self) -> None:
+    def _result_key(self, lookup: Any, component: Any, seed: int, digest: str) -> str | None:
+        """The cache key of a metric's or task's result; a plugin whose cache_identity() fails is named
+        and computes its results, uncached."""
+        try:
+            return lookup.key(component, seed, digest)
+        except Exception as exc:
+            self._error(self.plan.describe(component), "naming its cache identity (its results are not cached)", exc)
+            return None
+
+    def _say_cached(self, lookup: Any, stage: str) -> None:
+        summary = lookup.summary(stage)
+        if summary:
+            self.bus.emit(Message(level="info", text=summary))
+
+    def _downstream(self, cache: Any) -> None:
+        from mlmh.cache import ResultLookup
+
+        self._tasks = ResultLookup(cache, TaskResult)
         corpus, train, test = self.state.corpus, self.state.train, self.state.test
         assert corpus is not None and train is not None and test is not None
         tasks = self.plan.tasks
@@ -502,14 +513,23 @@ class Runner:
                 self.bus.emit(Progress(stage="downstream", completed=done, total=total,
                                        info={"task": task.name, "condition": condition.id}))
             self.state.downstream[condition.id] = scores
+        self._say_cached(self._tasks, "downstream")
 
     def _task_scores(self, task: Any, train: Corpus, test: Corpus, seed: int, what: str) -> dict[str, float]:
+        from mlmh.cache import content_digest
+
         name = self.plan.describe(task)
-        try:
-            result: TaskResult = task.run(train, test, seed=seed)
-        except Exception as exc:  # a failing task is reported by name; the rest of the run completes
-            self._error(name, f"on {what}", exc)
-            return {}
+        key = self._result_key(self._tasks, task, seed, content_digest([train, test]))
+        kept = self._tasks.get(key)
+        if kept is not None:
+            result: TaskResult = kept[0]
+        else:
+            try:
+                result = task.run(train, test, seed=seed)
+            except Exception as exc:  # a failing task is reported by name; the rest of the run completes
+                self._error(name, f"on {what}", exc)
+                return {}
+            self._tasks.put(key, [result])
         if result.error:
             self._error(name, f"on {what}", result.error)
             return {}

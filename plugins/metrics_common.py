@@ -23,14 +23,6 @@ SPANS_ONLY = Param(
 )
 
 
-class InputOnlyMetric(Metric):
-    """A metric whose scores follow from the items, its spec, the seed, its code and its libraries
-    alone (no model or data files), so the run's score cache may keep them."""
-
-    def cache_identity(self) -> str | None:
-        return ""
-
-
 def library_version(distribution: str) -> str:
     try:
         return metadata.version(distribution)

@@ -11,12 +11,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from mlmh import hookimpl
-from mlmh.components import ScoringItem
+from mlmh.components import InputsOnly, Metric, ScoringItem
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import Generation, MetricResult
 from mlmh.words import split_words
-from mlmh.plugins.metrics_common import SPANS_ONLY, InputOnlyMetric, base_info, failed_result, masked_spans, mean_result, texts
+from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, failed_result, masked_spans, mean_result, texts
 
 
 def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
@@ -87,7 +87,7 @@ def subword_sequence(generation: Generation | None) -> tuple[list[str], list[boo
     return tokens, [p in generated_positions for p in range(len(tokens))]
 
 
-class StutterMetric(InputOnlyMetric):
+class StutterMetric(InputsOnly, Metric):
     """Stutter: generated positions repeating their left neighbour (Li et al. 2024, ICML, "Promises and
     pitfalls of generative masked language modeling"), at word and sub-word level."""
 
@@ -161,7 +161,7 @@ def load_tokenizer(name_or_path: str) -> Any:
 _N = Param("n", int, 4, "n-gram order", min=1, max=4)
 
 
-class SeqRepMetric(InputOnlyMetric):
+class SeqRepMetric(InputsOnly, Metric):
     """seq-rep-n = 1 - unique/total n-grams within each sequence (Welleck et al. 2020, ICLR, unlikelihood)."""
 
     name = "seq-rep-n"
@@ -179,7 +179,7 @@ class SeqRepMetric(InputOnlyMetric):
         return [mean_result(f"seq-rep-{n}", per_sample, higher_is_better=False, seed=seed, info=info)]
 
 
-class DistinctMetric(InputOnlyMetric):
+class DistinctMetric(InputsOnly, Metric):
     """distinct-n = unique/total n-grams over the whole corpus of generations (Li et al. 2016, NAACL)."""
 
     name = "distinct-n"
@@ -221,7 +221,7 @@ class DistinctMetric(InputOnlyMetric):
 # -- self-BLEU ----------------------------------------------------------------------------------
 
 
-class SelfBleuMetric(InputOnlyMetric):
+class SelfBleuMetric(InputsOnly, Metric):
     """Self-BLEU: each generation scored against all the others (Zhu et al. 2018, Texygen); lower = more diverse."""
 
     name = "self-bleu"
@@ -287,7 +287,7 @@ def leave_one_out_bleu(bleu: Any, texts_: Sequence[str]) -> list[float | None]:
 # -- novelty ------------------------------------------------------------------------------------
 
 
-class NoveltyMetric(InputOnlyMetric):
+class NoveltyMetric(InputsOnly, Metric):
     """Novelty: share of masked positions whose generated word differs from the original one."""
 
     name = "novelty"

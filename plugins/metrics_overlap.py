@@ -14,18 +14,18 @@ from typing import Any, Sequence
 import numpy as np
 
 from mlmh import hookimpl
-from mlmh.components import Metric, ScoringItem
+from mlmh.components import InputsOnly, Metric, ScoringItem
 from mlmh.errors import MlmhError
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult
 from mlmh.words import split_words
-from mlmh.plugins.metrics_common import SPANS_ONLY, InputOnlyMetric, base_info, failed_result, mean_result, texts
+from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, failed_result, mean_result, texts
 
 log = logging.getLogger("mlmh.metrics")
 
 
-class BleuMetric(InputOnlyMetric):
+class BleuMetric(InputsOnly, Metric):
     """Corpus BLEU (Papineni et al. 2002) with sacrebleu (Post 2018), 0-100, plus smoothed sentence BLEU."""
 
     name = "bleu"
@@ -79,7 +79,7 @@ def split_sentences_for_lsum(text: str) -> str:
     return re.sub(r"(?<=[.!?])\s+", "\n", text.strip())
 
 
-class RougeMetric(InputOnlyMetric):
+class RougeMetric(InputsOnly, Metric):
     """ROUGE-1/2/L/Lsum F1 (Lin 2004) with Google's rouge-score; our own seeded bootstrap CI."""
 
     name = "rouge"

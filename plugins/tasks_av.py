@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from mlmh import hookimpl
-from mlmh.components import Task
+from mlmh.components import InputsOnly, Task
 from mlmh.params import Param
 from mlmh.types import Corpus, Pair, TaskResult
 
@@ -103,7 +103,7 @@ def usable_pairs(corpus: Corpus, split: str) -> tuple[list[Pair], dict[str, str]
     return kept, texts, len(pairs) - len(kept)
 
 
-class AuthorshipVerification(Task):
+class AuthorshipVerification(InputsOnly, Task):
     name = "authorship-verification"
     description = "PAN pair task: char n-gram TF-IDF similarities + logistic regression; AUC, c@1, F1, F0.5u, Brier"
     requires = frozenset({"pairs"})

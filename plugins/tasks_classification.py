@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mlmh import hookimpl
-from mlmh.components import Task
+from mlmh.components import InputsOnly, Task
 from mlmh.params import Param
 from mlmh.types import Corpus, Document, TaskResult
 
@@ -33,7 +33,7 @@ def labelled(documents: list[Document]) -> list[Document]:
     return [d for d in documents if d.labels]
 
 
-class TextClassification(Task):
+class TextClassification(InputsOnly, Task):
     name = "text-classification"
     description = "multi-label tags (MPST): TF-IDF + one-vs-rest logistic regression; micro/macro F1"
     requires = frozenset({"labels"})

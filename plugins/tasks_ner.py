@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlmh import hookimpl
-from mlmh.components import Task
+from mlmh.components import InputsOnly, Task
 from mlmh.params import Param
 from mlmh.types import Corpus, Document, TaskResult
 from mlmh.words import split_words
@@ -117,7 +117,7 @@ def corpus_sequences(documents: list[Document]) -> tuple[list[list[str]], list[l
     return words, tags, overlapping
 
 
-class NamedEntityRecognition(Task):
+class NamedEntityRecognition(InputsOnly, Task):
     name = "ner"
     description = "token classification of entity spans: CRF on word features (BIO); entity-level P/R/F1 (seqeval strict)"
     requires = frozenset({"entities"})

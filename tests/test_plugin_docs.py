@@ -92,6 +92,7 @@ def check_tasks(module):
     test = Corpus("t", [Document("c", "z", split="test", labels=["war"]), Document("d", "w", split="test", labels=["drama"])], "mem")
     assert task.applies_to(train)
     assert task.run(train, test).scores == {"accuracy": 0.5}
+    assert task.cache_identity() == ""  # InputsOnly: a run may keep its results
 
 
 def check_presets(module):

@@ -1,5 +1,6 @@
-"""The score cache: a run over cached samples scores nothing again, and anything that decides a score
-(the samples, the metric's code, its libraries, its scoring model) scores it again."""
+"""The run cache of results: a run over cached samples scores and trains nothing again, and anything
+that decides a result (the samples, the metric's or task's code, its libraries, its scoring model)
+computes it again."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import runner_fakes
-from mlmh.cache import SampleCache, items_digest, score_key
+from mlmh.cache import SampleCache, content_digest, result_key
 from mlmh.components import ScoringItem
 from mlmh.config import from_table
 from mlmh.events import Message
@@ -18,8 +19,8 @@ from mlmh.registry import get_registry
 from mlmh.runner import run_experiment, strip_timings
 from mlmh.types import Generation, MetricResult, Step
 
-KEY = dict(metric="bleu:tokenize=13a", code="mlmh==0.1+abc", libraries=(("sacrebleu", "2.6.0"),), inputs="",
-           seed=0, items="d1")
+KEY = dict(kind="metric", spec="bleu:tokenize=13a", code="mlmh==0.1+abc", libraries=(("sacrebleu", "2.6.0"),),
+           inputs="", seed=0, content="d1")
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +30,7 @@ def fakes(monkeypatch):
     monkeypatch.setattr(runner_fakes.KeptWordMatch, "identity", "")
     monkeypatch.setattr(runner_fakes.AlwaysFails, "calls", 0)
     monkeypatch.setattr(runner_fakes.BrokenIdentity, "calls", 0)
+    monkeypatch.setattr(runner_fakes.KeptLabelTask, "calls", 0)
     plain_calls = []
     original = runner_fakes.WordMatch.score
 
@@ -40,9 +42,9 @@ def fakes(monkeypatch):
     return plain_calls
 
 
-def run(tmp_path, name, metrics=("kept-word-match",), listener=None):
-    config = from_table({**runner_fakes.FAKE_PRESET, "metrics": list(metrics), "tasks": []}, name="fake",
-                        source="fake.toml")
+def run(tmp_path, name, metrics=("kept-word-match",), listener=None, tasks=(), seeds=(0,)):
+    config = from_table({**runner_fakes.FAKE_PRESET, "metrics": list(metrics), "tasks": list(tasks),
+                         "seeds": list(seeds)}, name="fake", source="fake.toml")
     return run_experiment(config, listener, output_path=tmp_path / name, cache_path=tmp_path / "cache.sqlite").to_dict()
 
 
@@ -58,7 +60,7 @@ def test_a_second_run_scores_nothing_again_and_reports_the_same(tmp_path):
     second = run(tmp_path, "b", listener=events.append)
     assert runner_fakes.KeptWordMatch.calls == scored  # not called again
     assert same(first, second)
-    assert any(isinstance(e, Message) and f"{scored} of {scored} scores came from the score cache" in e.text
+    assert any(isinstance(e, Message) and f"metrics: {scored} of {scored} results came from the run cache" in e.text
                for e in events)
 
 
@@ -94,10 +96,31 @@ def test_what_decides_a_score_scores_it_again(tmp_path, monkeypatch, change):
 def test_changed_samples_are_scored_again(tmp_path):
     run(tmp_path, "a")
     scored = runner_fakes.KeptWordMatch.calls
-    config = {**runner_fakes.FAKE_PRESET, "metrics": ["kept-word-match"], "tasks": [], "seeds": [1]}
-    run_experiment(from_table(config, name="fake", source="fake.toml"), output_path=tmp_path / "b",
-                   cache_path=tmp_path / "cache.sqlite")
+    run(tmp_path, "b", seeds=(1,))
     assert runner_fakes.KeptWordMatch.calls == 2 * scored
+
+
+def test_a_second_run_trains_no_task_again(tmp_path):
+    first = run(tmp_path, "a", tasks=("kept-label-task",))
+    trained = runner_fakes.KeptLabelTask.calls
+    assert trained == len(first["conditions"]) + 1  # every synthetic corpus and the real train split
+    events = []
+    second = run(tmp_path, "b", tasks=("kept-label-task",), listener=events.append)
+    assert runner_fakes.KeptLabelTask.calls == trained and same(first, second)
+    assert any(isinstance(e, Message) and f"downstream: {trained} of {trained} results came from the run cache"
+               in e.text for e in events)
+    run(tmp_path, "c", tasks=("kept-label-task",), seeds=(1,))  # other samples, other synthetic corpora
+    assert runner_fakes.KeptLabelTask.calls == 2 * trained
+
+
+def test_a_task_that_names_no_identity_is_trained_every_time(tmp_path, monkeypatch):
+    runs = []
+    original = runner_fakes.LabelTask.run
+    monkeypatch.setattr(runner_fakes.LabelTask, "run", lambda self, *a, **k: runs.append(1) or original(self, *a, **k))
+    run(tmp_path, "a", tasks=("label-task",))
+    once = len(runs)
+    run(tmp_path, "b", tasks=("label-task",))
+    assert once > 0 and len(runs) == 2 * once
 
 
 def test_results_with_an_error_are_not_kept(tmp_path):
@@ -124,9 +147,9 @@ def generation(**changes):
     return Generation(**{**base, **changes})
 
 
-def test_the_items_digest_covers_prediction_reference_and_the_whole_generation():
+def test_the_content_digest_covers_prediction_reference_and_the_whole_generation():
     def digest(prediction="The dog sat.", reference="The cat sat.", gen=None):
-        return items_digest([ScoringItem(prediction, reference, gen if gen is not None else generation())])
+        return content_digest([ScoringItem(prediction, reference, gen if gen is not None else generation())])
 
     base = digest()
     assert digest() == base
@@ -134,25 +157,25 @@ def test_the_items_digest_covers_prediction_reference_and_the_whole_generation()
     assert digest(reference="The cow sat.") != base
     other_trace = generation(steps=[Step(tokens=["the", "dog"], changed=[1], confidences={1: 0.25}, masked=[])])
     assert digest(gen=other_trace) != base  # stutter reads the traces
-    assert items_digest([ScoringItem("a", "b")]) != items_digest([ScoringItem("a", "b"), ScoringItem("a", "b")])
+    assert content_digest([ScoringItem("a", "b")]) != content_digest([ScoringItem("a", "b"), ScoringItem("a", "b")])
 
 
 @pytest.mark.parametrize("field, value", [
-    ("metric", "bleu:tokenize=intl"), ("code", "mlmh==0.1+abd"), ("libraries", (("sacrebleu", "2.6.1"),)),
-    ("inputs", "roberta-large@main#1234"), ("seed", 1), ("items", "d2"),
+    ("kind", "task"), ("spec", "bleu:tokenize=intl"), ("code", "mlmh==0.1+abd"),
+    ("libraries", (("sacrebleu", "2.6.1"),)), ("inputs", "roberta-large@main#1234"), ("seed", 1), ("content", "d2"),
 ])
-def test_the_score_key_changes_with_every_ingredient(field, value):
-    assert score_key(**KEY) == score_key(**KEY)
-    assert score_key(**{**KEY, field: value}) != score_key(**KEY)
+def test_the_result_key_changes_with_every_ingredient(field, value):
+    assert result_key(**KEY) == result_key(**KEY)
+    assert result_key(**{**KEY, field: value}) != result_key(**KEY)
 
 
 def test_stored_results_come_back_equal(tmp_path):
     result = MetricResult(name="bleu", value=12.5, higher_is_better=True, per_sample=[1.0, None, float("nan")],
                           ci_low=10.0, ci_high=15.0, info={"signature": "nrefs:1|case:mixed", "n": 2})
-    SampleCache(tmp_path / "c.sqlite").put_scores("k", [result])
+    SampleCache(tmp_path / "c.sqlite").put_results("k", [result])
     cache = SampleCache(tmp_path / "c.sqlite")
-    (again,) = cache.get_scores("k")
-    assert cache.get_scores("missing") is None
+    (again,) = cache.get_results("k", MetricResult)
+    assert cache.get_results("missing", MetricResult) is None
     assert again.per_sample[:2] == [1.0, None] and math.isnan(again.per_sample[2])
     assert (again.name, again.value, again.ci_low, again.ci_high, again.info) == ("bleu", 12.5, 10.0, 15.0, result.info)
 
@@ -160,9 +183,12 @@ def test_stored_results_come_back_equal(tmp_path):
 # -- what the builtins say their scores depend on -------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ["bleu", "rouge", "stutter", "seq-rep-n", "distinct-n", "self-bleu", "novelty"])
-def test_metrics_of_their_inputs_alone_are_cacheable(spec):
-    assert get_registry().build("metric", spec).cache_identity() == ""
+@pytest.mark.parametrize("kind, spec", [
+    *(("metric", m) for m in ("bleu", "rouge", "stutter", "seq-rep-n", "distinct-n", "self-bleu", "novelty")),
+    *(("task", t) for t in ("authorship-verification", "text-classification", "ner")),
+])
+def test_builtins_of_their_inputs_alone_are_cacheable(kind, spec):
+    assert get_registry().build(kind, spec).cache_identity() == ""
 
 
 def model_dir(root: Path) -> Path:

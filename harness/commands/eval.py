@@ -33,7 +33,7 @@ from mlmh.executors import BACKENDS
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/).")
 @click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
-@click.option("--no-cache", is_flag=True, help="Do not share generations and scores with other runs (a private cache in the run dir).")
+@click.option("--no-cache", is_flag=True, help="Do not share generations, metric and task results with other runs (a private cache in the run dir).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes that generate (1 = in this process); results do not depend on it.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
