@@ -349,6 +349,10 @@ class _IncrementalAdapter(BaseAdapter):
     def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
         raise NotImplementedError
 
+    @cached_property
+    def _cache_argument(self) -> str:
+        return cache_argument(self.model)
+
     def next_logits(self, chunks: Sequence[Sequence[int]], state: "PrefixState", rows: Sequence[int]) -> Any:
         """Feed each row's ``chunk`` and return (rows, vocab) logits of its last token.
 
@@ -397,7 +401,7 @@ class _IncrementalAdapter(BaseAdapter):
         self.forward_passes += 1
         self.tokens_processed += sum(lengths)
         if state.use_cache:
-            state.cache = out.past_key_values
+            state.cache = returned_cache(out)
             state.mask = mask
             state.width += width
             state.fed = [done + n for done, n in zip(state.fed, lengths)]
@@ -453,7 +457,7 @@ class CausalLMAdapter(_IncrementalAdapter):
         if self.supports_holes:
             kwargs["position_ids"] = position_ids
         if cache is not None:
-            kwargs["past_key_values"] = cache
+            kwargs[self._cache_argument] = cache
         return self.model(**kwargs)
 
 
@@ -556,8 +560,20 @@ class Seq2SeqAdapter(_IncrementalAdapter):
             "use_cache": cache is not None,
         }
         if cache is not None:
-            kwargs["past_key_values"] = cache
+            kwargs[self._cache_argument] = cache
         return self.model(**kwargs)
+
+
+def cache_argument(model: Any) -> str:
+    """The keyword under which ``model.forward`` takes a KV cache: ``cache`` where transformers has
+    renamed it (5.x deprecates ``past_key_values`` and announces its removal), else ``past_key_values``."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(output: Any) -> Any:
+    """The KV cache a forward pass returned, under either name (reading the old one warns in 5.x)."""
+    cache = output.get("cache")  # a ModelOutput is a dict of the fields that are set
+    return cache if cache is not None else output.past_key_values
 
 
 def _cut_pieces(words: Words, plan: MaskPlan) -> list[tuple[int, int, int]]:

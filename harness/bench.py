@@ -325,7 +325,10 @@ def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = 
     """
     import torch
 
+    from mlmh.adapters import cache_argument, returned_cache
+
     passes = 0
+    name = cache_argument(model)
     with torch.inference_mode():
         if not use_cache:
             ids = prefix_ids
@@ -336,11 +339,11 @@ def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = 
             return passes
         out = model(input_ids=prefix_ids, use_cache=True)
         passes += 1
-        past = out.past_key_values
+        past = returned_cache(out)
         for _ in range(new_tokens - 1):
-            out = model(input_ids=out.logits[:, -1].argmax(-1, keepdim=True), past_key_values=past, use_cache=True)
+            out = model(input_ids=out.logits[:, -1].argmax(-1, keepdim=True), **{name: past}, use_cache=True)
             passes += 1
-            past = out.past_key_values
+            past = returned_cache(out)
     return passes
 
 
@@ -348,13 +351,16 @@ def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int) 
     """One encoder pass, a decoder prefill of ``decoder_prefix_ids``, then one cached step per further token."""
     import torch
 
+    from mlmh.adapters import cache_argument, returned_cache
+
+    name = cache_argument(model)
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=source_ids, attention_mask=torch.ones_like(source_ids))
         out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True)
         passes = 2
         for _ in range(new_tokens - 1):
             out = model(encoder_outputs=encoded, decoder_input_ids=out.logits[:, -1].argmax(-1, keepdim=True),
-                        past_key_values=out.past_key_values, use_cache=True)
+                        **{name: returned_cache(out)}, use_cache=True)
             passes += 1
     return passes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlmh.adapters import CausalLMAdapter, Seq2SeqAdapter, load_adapter
+from mlmh.adapters import CausalLMAdapter, Seq2SeqAdapter, cache_argument, load_adapter, returned_cache
 from mlmh.errors import ModelError
 from mlmh.types import MaskPlan
 from mlmh.words import split_words
@@ -153,6 +153,37 @@ def test_cached_and_uncached_clm_logits_agree(clm):
     plain = clm.next_logits([ids[:9], ids[:4]], clm.new_state(2, use_cache=False), [0, 1])
     assert first.shape[0] == 2
     torch.testing.assert_close(second, plain, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind, spec", [("clm", "clm-infill"), ("seq2seq", "seq2seq-infill")])
+def test_cached_decoding_passes_the_cache_under_the_name_the_model_takes(kind, spec, clm, s2s):
+    """transformers 5 renamed ``past_key_values`` to ``cache``: the old name warns in every run and
+    its removal is announced."""
+    import warnings
+
+    from mlmh.generation import generate, prepare_items
+    from mlmh.registry import get_registry
+    from mlmh.types import Document
+
+    adapter = {"clm": clm, "seq2seq": s2s}[kind]
+    items = prepare_items([Document(id="a", text=TEXT)], get_registry().build("masking", "random:ratio=0.3"), 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (generation,) = generate(adapter, get_registry().build("sampler", spec), items)
+    assert generation.generated_tokens > 1  # cached steps were taken
+    assert not [w for w in caught if "past_key_values" in str(w.message)]
+
+
+def test_older_transformers_take_and_return_past_key_values():
+    class OldModel(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, use_cache=None):
+            return input_ids
+
+    class OldOutput(dict):
+        past_key_values = "the cache"
+
+    assert cache_argument(OldModel()) == "past_key_values"
+    assert returned_cache(OldOutput(logits=0)) == "the cache"
 
 
 def test_counters_count_and_reset(mlm):
