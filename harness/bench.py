@@ -317,18 +317,20 @@ def bare_masked_passes(model, input_ids, passes: int) -> int:
     return passes
 
 
-def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = True) -> int:
+def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = True, cache_name: str = "") -> int:
     """Greedy continuation of ``prefix_ids`` by ``new_tokens`` tokens, as clm-infill fills one span.
 
     With the cache: one prefill pass, then one single-token step per further token. Without it: the whole
-    prefix is recomputed for every token. Returns the number of forward passes made.
+    prefix is recomputed for every token. ``cache_name``: the model's cache keyword
+    (:func:`mlmh.adapters.cache_argument`), looked up here when not given; a timed caller decides it
+    once, outside the timing. Returns the number of forward passes made.
     """
     import torch
 
     from mlmh.adapters import cache_argument, returned_cache
 
     passes = 0
-    name = cache_argument(model)
+    name = cache_name or cache_argument(model)
     with torch.inference_mode():
         if not use_cache:
             ids = prefix_ids
@@ -347,13 +349,14 @@ def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = 
     return passes
 
 
-def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int) -> int:
-    """One encoder pass, a decoder prefill of ``decoder_prefix_ids``, then one cached step per further token."""
+def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, *, cache_name: str = "") -> int:
+    """One encoder pass, a decoder prefill of ``decoder_prefix_ids``, then one cached step per further token
+    (``cache_name`` as for :func:`bare_causal_infill`)."""
     import torch
 
     from mlmh.adapters import cache_argument, returned_cache
 
-    name = cache_argument(model)
+    name = cache_name or cache_argument(model)
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=source_ids, attention_mask=torch.ones_like(source_ids))
         out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True)
@@ -459,19 +462,23 @@ def bare_work(sampler, adapter, items: Sequence[Any]) -> tuple[Callable[[], int]
     """
     import torch
 
+    from mlmh.adapters import cache_argument
+
     encodings = [adapter.encode(item.words, item.plan) for item in items]
     masked_tokens = len(encodings[0].masked)
     passes = expected_forward_passes(sampler, masked_tokens, spans=len(encodings[0].spans()))
     model = adapter.model
     first = encodings[0].masked[0]
+    cache_name = cache_argument(model)  # decided here, not inside the timed function
     if sampler.name == "clm-infill":
         prefix = torch.tensor([e.ids[:first] for e in encodings])
         use_cache = bool(sampler.params["use_cache"])
-        return (lambda: bare_causal_infill(model, prefix, masked_tokens, use_cache=use_cache)), passes
+        return (lambda: bare_causal_infill(model, prefix, masked_tokens, use_cache=use_cache,
+                                           cache_name=cache_name)), passes
     if sampler.name == "seq2seq-infill":
         source = torch.tensor([e.source_ids for e in encodings])
         prefix = torch.tensor([e.ids[:first] for e in encodings])
-        return (lambda: bare_seq2seq_infill(model, source, prefix, masked_tokens)), passes
+        return (lambda: bare_seq2seq_infill(model, source, prefix, masked_tokens, cache_name=cache_name)), passes
     ids = torch.tensor([e.ids for e in encodings])
     return (lambda: bare_masked_passes(model, ids, passes)), passes
 
