@@ -17,6 +17,7 @@ window are not generated (they keep their original text), and the count of dropp
 from __future__ import annotations
 
 import bisect
+import copy
 import hashlib
 import inspect
 import os
@@ -37,6 +38,8 @@ _PARALLEL_BATCH = 256
 #: Masked-word pieces (" word") whose tokenization an adapter keeps; a full table is emptied before the
 #: next encoding call.
 _MASKED_PIECES_KEPT = 100_000
+#: Tokens of the encodings an adapter keeps (about 100 bytes each); a full table is emptied likewise.
+_ENCODED_TOKENS_KEPT = 1_000_000
 
 
 @dataclass
@@ -49,6 +52,14 @@ class Encoding:
     filled_words: tuple[int, ...]  # masked words inside the window: these get generated
     dropped_words: tuple[int, ...] = ()  # masked words beyond the window: kept as they were
     truncated_tokens: int = 0
+
+    def copy(self) -> "Encoding":
+        """A copy whose lists the caller may change (an adapter keeps its encodings and hands them out again)."""
+        clone = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, list):
+                setattr(clone, name, list(value))
+        return clone
 
     def spans(self) -> list[tuple[int, int]]:
         """Maximal runs ``[start, end)`` of consecutive masked positions."""
@@ -86,6 +97,8 @@ class BaseAdapter:
         self.tokens_processed = 0
         self._decoded_ids: dict[int, str] = {}  # one-token words, decoded once (decode_words)
         self._masked_pieces: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}  # tokenized once (encode_batch)
+        self._encodings: dict[tuple[str, tuple[int, ...]], Encoding] = {}  # encoded once (encode_batch)
+        self._encoded_tokens = 0
         self.max_length = _model_window(model.config, tokenizer)
         self.prefix_ids, self.suffix_ids = _special_affixes(tokenizer)
         self.mask_id = self._placeholder_id()
@@ -104,9 +117,9 @@ class BaseAdapter:
         self.forward_passes = 0
         self.tokens_processed = 0
 
-    def _count(self, attention_mask: Any) -> None:
+    def _count(self, attention_mask: Any, tokens: int | None = None) -> None:
         self.forward_passes += 1
-        self.tokens_processed += int(attention_mask.sum())
+        self.tokens_processed += int(attention_mask.sum()) if tokens is None else tokens
 
     # -- encoding -----------------------------------------------------------------------------
     def _placeholder_id(self) -> int:
@@ -123,6 +136,26 @@ class BaseAdapter:
     def encode_batch(self, pairs: Sequence[tuple[Words, MaskPlan]]) -> list[Encoding]:
         """:meth:`encode` for many items: the pieces of all of them go through the tokenizer in one call
         (one call per item cost more than the tokenization itself on short texts).
+
+        An encoding is a pure function of the text and its masked words, and a run encodes the same
+        items again for every sampler of a masking: each is made once per adapter and then copied
+        (making one cost about a tenth of a tiny model's pass, docs/PERFORMANCE.md).
+        """
+        kept = self._encodings
+        keys = [(words.text, tuple(plan.word_indices)) for words, plan in pairs]
+        found = [kept.get(key) for key in keys]
+        missing = [n for n, hit in enumerate(found) if hit is None]
+        if missing:
+            if self._encoded_tokens >= _ENCODED_TOKENS_KEPT:
+                kept.clear()
+                self._encoded_tokens = 0
+            for n, encoding in zip(missing, self._encode_fresh([pairs[n] for n in missing])):
+                found[n] = kept[keys[n]] = encoding
+                self._encoded_tokens += len(encoding.ids)
+        return [hit.copy() for hit in found]  # type: ignore[union-attr]
+
+    def _encode_fresh(self, pairs: Sequence[tuple[Words, MaskPlan]]) -> list[Encoding]:
+        """The encodings of ``pairs``, made from the text.
 
         A masked word's piece (" word") is tokenized once per adapter and then looked up: tokenization is
         a pure function of the text, words repeat, and the same items are encoded again for every
@@ -330,13 +363,14 @@ class MaskedLMAdapter(BaseAdapter):
         """Right-padded ids and attention mask for ``sequences``."""
         return self.right_padded(sequences)
 
-    def logits(self, input_ids: Any, attention_mask: Any) -> Any:
-        """(batch, length, vocab) float32 logits, banned ids suppressed; one forward pass."""
+    def logits(self, input_ids: Any, attention_mask: Any, tokens: int | None = None) -> Any:
+        """(batch, length, vocab) float32 logits, banned ids suppressed; one forward pass. ``tokens``: the
+        real tokens of the batch when the caller knows them (else counted from the mask)."""
         import torch
 
         with torch.inference_mode():
             out = self.suppress(self.model(input_ids=input_ids, attention_mask=attention_mask).logits)
-        self._count(attention_mask)
+        self._count(attention_mask, tokens)
         return out
 
 

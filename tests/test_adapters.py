@@ -261,6 +261,16 @@ def test_decoded_words_equal_the_tokenizer_decode_and_one_token_words_come_from_
     assert adapter.decode_words(singles) == [e for ids, e in zip(lists, expected) if len(ids) == 1]
 
 
+def test_kept_encodings_are_handed_out_as_copies(mlm):
+    pair = (split_words(TEXT), plan(1, 3))
+    first = mlm.encode_batch([pair])[0]
+    expected = (list(first.ids), list(first.masked), list(first.word_of))
+    first.ids[0], first.word_of[0] = -7, -7
+    first.masked.append(999)
+    again = mlm.encode_batch([pair])[0]
+    assert (again.ids, again.masked, again.word_of) == expected
+
+
 @pytest.mark.parametrize("build", ["wordpiece", "byte-level"])
 def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm, tmp_path, monkeypatch):
     import mlmh.adapters as adapters
@@ -273,6 +283,8 @@ def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm,
     seen: list[str] = []
     tokenize = adapter._tokenize_pieces
     monkeypatch.setattr(adapter, "_tokenize_pieces", lambda pieces: seen.extend(pieces) or tokenize(pieces))
+    assert adapter.encode_batch(pairs) == first and not seen  # the encodings are kept
+    adapter._encodings.clear()
     assert adapter.encode_batch(pairs) == first
     pieces = [(words.text[s:e], wi) for words, p in pairs for s, e, wi in adapters._cut_pieces(words, p)]
     context = {text for text, wi in pieces if wi < 0}
@@ -283,7 +295,9 @@ def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm,
     first_masked = next(text for text, wi in pieces if wi >= 0 and text in masked_only)
     del adapter._masked_pieces[first_masked]
     monkeypatch.setattr(adapters, "_MASKED_PIECES_KEPT", len(adapter._masked_pieces))
+    adapter._encodings.clear()
     assert adapter.encode_batch(pairs) == first
     monkeypatch.setattr(adapters, "_MASKED_PIECES_KEPT", 3)
+    adapter._encodings.clear()
     assert adapter.encode_batch(pairs) == first and adapter.encode_batch(pairs) == first
     adapter._masked_pieces.clear()
