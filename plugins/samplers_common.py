@@ -25,7 +25,7 @@ SAMPLING_PARAMS: tuple[Param, ...] = (
 def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
     """Pick one token per row of ``logits`` (n, vocab); returns (ids, probability of each pick).
 
-    Greedy when ``temperature`` is 0 (``uniforms`` unused); otherwise inverse-CDF sampling with the
+    Greedy when ``temperature`` is 0 (``uniforms`` unused, may be None); otherwise inverse-CDF sampling with the
     given uniforms (one per row, drawn from each item's own generator, so batching cannot change them).
     """
     import torch
@@ -37,7 +37,10 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
         if probs.numel() < _SMALL_CHOICE:  # one op is cheapest for a few rows (a decoder step)
             conf, ids = probs.max(dim=-1)
             return ids, conf
-        return row_argmax(probs), probs.amax(dim=-1)  # = probs.max(dim=-1), with a faster index search
+        # the first largest logit is the first most probable token; reading its probability is cheaper
+        # than a second reduction over the vocabulary (probs.amax)
+        ids = row_argmax(logits)
+        return ids, picked(probs, ids)
     scaled = logits / temperature
     if top_k and top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, top_k, dim=-1).values[:, -1:]
@@ -63,8 +66,8 @@ CHOICE_CHUNK = 256
 
 
 def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
-    """:func:`choose_tokens` on rows ``index`` (ascending, unique) of ``flat_logits`` (rows, vocab),
-    a chunk at a time; a contiguous run of rows is read in place.
+    """:func:`choose_tokens` on rows ``index`` (ascending, unique; a tensor or a list) of ``flat_logits``
+    (rows, vocab), a chunk at a time; a contiguous run of rows is read in place.
 
     Gathering every selected row first and then taking the softmax streams the whole (selected x
     vocab) block through memory twice; in chunks that stay in the cache the same work ran about three
@@ -73,17 +76,21 @@ def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, t
     import torch
 
     def rows(part: Any) -> Any:
-        first, last = (int(v) for v in part[[0, -1]].tolist())
-        if last - first + 1 == len(part):  # ascending and unique (from nonzero): a contiguous run, no copy
+        first, last = (int(v) for v in ((part[0], part[-1]) if isinstance(part, list) else part[[0, -1]].tolist()))
+        if last - first + 1 == len(part):  # ascending and unique: a contiguous run, no copy
             return flat_logits[first:last + 1]
-        return flat_logits.index_select(0, part)
+        if not torch.is_tensor(part):
+            part = torch.as_tensor(part, dtype=torch.long)
+        return flat_logits.index_select(0, part.to(flat_logits.device))
+
+    def draws(start: int) -> Any:
+        return None if uniforms is None else uniforms[start:start + CHOICE_CHUNK]
 
     if len(index) == 0:
         return choose_tokens(flat_logits[:0], uniforms, temperature, top_k, top_p)
     if len(index) <= CHOICE_CHUNK:
         return choose_tokens(rows(index), uniforms, temperature, top_k, top_p)
-    parts = [choose_tokens(rows(index[start:start + CHOICE_CHUNK]), uniforms[start:start + CHOICE_CHUNK],
-                           temperature, top_k, top_p)
+    parts = [choose_tokens(rows(index[start:start + CHOICE_CHUNK]), draws(start), temperature, top_k, top_p)
              for start in range(0, len(index), CHOICE_CHUNK)]
     return torch.cat([ids for ids, _ in parts]), torch.cat([probs for _, probs in parts])
 
@@ -99,6 +106,16 @@ def row_argmax(values: Any) -> Any:
     if values.device.type != "cpu" or values.dtype != torch.float32:
         return values.argmax(dim=-1)
     return torch.from_numpy(np.argmax(values.numpy(), axis=-1).astype(np.int64, copy=False))
+
+
+def picked(values: Any, ids: Any) -> Any:
+    """``values[i, ids[i]]`` for every row i of a 2-D tensor (numpy's indexing on the CPU: one cheap call)."""
+    import numpy as np
+    import torch
+
+    if values.device.type != "cpu":
+        return values.gather(-1, ids.to(values.device).unsqueeze(-1)).squeeze(-1)
+    return torch.from_numpy(values.numpy()[np.arange(len(ids)), ids.numpy()])
 
 
 def lowest_scores(scores: Any, count: Any) -> Any:
@@ -148,12 +165,15 @@ def item_generators(items: Sequence[MaskedItem]) -> ItemGenerators:
 
 
 def draw_uniforms(generators: Sequence[Any], rows: Sequence[int], counts: Sequence[int], needed: bool) -> Any:
-    """Uniforms for ``counts[i]`` picks of item ``rows[i]``, drawn from that item's generator."""
+    """Uniforms for ``counts[i]`` picks of item ``rows[i]``, drawn from that item's generator; None when
+    not ``needed`` (greedy choice draws nothing)."""
     import torch
 
+    if not needed:
+        return None
     total = int(sum(counts))
-    if not needed or total == 0:
-        return torch.zeros(total)
+    if total == 0:
+        return torch.zeros(0)
     return torch.cat([torch.rand(int(n), generator=generators[r]) for r, n in zip(rows, counts)])
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import cached_property
 from typing import Any, ClassVar, Sequence
 
 from mlmh.adapters import MaskedLMAdapter
@@ -22,10 +23,18 @@ STUTTER = Param("stutter", bool, False, "re-mask generated tokens equal to their
 
 
 class MaskedBatch:
-    """A right-padded batch of encoded items and the bookkeeping every MLM sampler needs."""
+    """A right-padded batch of encoded items and the bookkeeping every MLM sampler needs.
+
+    The state lives on the CPU as numpy arrays; ``ids`` and ``masked`` are torch tensors sharing their
+    memory, so a sampler may use either, and the other tensors are made when first asked for.
+    Per-position work goes through plain lists (:meth:`pick`, :meth:`place`, :meth:`remask_at`):
+    after a forward pass every distinct tensor operation first pays tens of microseconds to bring its
+    code back into the CPU caches (docs/PERFORMANCE.md), and a batch's masked positions are few. Only
+    the input of a pass goes to the model's device.
+    """
 
     def __init__(self, adapter: MaskedLMAdapter, items: Sequence[MaskedItem]) -> None:
-        import torch
+        import numpy as np
 
         self.adapter = adapter
         self.items = items
@@ -33,36 +42,100 @@ class MaskedBatch:
         self.generators = item_generators(items)
         self.trace = TraceRecorder.for_encodings(self.encodings)
         self.counters = ItemCounters.zeros(len(items))
+        #: each row's originally masked positions, ascending
+        self.positions: list[list[int]] = [list(e.masked) for e in self.encodings]
         sequences = [e.ids for e in self.encodings] or [[adapter.mask_id]]
-        self.ids, self.attention = adapter.batch(sequences)
-        self.lengths = self.attention.sum(dim=1)
-        self.original = torch.zeros_like(self.ids, dtype=torch.bool)
-        masked_rows = [row for row, enc in enumerate(self.encodings) for _ in enc.masked]
-        if masked_rows:
-            self.original[masked_rows, [pos for enc in self.encodings for pos in enc.masked]] = True
-        self.n_masked = self.original.sum(dim=1)
-        self.masked = self.original.clone()  # positions currently holding the mask token
+        self.length_list = [len(s) for s in sequences]
+        width, pad = max(self.length_list), adapter.pad_id
+        self._ids = np.array([[*s, *([pad] * (width - len(s)))] for s in sequences], dtype=np.int64)
+        self._masked = self._marked(range(len(self.positions)), self.positions)  # positions holding the mask token
+
+    def _marked(self, rows: Sequence[int], positions: Sequence[Sequence[int]]) -> Any:
+        """A boolean array of the batch's shape, True at ``positions[i]`` of ``rows[i]``."""
+        import numpy as np
+
+        marks = np.zeros(self._ids.shape, dtype=bool)
+        flat_rows, flat_positions = flat_pairs(rows, positions)
+        marks[flat_rows, flat_positions] = True
+        return marks
+
+    # torch views of the state, made when first asked for (each one is an operation a pass pays for)
+    @cached_property
+    def ids(self) -> Any:
+        import torch
+
+        return torch.from_numpy(self._ids)
+
+    @cached_property
+    def masked(self) -> Any:
+        import torch
+
+        return torch.from_numpy(self._masked)
+
+    @cached_property
+    def original(self) -> Any:
+        """Positions masked at the start (read-only by convention)."""
+        import torch
+
+        return torch.from_numpy(self._marked(range(len(self.positions)), self.positions))
+
+    @cached_property
+    def attention(self) -> Any:
+        import torch
+
+        return torch.as_tensor([[1] * n + [0] * (self._ids.shape[1] - n) for n in self.length_list], dtype=torch.long)
+
+    @cached_property
+    def lengths(self) -> Any:
+        import torch
+
+        return torch.as_tensor(self.length_list)
+
+    @cached_property
+    def n_masked(self) -> Any:
+        import torch
+
+        return torch.as_tensor([len(ps) for ps in self.positions] + [0] * (self._ids.shape[0] - len(self.positions)))
 
     def rows_with_masks(self) -> Any:
-        return (self.n_masked > 0).nonzero().flatten()
+        return torch_rows(self.rows_to_fill())
+
+    def rows_to_fill(self) -> list[int]:
+        """The rows with at least one masked position, as a list."""
+        return [row for row, ps in enumerate(self.positions) if ps]
 
     def forward(self, rows: Any) -> Any:
-        """Logits (len(rows), width, vocab) for ``rows``, trimmed to their longest length; one pass.
+        """Logits (len(rows), width, vocab) for ``rows`` (a list or tensor), trimmed to their longest
+        length; one pass.
 
         Loops should drop the previous pass's logits before calling again: while they are alive the
         allocator must map fresh pages for the new (rows x width x vocab) block, and first-touch page
         faults cost several percent of a pass at size tiny.
         """
-        lengths = self.lengths[rows].tolist()
+        row_list = as_list(rows)
+        lengths = [self.length_list[row] for row in row_list]
         width = max(lengths)
-        if len(lengths) == self.ids.shape[0] and width == self.ids.shape[1]:  # every row, full width: no copy
-            ids, attention = self.ids, self.attention
+        if width == self._ids.shape[1] and row_list == list(range(self._ids.shape[0])):
+            ids, attention = self.ids, self.attention  # every row, full width: no copy
         else:
-            ids, attention = self.ids[rows, :width], self.attention[rows, :width]
-        logits = self.adapter.logits(ids, attention)
-        for row, length in zip(rows.tolist(), lengths):
+            index = torch_rows(row_list)
+            ids, attention = self.ids[index, :width], self.attention[index, :width]
+        device = self.adapter.device
+        logits = self.adapter.logits(ids.to(device), attention.to(device), tokens=sum(lengths))
+        for row, length in zip(row_list, lengths):
             self.counters.add(row, length)
         return logits
+
+    def pick(self, rows: Sequence[int], logits: Any, positions: Sequence[Sequence[int]], temperature: float,
+             top_k: int, top_p: float) -> tuple[list[list[int]], list[list[float]]]:
+        """A token at each of ``positions[i]`` of ``rows[i]`` (logits row i): per row, the ids and their
+        probabilities."""
+        width, vocab = logits.shape[1], logits.shape[2]
+        counts = [len(ps) for ps in positions]
+        index = [local * width + p for local, ps in enumerate(positions) for p in ps]
+        uniforms = draw_uniforms(self.generators, rows, counts, temperature > 0)
+        ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
+        return split_counts(ids.tolist(), counts), split_counts(probs.tolist(), counts)
 
     def choose(self, rows: Any, logits: Any, select: Any, temperature: float, top_k: int, top_p: float,
                logit_rows: Any = None) -> tuple[Any, Any, Any]:
@@ -76,41 +149,57 @@ class MaskedBatch:
 
     def choose_where(self, rows: Any, logits: Any, where: Any, counts: list[int], temperature: float, top_k: int,
                      top_p: float, logit_rows: Any = None) -> tuple[Any, Any, Any]:
-        """:meth:`choose` at the (row-local index, position) pairs ``where``, row-major, ``counts[i]`` of row i."""
-        uniforms = draw_uniforms(self.generators, rows.tolist(), counts, temperature > 0)
+        """:meth:`choose` at the (row-local index, position) pairs ``where``, row-major, ``counts[i]`` of row i.
+        The ids and probabilities come back on the CPU, with the batch."""
+        uniforms = draw_uniforms(self.generators, as_list(rows), counts, temperature > 0)
         source_rows = where[:, 0] if logit_rows is None else logit_rows[where[:, 0]]
         width, vocab = logits.shape[1], logits.shape[2]
         # index_select on the flat (row x position) view: several times faster than advanced indexing
-        ids, probs = choose_at(logits.reshape(-1, vocab), source_rows * width + where[:, 1], uniforms, temperature, top_k, top_p)
-        return where, ids, probs
+        index = (source_rows * width + where[:, 1]).to(logits.device)
+        ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
+        return where, ids.cpu(), probs.cpu()
+
+    def place(self, rows: Sequence[int], positions: Sequence[Sequence[int]], ids: Sequence[Sequence[int]],
+              probs: Sequence[Sequence[float]], remasked: Sequence[Sequence[int]] | None = None) -> None:
+        """Write ``ids[i]`` at ``positions[i]`` of ``rows[i]`` and record one trace step per row
+        (``remasked[i]``: the positions of the row that went back to the mask in this step)."""
+        flat_rows, flat_positions = flat_pairs(rows, positions)
+        if flat_rows:
+            self._ids[flat_rows, flat_positions] = [t for ts in ids for t in ts]
+            self._masked[flat_rows, flat_positions] = False
+        for local, row in enumerate(rows):
+            self.trace.step(row, list(positions[local]), list(ids[local]), list(probs[local]),
+                            remasked[local] if remasked is not None else ())
 
     def commit(self, rows: Any, where: Any, ids: Any, probs: Any, remasked: Any = None) -> None:
-        """Write chosen tokens into the batch and record one trace step per row of ``rows``."""
-        import torch
-
-        global_rows = rows[where[:, 0]]
-        self.ids[global_rows, where[:, 1]] = ids
-        self.masked[global_rows, where[:, 1]] = False
-        # ``where`` comes from nonzero(): row-major, so each row's picks are one contiguous slice
-        bounds = [0, *torch.bincount(where[:, 0], minlength=len(rows)).cumsum(0).tolist()]
-        positions, id_list, prob_list = where[:, 1].tolist(), ids.tolist(), probs.tolist()
-        remasked_rows: list[list[int]] = [[] for _ in range(len(rows))]
+        """:meth:`place` for tensors: ``where`` (row-local index, position) pairs row-major, as from
+        :meth:`choose`; ``remasked`` a (len(rows), width) mask."""
+        row_list = as_list(rows)
+        counts = [0] * len(row_list)
+        locals_, positions = where[:, 0].tolist(), where[:, 1].tolist()
+        for local in locals_:
+            counts[local] += 1
+        back: list[list[int]] | None = None
         if remasked is not None:
+            back = [[] for _ in row_list]
             for local, pos in remasked.nonzero().tolist():
-                remasked_rows[local].append(pos)
-        for local, row in enumerate(rows.tolist()):
-            a, b = bounds[local], bounds[local + 1]
-            self.trace.step(row, positions[a:b], id_list[a:b], prob_list[a:b], remasked_rows[local])
+                back[local].append(pos)
+        self.place(row_list, split_counts(positions, counts), split_counts(ids.tolist(), counts),
+                   split_counts(probs.tolist(), counts), back)
+
+    def remask_at(self, rows: Sequence[int], positions: Sequence[Sequence[int]]) -> None:
+        """Put the mask token back at ``positions[i]`` of ``rows[i]``."""
+        flat_rows, flat_positions = flat_pairs(rows, positions)
+        if flat_rows:
+            self._ids[flat_rows, flat_positions] = self.adapter.mask_id
+            self._masked[flat_rows, flat_positions] = True
 
     def remask(self, rows: Any, positions: Any) -> None:
         """Put the mask token back at ``positions`` (len(rows), width) of ``rows``."""
-        width = positions.shape[1]
-        block = self.ids[rows, :width]
-        block[positions] = self.adapter.mask_id
-        self.ids[rows, :width] = block
-        sub = self.masked[rows, :width]
-        sub |= positions
-        self.masked[rows, :width] = sub
+        back = [[] for _ in range(len(rows))]
+        for local, pos in positions.nonzero().tolist():
+            back[local].append(pos)
+        self.remask_at(as_list(rows), back)
 
     def stutters(self, rows: Any) -> Any:
         """Originally masked, filled positions whose token equals their left neighbour (Li et al. 2024)."""
@@ -121,9 +210,46 @@ class MaskedBatch:
         same[:, 1:] = ids[:, 1:] == ids[:, :-1]
         return same & self.original[rows] & ~self.masked[rows]
 
+    def still_masked(self, rows: Sequence[int]) -> list[list[int]]:
+        """Each row's originally masked positions that hold the mask token now, ascending."""
+        masked = self._masked
+        return [[p for p in self.positions[row] if masked[row, p]] for row in rows]
+
+    def stutter_positions(self, rows: Sequence[int]) -> list[list[int]]:
+        """:meth:`stutters` of ``rows`` as each row's ascending positions."""
+        ids, masked = self._ids, self._masked
+        return [[p for p in ps if ids[row, p] == ids[row, p - 1] and not masked[row, p]] if ps else []
+                for row, ps in ((row, [p for p in self.positions[row] if p > 0]) for row in rows)]
+
     def finish(self, sampler_spec: str, started: float, info: dict[str, Any] | None = None) -> list[Generation]:
-        return build_generations(self.adapter, sampler_spec, self.items, self.encodings, self.ids.tolist(), self.trace,
+        return build_generations(self.adapter, sampler_spec, self.items, self.encodings, self._ids.tolist(), self.trace,
                                  self.counters, started, info)
+
+
+def torch_rows(rows: Sequence[int]) -> Any:
+    """Row indices as a long tensor."""
+    import torch
+
+    return torch.as_tensor(list(rows), dtype=torch.long)
+
+
+def as_list(rows: Any) -> list[int]:
+    """Row indices given as a tensor or a sequence, as a list."""
+    return rows.tolist() if hasattr(rows, "tolist") else list(rows)
+
+
+def flat_pairs(rows: Sequence[int], positions: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """(row, position) pairs of ``positions[i]`` of ``rows[i]``, as two flat lists for numpy indexing."""
+    return [row for row, ps in zip(rows, positions) for _ in ps], [p for ps in positions for p in ps]
+
+
+def split_counts(values: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
+    """``values`` cut into consecutive lists of ``counts[i]`` items."""
+    out, start = [], 0
+    for n in counts:
+        out.append(list(values[start:start + n]))
+        start += n
+    return out
 
 
 class MaskedSampler(Sampler):
@@ -152,12 +278,12 @@ class OneShot(MaskedSampler):
     parameters = SAMPLING_PARAMS
 
     def run(self, batch: MaskedBatch) -> None:
-        rows = batch.rows_with_masks()
-        if len(rows) == 0:
+        rows = batch.rows_to_fill()
+        if not rows:
             return
+        positions = batch.still_masked(rows)
         logits = batch.forward(rows)
-        select = batch.masked[rows, : logits.shape[1]]
-        batch.commit(rows, *batch.choose(rows, logits, select, *self._sampling()))
+        batch.place(rows, positions, *batch.pick(rows, logits, positions, *self._sampling()))
 
 
 class LeftToRight(MaskedSampler):
@@ -191,28 +317,27 @@ class MaskPredict(MaskedSampler):
     parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1, headline=True), *SAMPLING_PARAMS, STUTTER)
 
     def run(self, batch: MaskedBatch) -> None:
-        import torch
-
-        rows = batch.rows_with_masks()
-        if len(rows) == 0:
+        rows = batch.rows_to_fill()
+        if not rows:
             return
         total = self.params["steps"]
-        width = int(batch.lengths[rows].max())
-        original = batch.original[rows, :width]
-        confidence = torch.zeros(original.shape, dtype=torch.float32)
-        n_masked = batch.n_masked[rows]
-        select = original
+        positions = [batch.positions[row] for row in rows]
+        confidence = [dict.fromkeys(ps, 0.0) for ps in positions]  # of each masked position's current token
+        select = positions
         for t in range(total):
             if t > 0:
-                count = torch.div(n_masked * (total - t), total, rounding_mode="floor")
-                select = lowest_scores(confidence.masked_fill(~original, float("inf")), count) & original
+                # re-mask the n = N(T-t)/T least confident (ties: leftmost first, as lowest_scores)
+                select = [sorted(sorted(ps, key=conf.__getitem__)[: len(ps) * (total - t) // total])
+                          for ps, conf in zip(positions, confidence)]
                 if self.params["stutter"]:
-                    select = select | batch.stutters(rows)[:, :width]
-                batch.remask(rows, select)
+                    select = [sorted(set(chosen).union(repeats))
+                              for chosen, repeats in zip(select, batch.stutter_positions(rows))]
+                batch.remask_at(rows, select)
             logits = batch.forward(rows)
-            where, ids, probs = batch.choose(rows, logits, select, *self._sampling())
-            confidence[where[:, 0], where[:, 1]] = probs
-            batch.commit(rows, where, ids, probs)
+            ids, probs = batch.pick(rows, logits, select, *self._sampling())
+            for conf, at, p in zip(confidence, select, probs):
+                conf.update(zip(at, p))
+            batch.place(rows, select, ids, probs)
             del logits  # free before the next pass (see MaskedBatch.forward)
 
 
