@@ -161,9 +161,18 @@ class Timing:
     cpu_seconds: float = 0.0  # median process CPU time (all threads): robust to other processes' load
 
 
+#: A sampler cell's harness and bare sides each run at least this long in all (see measure_interleaved).
+CELL_SECONDS = 0.5
+#: ... in at most this many runs.
+CELL_MAX_RUNS = 400
+
+
 def measure_interleaved(functions: dict[str, Callable[[], Any]], *, runs: int = 5, warmup: int = 1,
-                        memory: PeakMemory | None = None) -> dict[str, Timing]:
-    """Time each function ``runs`` times after ``warmup`` untimed calls, alternating between them."""
+                        memory: PeakMemory | None = None, min_seconds: float = 0.0,
+                        max_runs: int = CELL_MAX_RUNS) -> dict[str, Timing]:
+    """Time each function ``runs`` times after ``warmup`` untimed calls, alternating between them, and
+    go on until each has run ``min_seconds`` in all (at most ``max_runs`` runs): the median of 5 runs
+    of a 3 ms call moved by 0.1 between bench runs, more than the margin of a goal."""
     if runs < 1:
         raise ValueError("runs must be >= 1")
     memory = memory or PeakMemory()
@@ -174,7 +183,9 @@ def measure_interleaved(functions: dict[str, Callable[[], Any]], *, runs: int = 
     cpu: dict[str, list[float]] = {name: [] for name in functions}
     peaks: dict[str, float] = {name: 0.0 for name in functions}
     results: dict[str, Any] = {}
-    for _ in range(runs):
+    done = 0
+    while done < runs or (done < max_runs and min(sum(seconds[name]) for name in functions) < min_seconds):
+        done += 1
         for name, fn in functions.items():
             memory.start()
             start, cpu_start = time.perf_counter(), time.process_time()
@@ -494,7 +505,8 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         generations = generate(adapter, sampler, items, batch_size=len(items))
         return adapter.forward_passes, generations
 
-    timings = measure_interleaved({"harness": harness, "bare": bare_fn}, runs=runs, memory=memory)
+    timings = measure_interleaved({"harness": harness, "bare": bare_fn}, runs=runs, memory=memory,
+                                  min_seconds=CELL_SECONDS)
     harness_t, bare_t = timings["harness"], timings["bare"]
     harness_passes, generations = harness_t.result
     generated = sum(g.generated_tokens for g in generations)
@@ -893,7 +905,9 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
                     "load_average_before": list(os.getloadavg()), "peak_memory_method": memory.method},
         "options": as_json_ready(options),
         "method": {"warmup_runs": 1, "timed_runs": options.runs, "statistic": "median",
-                   "interleaved": "harness and bare runs alternate"},
+                   "interleaved": "harness and bare runs alternate",
+                   "sampler_cells": f"at least {options.runs} runs, and on until each side has run {CELL_SECONDS} s "
+                                    f"in all (at most {CELL_MAX_RUNS} runs)"},
         "sizes": {},
     }
     retain_freed_memory()  # what the mlmh command line runs with (mlmh.cli.main)

@@ -117,6 +117,16 @@ def test_measure_interleaves_after_warmup_and_reports_median():
         bench.measure(lambda: None, runs=0)
 
 
+def test_measure_runs_on_until_each_side_has_run_min_seconds():
+    import time
+
+    short = bench.measure_interleaved({"a": lambda: time.sleep(0.004), "b": lambda: time.sleep(0.004)}, runs=5,
+                                      warmup=0, min_seconds=0.04)
+    assert 5 < len(short["a"].runs) == len(short["b"].runs) <= 10 and sum(short["b"].runs) >= 0.04
+    capped = bench.measure_interleaved({"a": lambda: None}, runs=5, warmup=0, min_seconds=60, max_runs=30)
+    assert len(capped["a"].runs) == 30
+
+
 def test_peak_memory_sees_a_fresh_allocation():
     meter = bench.PeakMemory()
     meter.start()

@@ -35,7 +35,7 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
               help="Document lengths in tokens; the middle half is masked. The speedup/crossover workload "
                    "(256 tokens, 128 masked) is always added for mask-predict T=4 and clm-infill.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes; batching compares the smallest and largest.")
-@click.option("--runs", default=5, show_default=True, type=click.IntRange(5, None), help="Timed runs per figure (median); >= 5.")
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(5, None), help="Timed runs per figure (median); >= 5 (sampler cells: more until each side has run 0.5 s).")
 @click.option("--threads", default=0, type=click.IntRange(0, None), help="torch threads (0 = every core available).")
 @click.option("--samplers", "sampler_labels", default="", metavar="NAMES",
               help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
@@ -52,7 +52,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
 
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
     `mlmh train` uses), pins torch threads, warms up once, and reports medians of --runs runs
-    (harness and bare runs interleaved): forward passes, tokens/s, latency at batch 1, samples/s
+    (harness and bare runs interleaved; a sampler cell runs on until each side has taken 0.5 s,
+    so that short calls get enough runs): forward passes, tokens/s, latency at batch 1, samples/s
     at the largest batch, peak memory; and the ratios overhead (goal, worst cell: <= 1.20 tiny,
     <= 1.10 small), speedup of mask-predict T=4 over cached clm-infill (the harness keeps >= 0.95 of
     the bare models'), batching (>= 0.90), crossover, startup (<= 0.3 s), scaling (<= 2.2) and metric
@@ -116,7 +117,7 @@ def render(report: dict[str, Any], console: Any) -> None:
 
     for size, block in report["sizes"].items():
         params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
-        table = Table(title=f"samplers ({size}: {params}) medians of {report['method']['timed_runs']} runs; "
+        table = Table(title=f"samplers ({size}: {params}) medians of >= {report['method']['timed_runs']} runs; "
                             "passes = harness/bare", caption="harness s is the latency of one batch of B")
         table.add_column("sampler", no_wrap=True)
         for column in ("L", "B", "passes", "harness s", "bare s", "overhead", "CPU ovh", "tok/s", "samples/s", "MiB"):
