@@ -17,7 +17,6 @@ window are not generated (they keep their original text), and the count of dropp
 from __future__ import annotations
 
 import bisect
-import copy
 import hashlib
 import inspect
 import os
@@ -55,10 +54,8 @@ class Encoding:
 
     def copy(self) -> "Encoding":
         """A copy whose lists the caller may change (an adapter keeps its encodings and hands them out again)."""
-        clone = copy.copy(self)
-        for name, value in vars(self).items():
-            if isinstance(value, list):
-                setattr(clone, name, list(value))
+        clone = object.__new__(type(self))
+        clone.__dict__.update((name, list(value) if type(value) is list else value) for name, value in vars(self).items())
         return clone
 
     def spans(self) -> list[tuple[int, int]]:

@@ -966,7 +966,8 @@ def report_markdown(report: dict[str, Any]) -> str:
     machine = report["machine"]
     lines.append(f"{machine['threads']} torch threads on {machine['cores']} cores, torch {machine['torch']}; load average "
                  f"{machine['load_average_before'][0]:.1f} before, {machine['load_average_after'][0]:.1f} after; "
-                 f"{report['method']['timed_runs']} timed runs after 1 warm-up; whole bench {report['wall_seconds']:.0f} s.")
+                 f"{report['method']['timed_runs']} timed runs after 1 warm-up (sampler cells: "
+                 f"{report['method'].get('sampler_cells', 'as many')}); whole bench {report['wall_seconds']:.0f} s.")
     lines += ["", "| figure | value | goal | result | detail |", "|---|---:|---|---|---|"]
     for row in report["goals"]:
         verdict = {True: "pass", False: "**FAIL**", None: "report"}[row["passed"]]
