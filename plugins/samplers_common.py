@@ -54,7 +54,7 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
         scaled = scaled.masked_fill(drop, float("-inf"))
     probs = torch.softmax(scaled, dim=-1)
     cdf = probs.cumsum(dim=-1)
-    targets = (uniforms.to(cdf.dtype) * cdf[:, -1]).unsqueeze(-1)
+    targets = (uniforms.to(device=cdf.device, dtype=cdf.dtype) * cdf[:, -1]).unsqueeze(-1)  # drawn on the CPU
     ids = torch.searchsorted(cdf, targets, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
     return ids, probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
