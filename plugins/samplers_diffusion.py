@@ -207,7 +207,7 @@ class Llada(PerItemInfoSampler):
         import torch
 
         per_item: list[dict[str, Any]] = [{} for _ in batch.items]
-        plans = {row: self.plan(batch.original[row].nonzero().flatten().tolist()) for row in batch.rows_with_masks().tolist()}
+        plans = {row: self.plan(batch.positions[row]) for row in batch.rows_to_fill()}
         for row, plan in plans.items():
             blocks = len({block[0] for block, _ in plan})
             per_item[row] = {"blocks": blocks}
@@ -287,7 +287,7 @@ class AdaptiveGibbs(Gibbs):
 
         candidates = [p for p in positions if p not in excluded]
         if self.params["stutter"]:
-            repeats = set(batch.stutters(torch.as_tensor([row]))[0].nonzero().flatten().tolist())
+            repeats = set(batch.stutter_positions([row])[0])
             candidates = [p for p in candidates if p in repeats] or candidates
         gen = batch.generators[row]
         scores = torch.as_tensor([confidence.get(p, 0.0) for p in candidates], dtype=torch.float64)

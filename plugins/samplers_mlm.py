@@ -48,16 +48,7 @@ class MaskedBatch:
         self.length_list = [len(s) for s in sequences]
         width, pad = max(self.length_list), adapter.pad_id
         self._ids = np.array([[*s, *([pad] * (width - len(s)))] for s in sequences], dtype=np.int64)
-        self._masked = self._marked(range(len(self.positions)), self.positions)  # positions holding the mask token
-
-    def _marked(self, rows: Sequence[int], positions: Sequence[Sequence[int]]) -> Any:
-        """A boolean array of the batch's shape, True at ``positions[i]`` of ``rows[i]``."""
-        import numpy as np
-
-        marks = np.zeros(self._ids.shape, dtype=bool)
-        flat_rows, flat_positions = flat_pairs(rows, positions)
-        marks[flat_rows, flat_positions] = True
-        return marks
+        self._masked = marked(self._ids.shape, self.positions)  # positions holding the mask token
 
     # torch views of the state, made when first asked for (each one is an operation a pass pays for)
     @cached_property
@@ -77,7 +68,7 @@ class MaskedBatch:
         """Positions masked at the start (read-only by convention)."""
         import torch
 
-        return torch.from_numpy(self._marked(range(len(self.positions)), self.positions))
+        return torch.from_numpy(marked(self._ids.shape, self.positions))
 
     @cached_property
     def attention(self) -> Any:
@@ -179,11 +170,7 @@ class MaskedBatch:
         locals_, positions = where[:, 0].tolist(), where[:, 1].tolist()
         for local in locals_:
             counts[local] += 1
-        back: list[list[int]] | None = None
-        if remasked is not None:
-            back = [[] for _ in row_list]
-            for local, pos in remasked.nonzero().tolist():
-                back[local].append(pos)
+        back = None if remasked is None else row_positions(remasked)
         self.place(row_list, split_counts(positions, counts), split_counts(ids.tolist(), counts),
                    split_counts(probs.tolist(), counts), back)
 
@@ -196,19 +183,14 @@ class MaskedBatch:
 
     def remask(self, rows: Any, positions: Any) -> None:
         """Put the mask token back at ``positions`` (len(rows), width) of ``rows``."""
-        back = [[] for _ in range(len(rows))]
-        for local, pos in positions.nonzero().tolist():
-            back[local].append(pos)
-        self.remask_at(as_list(rows), back)
+        self.remask_at(as_list(rows), row_positions(positions))
 
     def stutters(self, rows: Any) -> Any:
-        """Originally masked, filled positions whose token equals their left neighbour (Li et al. 2024)."""
+        """:meth:`stutter_positions` of ``rows`` as a (len(rows), width) boolean tensor."""
         import torch
 
-        ids = self.ids[rows]
-        same = torch.zeros_like(ids, dtype=torch.bool)
-        same[:, 1:] = ids[:, 1:] == ids[:, :-1]
-        return same & self.original[rows] & ~self.masked[rows]
+        repeats = self.stutter_positions(as_list(rows))
+        return torch.from_numpy(marked((len(repeats), self._ids.shape[1]), repeats))
 
     def still_masked(self, rows: Sequence[int]) -> list[list[int]]:
         """Each row's originally masked positions that hold the mask token now, ascending."""
@@ -216,10 +198,11 @@ class MaskedBatch:
         return [[p for p in self.positions[row] if masked[row, p]] for row in rows]
 
     def stutter_positions(self, rows: Sequence[int]) -> list[list[int]]:
-        """:meth:`stutters` of ``rows`` as each row's ascending positions."""
+        """Each row's originally masked, filled positions whose token equals their left neighbour
+        (Li et al. 2024), ascending."""
         ids, masked = self._ids, self._masked
-        return [[p for p in ps if ids[row, p] == ids[row, p - 1] and not masked[row, p]] if ps else []
-                for row, ps in ((row, [p for p in self.positions[row] if p > 0]) for row in rows)]
+        return [[p for p in self.positions[row] if p > 0 and not masked[row, p] and ids[row, p] == ids[row, p - 1]]
+                for row in rows]
 
     def finish(self, sampler_spec: str, started: float, info: dict[str, Any] | None = None) -> list[Generation]:
         return build_generations(self.adapter, sampler_spec, self.items, self.encodings, self._ids.tolist(), self.trace,
@@ -241,6 +224,23 @@ def as_list(rows: Any) -> list[int]:
 def flat_pairs(rows: Sequence[int], positions: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
     """(row, position) pairs of ``positions[i]`` of ``rows[i]``, as two flat lists for numpy indexing."""
     return [row for row, ps in zip(rows, positions) for _ in ps], [p for ps in positions for p in ps]
+
+
+def marked(shape: tuple[int, int], positions: Sequence[Sequence[int]]) -> Any:
+    """A boolean numpy array of ``shape``, True at ``positions[i]`` of row i."""
+    import numpy as np
+
+    marks = np.zeros(shape, dtype=bool)
+    marks[flat_pairs(range(len(positions)), positions)] = True
+    return marks
+
+
+def row_positions(mask: Any) -> list[list[int]]:
+    """The True positions of each row of a (rows, width) boolean tensor, ascending."""
+    out: list[list[int]] = [[] for _ in range(len(mask))]
+    for row, pos in mask.nonzero().tolist():
+        out[row].append(pos)
+    return out
 
 
 def split_counts(values: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
@@ -429,7 +429,7 @@ class Gibbs(MaskedSampler):
         positions: list[list[int]] = [[] for _ in n_masked]
         orders: list[list[int]] = [[] for _ in n_masked]
         for row in rows_all.tolist():
-            positions[row] = batch.original[row].nonzero().flatten().tolist()
+            positions[row] = list(batch.positions[row])
             n = n_masked[row]
             wanted = self.params["steps"] or 2 * n
             steps[row] = max(wanted, n) if self.params["init"] == "mask" else wanted
@@ -462,7 +462,7 @@ class Gibbs(MaskedSampler):
         if t < len(order):
             return positions[order[t]]
         if self.params["stutter"]:
-            repeats = batch.stutters(torch.as_tensor([row]))[0].nonzero().flatten().tolist()
+            (repeats,) = batch.stutter_positions([row])
             if repeats:
                 return repeats[int(torch.randint(len(repeats), (1,), generator=gen))]
         return positions[int(torch.randint(len(positions), (1,), generator=gen))]
