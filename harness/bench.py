@@ -15,6 +15,10 @@ Why it is built this way:
 - The bare baselines call the Hugging Face model directly with exactly the work a sampler needs
   (e.g. T full passes for mask-predict; one prefill and one cached step per token for clm-infill), so
   ``harness time / bare time`` is the harness's own overhead.
+- A third side, the bare passes plus an exact greedy choice (softmax over the vocabulary at every
+  position the sampler chooses at, and its max), is what a hand-written loop that also reports each
+  token's probability costs: ``(bare + choice) / bare`` is the part of the overhead that exact
+  confidences alone cost, whatever the harness does.
 """
 
 from __future__ import annotations
@@ -317,24 +321,45 @@ def save_bench_models(size: str, out: Path, *, window: int, kinds: Sequence[str]
 # -- bare baselines: the model alone doing a sampler's work ---------------------------------------
 
 
-def bare_masked_passes(model, input_ids, passes: int) -> int:
-    """``passes`` full forward passes of a masked LM over the batch (mask-predict T=passes, one-shot...)."""
+def exact_choice(logits):
+    """Greedy tokens with their exact probabilities, the plain PyTorch way: (probabilities, ids) of the
+    softmax's max over the last dimension."""
+    return logits.softmax(-1).max(-1)
+
+
+def bare_masked_passes(model, input_ids, passes: int, chosen: Sequence[int] | None = None, first: int = 0) -> int:
+    """``passes`` full forward passes of a masked LM over the batch (mask-predict T=passes, one-shot...).
+
+    With ``chosen``, after pass t an :func:`exact_choice` over ``chosen[t]`` positions of every row,
+    from position ``first`` on (where the sampler's masked span starts).
+    """
     import torch
 
     attention_mask = torch.ones_like(input_ids)
     with torch.inference_mode():
-        for _ in range(passes):
-            model(input_ids=input_ids, attention_mask=attention_mask)
+        for t in range(passes):
+            logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+            if chosen and chosen[t]:
+                exact_choice(logits[:, first:first + chosen[t]])
+            del logits
     return passes
 
 
-def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = True, cache_name: str = "") -> int:
+def next_token(last_logits, exact: bool):
+    """The greedy next token of each row, (rows, 1): argmax, or through :func:`exact_choice`."""
+    ids = exact_choice(last_logits).indices if exact else last_logits.argmax(-1)
+    return ids.unsqueeze(-1)
+
+
+def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = True, cache_name: str = "",
+                       exact: bool = False) -> int:
     """Greedy continuation of ``prefix_ids`` by ``new_tokens`` tokens, as clm-infill fills one span.
 
     With the cache: one prefill pass, then one single-token step per further token. Without it: the whole
     prefix is recomputed for every token. ``cache_name``: the model's cache keyword
     (:func:`mlmh.adapters.cache_argument`), looked up here when not given; a timed caller decides it
-    once, outside the timing. Returns the number of forward passes made.
+    once, outside the timing. ``exact``: choose through :func:`exact_choice`. Returns the number of
+    forward passes made.
     """
     import torch
 
@@ -348,21 +373,23 @@ def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = 
             for _ in range(new_tokens):
                 logits = model(input_ids=ids, use_cache=False).logits
                 passes += 1
-                ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+                ids = torch.cat([ids, next_token(logits[:, -1], exact)], dim=1)
             return passes
         out = model(input_ids=prefix_ids, use_cache=True)
         passes += 1
         past = returned_cache(out)
         for _ in range(new_tokens - 1):
-            out = model(input_ids=out.logits[:, -1].argmax(-1, keepdim=True), **{name: past}, use_cache=True)
+            out = model(input_ids=next_token(out.logits[:, -1], exact), **{name: past}, use_cache=True)
             passes += 1
             past = returned_cache(out)
+        next_token(out.logits[:, -1], exact)  # the span's last token, as the sampler picks it
     return passes
 
 
-def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, *, cache_name: str = "") -> int:
+def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, *, cache_name: str = "",
+                        exact: bool = False) -> int:
     """One encoder pass, a decoder prefill of ``decoder_prefix_ids``, then one cached step per further token
-    (``cache_name`` as for :func:`bare_causal_infill`)."""
+    (``cache_name`` and ``exact`` as for :func:`bare_causal_infill`)."""
     import torch
 
     from mlmh.adapters import cache_argument, returned_cache
@@ -373,9 +400,10 @@ def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, 
         out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True)
         passes = 2
         for _ in range(new_tokens - 1):
-            out = model(encoder_outputs=encoded, decoder_input_ids=out.logits[:, -1].argmax(-1, keepdim=True),
+            out = model(encoder_outputs=encoded, decoder_input_ids=next_token(out.logits[:, -1], exact),
                         **{name: returned_cache(out)}, use_cache=True)
             passes += 1
+        next_token(out.logits[:, -1], exact)  # the span's last token, as the sampler picks it
     return passes
 
 
@@ -466,8 +494,26 @@ def expected_forward_passes(sampler, masked_tokens: int, spans: int = 1) -> int:
     raise ValueError(f"no forward-pass model for sampler '{name}'")
 
 
-def bare_work(sampler, adapter, items: Sequence[Any]) -> tuple[Callable[[], int], int]:
-    """The bare-model function doing ``sampler``'s work on ``items``, and its forward-pass count.
+def chosen_per_pass(sampler, masked_tokens: int) -> list[int]:
+    """Positions of each item the sampler chooses a token at after each forward pass (greedy, one
+    span): what an exact choice reads. Mask-predict re-predicts n = N(T-t)/T at step t; the seq2seq
+    encoder pass chooses nothing."""
+    name, passes = sampler.name, expected_forward_passes(sampler, masked_tokens)
+    if name == "one-shot":
+        return [masked_tokens]
+    if name == "mask-predict":
+        steps = int(sampler.params["steps"])
+        return [masked_tokens * (steps - t) // steps for t in range(steps)]
+    if name in ("left-to-right", "gibbs", "clm-infill"):
+        return [1] * passes
+    if name == "seq2seq-infill":
+        return [0] + [1] * (passes - 1)
+    raise ValueError(f"no choice model for sampler '{name}'")
+
+
+def bare_work(sampler, adapter, items: Sequence[Any], *, exact: bool = False) -> tuple[Callable[[], int], int]:
+    """The bare-model function doing ``sampler``'s work on ``items``, and its forward-pass count;
+    ``exact``: also choose each token with its probability (:func:`exact_choice`) where the sampler does.
 
     Token ids come from the adapter's own encoding, so the bare model sees the same shapes.
     """
@@ -485,29 +531,33 @@ def bare_work(sampler, adapter, items: Sequence[Any]) -> tuple[Callable[[], int]
         prefix = torch.tensor([e.ids[:first] for e in encodings])
         use_cache = bool(sampler.params["use_cache"])
         return (lambda: bare_causal_infill(model, prefix, masked_tokens, use_cache=use_cache,
-                                           cache_name=cache_name)), passes
+                                           cache_name=cache_name, exact=exact)), passes
     if sampler.name == "seq2seq-infill":
         source = torch.tensor([e.source_ids for e in encodings])
         prefix = torch.tensor([e.ids[:first] for e in encodings])
-        return (lambda: bare_seq2seq_infill(model, source, prefix, masked_tokens, cache_name=cache_name)), passes
+        return (lambda: bare_seq2seq_infill(model, source, prefix, masked_tokens, cache_name=cache_name,
+                                            exact=exact)), passes
     ids = torch.tensor([e.ids for e in encodings])
-    return (lambda: bare_masked_passes(model, ids, passes)), passes
+    chosen = chosen_per_pass(sampler, masked_tokens) if exact else None
+    return (lambda: bare_masked_passes(model, ids, passes, chosen, first)), passes
 
 
 def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *, runs: int,
                     memory: PeakMemory | None = None) -> dict[str, Any]:
-    """Harness generation vs bare forward passes for one sampler on one batch, interleaved runs."""
+    """Harness generation vs bare forward passes (and vs bare passes with an exact choice) for one
+    sampler on one batch, interleaved runs."""
     from mlmh.generation import generate
 
     bare_fn, bare_passes = bare_work(sampler, adapter, items)
+    choice_fn, _ = bare_work(sampler, adapter, items, exact=True)
 
     def harness() -> tuple[int, list]:
         generations = generate(adapter, sampler, items, batch_size=len(items))
         return adapter.forward_passes, generations
 
-    timings = measure_interleaved({"harness": harness, "bare": bare_fn}, runs=runs, memory=memory,
-                                  min_seconds=CELL_SECONDS)
-    harness_t, bare_t = timings["harness"], timings["bare"]
+    timings = measure_interleaved({"harness": harness, "bare": bare_fn, "choice": choice_fn}, runs=runs,
+                                  memory=memory, min_seconds=CELL_SECONDS)
+    harness_t, bare_t, choice_t = timings["harness"], timings["bare"], timings["choice"]
     harness_passes, generations = harness_t.result
     generated = sum(g.generated_tokens for g in generations)
     batch = len(items)
@@ -524,6 +574,9 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "harness_cpu_seconds": harness_t.cpu_seconds,
         "bare_cpu_seconds": bare_t.cpu_seconds,
         "overhead_cpu": overhead_ratio(harness_t.cpu_seconds, bare_t.cpu_seconds),
+        "bare_choice_seconds": choice_t.seconds,
+        "choice_cost": overhead_ratio(choice_t.seconds, bare_t.seconds),
+        "overhead_over_choice": overhead_ratio(harness_t.seconds, choice_t.seconds),
         "forward_passes": harness_passes,
         "bare_forward_passes": bare_passes,
         "tokens_per_s": generated / harness_t.seconds,
@@ -741,14 +794,19 @@ def _cell(cells: Sequence[dict], label: str, length: int, batch: int) -> dict | 
 
 
 def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
-    """Per sampler: the median overhead over its cells (lengths x batches) and its worst cell."""
+    """Per sampler: the median overhead over its cells (lengths x batches) and its worst cell, with what
+    an exact choice alone costs in that cell (``worst_choice_cost``) and the harness over it."""
     out: dict[str, dict[str, Any]] = {}
     for label in dict.fromkeys(c["sampler"] for c in cells):
-        values = [c["overhead"] for c in cells if c["sampler"] == label and c["overhead"] is not None]
-        cpu = [c["overhead_cpu"] for c in cells if c["sampler"] == label and c.get("overhead_cpu") is not None]
-        if values:
-            out[label] = {"median": median(values), "worst": max(values), "cells": len(values),
-                          "median_cpu": median(cpu) if cpu else None}
+        measured = [c for c in cells if c["sampler"] == label and c["overhead"] is not None]
+        cpu = [c["overhead_cpu"] for c in measured if c.get("overhead_cpu") is not None]
+        if measured:
+            worst = max(measured, key=lambda c: c["overhead"])
+            out[label] = {"median": median([c["overhead"] for c in measured]), "worst": worst["overhead"],
+                          "cells": len(measured), "median_cpu": median(cpu) if cpu else None,
+                          "worst_cell": {"length": worst["length"], "batch": worst["batch"]},
+                          "worst_choice_cost": worst.get("choice_cost"),
+                          "worst_over_choice": worst.get("overhead_over_choice")}
     return out
 
 
@@ -817,7 +875,13 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         ratios = block["ratios"]
         for label, over in ratios["overhead"].items():
             cpu = f", CPU-time ratio {over['median_cpu']:.3g}" if over.get("median_cpu") else ""
-            add(f"overhead {size}", f"overhead {label} [{size}]", over["worst"], f"median cell {over['median']:.3g}{cpu}")
+            choice = ""
+            if over.get("worst_choice_cost"):
+                cell = over["worst_cell"]
+                choice = (f"; worst cell (L={cell['length']}, B={cell['batch']}): bare + exact choice "
+                          f"{over['worst_choice_cost']:.3g}, harness over it {over['worst_over_choice']:.3g}")
+            add(f"overhead {size}", f"overhead {label} [{size}]", over["worst"],
+                f"median cell {over['median']:.3g}{cpu}{choice}")
         speedup = ratios["speedup"]
         add("speedup", f"speedup clm-infill/mask-predict T=4 [{size}]", speedup["value"],
             f"bare models {speedup['bare']:.3g}" if speedup["bare"] else "")
@@ -975,12 +1039,14 @@ def report_markdown(report: dict[str, Any]) -> str:
     for size, block in report["sizes"].items():
         params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
         lines += ["", f"Samplers, size {size} ({params} parameters):", "",
-                  "| sampler | L | batch | passes (harness/bare) | harness s | bare s | overhead | CPU overhead | tokens/s | samples/s | peak MiB |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| sampler | L | batch | passes (harness/bare) | harness s | bare s | overhead | CPU overhead | "
+                  "bare + exact choice / bare | harness / (bare + choice) | tokens/s | samples/s | peak MiB |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in block["cells"]:
             lines.append(f"| {c['sampler']} | {c['length']} | {c['batch']} | {c['forward_passes']}/{c['bare_forward_passes']} | "
                          f"{fmt(c['harness_seconds'])} | {fmt(c['bare_seconds'])} | {fmt(c['overhead'])} | "
-                         f"{fmt(c.get('overhead_cpu'))} | {fmt(c['tokens_per_s'])} | {fmt(c['samples_per_s'])} | {fmt(c['peak_mib'])} |")
+                         f"{fmt(c.get('overhead_cpu'))} | {fmt(c.get('choice_cost'))} | {fmt(c.get('overhead_over_choice'))} | "
+                         f"{fmt(c['tokens_per_s'])} | {fmt(c['samples_per_s'])} | {fmt(c['peak_mib'])} |")
     if report.get("metrics"):
         lines += ["", "| metric | pairs | seconds | pairs/s | pairs/s, references cached | encoder alone |",
                   "|---|---:|---:|---:|---:|---:|"]

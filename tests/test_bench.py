@@ -180,11 +180,40 @@ def test_forward_pass_counts_of_harness_and_bare_agree(case, bench_adapters, voc
     assert cell["masked_tokens"] == masked and cell["batch"] == 2 and cell["length"] == 12
     bare_fn, passes = bench.bare_work(sampler, bench_adapters[case.kind], items)
     assert bare_fn() == passes == expected
+    choice_fn, choice_passes = bench.bare_work(sampler, bench_adapters[case.kind], items, exact=True)
+    assert choice_fn() == choice_passes == expected
+    assert cell["bare_choice_seconds"] > 0
+    assert cell["choice_cost"] == pytest.approx(cell["bare_choice_seconds"] / cell["bare_seconds"], rel=1e-4)
+    assert cell["overhead_over_choice"] == pytest.approx(cell["harness_seconds"] / cell["bare_choice_seconds"], rel=1e-4)
     from mlmh.generation import generate
 
     for generation in generate(bench_adapters[case.kind], sampler, items, batch_size=2):
         assert generation.forward_passes == expected  # the harness's own count, per item
     assert cell["forward_passes"] == expected  # seq2seq too: rows with the same masked positions share a cache
+
+
+def test_chosen_positions_per_pass_follow_the_algorithms():
+    from mlmh.registry import get_registry
+
+    build = get_registry().build
+    assert bench.chosen_per_pass(build("sampler", "one-shot"), 64) == [64]
+    assert bench.chosen_per_pass(build("sampler", "mask-predict:steps=4"), 64) == [64, 48, 32, 16]
+    assert bench.chosen_per_pass(build("sampler", "mask-predict:steps=3"), 10) == [10, 6, 3]  # n = N(T-t)/T, floored
+    assert bench.chosen_per_pass(build("sampler", "left-to-right"), 5) == [1] * 5
+    assert bench.chosen_per_pass(build("sampler", "clm-infill"), 5) == [1] * 5
+    assert bench.chosen_per_pass(build("sampler", "seq2seq-infill"), 5) == [0] + [1] * 5  # the encoder chooses nothing
+    with pytest.raises(ValueError, match="no choice model"):
+        bench.chosen_per_pass(build("sampler", "confidence"), 5)
+
+
+def test_exact_choice_picks_the_argmax_with_its_probability():
+    import torch
+
+    logits = torch.randn(3, 7, 50, generator=torch.Generator().manual_seed(0))
+    probs, ids = bench.exact_choice(logits)
+    assert torch.equal(ids, logits.argmax(-1))
+    assert torch.allclose(probs, torch.softmax(logits, -1).amax(-1))
+    assert torch.equal(bench.next_token(logits[:, -1], True), bench.next_token(logits[:, -1], False))
 
 
 def test_expected_passes_follow_the_algorithms():
@@ -239,6 +268,9 @@ def test_run_bench_report_shape(tmp_path):
     assert "speedup clm-infill/mask-predict T=4 [tiny]" in text and "samplers (tiny:" in text
     markdown = bench.report_markdown(report)
     assert "| speedup clm-infill/mask-predict T=4 [tiny] |" in markdown and "| bleu | 4 |" in markdown
+    assert "| bare + exact choice / bare | harness / (bare + choice) |" in markdown
+    overhead_rows = [row for row in report["goals"] if row["ratio"] == "overhead tiny"]
+    assert overhead_rows and all("bare + exact choice" in row["detail"] for row in overhead_rows)
 
 
 @pytest.mark.parametrize("args, message", [
