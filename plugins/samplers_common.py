@@ -32,14 +32,14 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
 
     if logits.shape[0] == 0:
         return torch.zeros(0, dtype=torch.long), torch.zeros(0)
-    if temperature <= 0:
+    if temperature <= 0:  # greedy: the first most probable token of each row
         probs = torch.softmax(logits, dim=-1)
-        if probs.numel() < _SMALL_CHOICE:  # one op is cheapest for a few rows (a decoder step)
+        if probs.numel() < _SMALL_CHOICE:  # one op is cheapest for a few rows
             conf, ids = probs.max(dim=-1)
             return ids, conf
-        # the first largest logit is the first most probable token; reading its probability is cheaper
-        # than a second reduction over the vocabulary (probs.amax)
-        ids = row_argmax(logits)
+        # numpy's argmax over the fresh, contiguous probabilities, then reading the picked ones: cheaper
+        # than torch's indexed reduction, and than an argmax over the logits (often a strided view)
+        ids = row_argmax(probs)
         return ids, picked(probs, ids)
     scaled = logits / temperature
     if top_k and top_k < scaled.shape[-1]:
@@ -59,7 +59,8 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
     return ids, probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
 
-#: Below this many probabilities, greedy choice uses torch's max (numpy's argmax pays off above it).
+#: Below this many probabilities, greedy choice uses torch's max (numpy's argmax pays off above it;
+#: both pick the first most probable token).
 _SMALL_CHOICE = 1 << 13
 #: Rows of logits handled at a time by :func:`choose_at`: 256 x a 6000-token vocabulary is 6 MB.
 CHOICE_CHUNK = 256
@@ -183,7 +184,9 @@ class TraceRecorder:
 
     initial: list[list[int]]
     masked: list[set[int]]
-    events: list[list[tuple[list[int], list[int], list[float], list[int]]]] = field(default_factory=list)
+    #: per item, in order: (positions, ids, confidences, remasked) lists, or (position, id, confidence)
+    #: for a one-token step (:meth:`step_one`)
+    events: list[list[tuple]] = field(default_factory=list)
 
     @classmethod
     def for_encodings(cls, encodings: Sequence[Encoding]) -> "TraceRecorder":
@@ -191,7 +194,22 @@ class TraceRecorder:
 
     def step(self, item: int, positions: list[int], ids: list[int], confidences: list[float], remasked: Sequence[int] = ()) -> None:
         """Item ``item`` got ``ids`` at ``positions`` (with those probabilities); ``remasked`` went back to the mask."""
-        self.events[item].append((positions, ids, confidences, list(remasked)))
+        if len(positions) == 1 and not remasked:
+            self.events[item].append((positions[0], ids[0], confidences[0]))
+        else:
+            self.events[item].append((positions, ids, confidences, list(remasked)))
+
+    def step_one(self, item: int, position: int, tid: int, confidence: float) -> None:
+        """:meth:`step` for one token and no re-masking (a decoder's step), without the lists."""
+        self.events[item].append((position, tid, confidence))
+
+    def last_confidences(self, item: int) -> list[tuple[int, float]]:
+        """(position, probability) of each token the item's latest step placed; [] before the first."""
+        events = self.events[item]
+        if not events:
+            return []
+        event = events[-1]
+        return [(event[0], event[2])] if len(event) == 3 else list(zip(event[0], event[2]))
 
     def steps(self, item: int, adapter: BaseAdapter) -> list[Step]:
         """The item's Steps. Token strings are updated in place and copied per step (a C-level list
@@ -204,7 +222,18 @@ class TraceRecorder:
         masked = set(self.masked[item])
         masked_sorted = sorted(masked)
         out: list[Step] = []
-        for positions, new_ids, confs, remasked in self.events[item]:
+        for event in self.events[item]:
+            if len(event) == 3:  # one token (decoders, left-to-right, Gibbs): no sets
+                pos, tid, conf = event
+                changed = [pos] if ids[pos] != tid or pos in masked else []
+                ids[pos] = tid
+                strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
+                if pos in masked:
+                    masked.discard(pos)
+                    del masked_sorted[bisect.bisect_left(masked_sorted, pos)]
+                out.append(Step(strings.copy(), changed, {pos: round(float(conf), 6)}, masked_sorted.copy()))
+                continue
+            positions, new_ids, confs, remasked = event
             changed = set()
             for pos, tid in zip(positions, new_ids):
                 if ids[pos] != tid or pos in masked:

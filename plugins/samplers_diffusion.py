@@ -270,10 +270,8 @@ class AdaptiveGibbs(Gibbs):
 
     def _pick(self, batch: MaskedBatch, row: int, t: int, positions: list[int], order: list[int]) -> int:
         confidence, recent = self._state.setdefault(row, ({}, deque(maxlen=max(min(self.params["memory"], len(positions) - 1), 0) or None)))
-        events = batch.trace.events[row]
-        if events:  # the previous step's pick(s), with the probability of the token each got
-            placed, _, confs, _ = events[-1]
-            confidence.update(zip(placed, confs))
+        # the previous step's pick(s), with the probability of the token each got
+        confidence.update(batch.trace.last_confidences(row))
         if t < len(order):
             pick = super()._pick(batch, row, t, positions, order)
         else:

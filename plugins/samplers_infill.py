@@ -84,7 +84,7 @@ class PrefixInfill(Sampler):
                 sequences[n][position] = tid
                 cursor[i] += 1
                 counters.add(n, len(chunk))
-                trace.step(n, [position], [tid], [prob])
+                trace.step_one(n, position, tid, prob)
             del logits  # a view of the pass's full logits (the prefill's are large): free before the next pass
 
 
