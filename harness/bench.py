@@ -810,17 +810,19 @@ def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def summarize_batching(cells: Sequence[dict], small: int, large: int) -> dict[str, dict[int, float | None]]:
-    """Per sampler and length: the share of the bare model's batching gain (small -> large batch) kept."""
+def summarize_batching(cells: Sequence[dict], small: int, large: int,
+                       side: str = "harness_seconds") -> dict[str, dict[int, float | None]]:
+    """Per sampler and length: the share of the bare model's batching gain (small -> large batch) kept
+    by ``side`` (the harness, or ``bare_choice_seconds``: the bare passes with an exact choice)."""
     out: dict[str, dict[int, float | None]] = {}
     for cell in cells:
         if cell["batch"] != large:
             continue
         base = _cell(cells, cell["sampler"], cell["length"], small)
-        if base is None:
+        if base is None or base.get(side) is None or cell.get(side) is None:
             continue
         out.setdefault(cell["sampler"], {})[cell["length"]] = batching_ratio(
-            base["harness_seconds"], cell["harness_seconds"], base["bare_seconds"], cell["bare_seconds"], small, large)
+            base[side], cell[side], base["bare_seconds"], cell["bare_seconds"], small, large)
     return out
 
 
@@ -848,6 +850,7 @@ def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length
     bare_speedup = speedup_ratio(causal["bare_seconds"], masked["bare_seconds"]) if masked and causal else None
     overhead = summarize_overhead(cells)
     batching = summarize_batching(cells, small, large) if large > small else {}
+    choice_batching = summarize_batching(cells, small, large, "bare_choice_seconds") if large > small else {}
     worst_batching = [v for per in batching.values() for v in per.values() if v is not None]
     return {
         "overhead": overhead,
@@ -856,6 +859,8 @@ def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length
                     "masked_tokens": masked["masked_tokens"] if masked else None},
         "batching": {"small_batch": small, "large_batch": large,
                      "by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching.items()},
+                     "choice_by_sampler": {k: {str(length): v for length, v in per.items()}
+                                           for k, per in choice_batching.items()},
                      "worst": min(worst_batching) if worst_batching else None},
         "crossover": summarize_crossover(cells, speedup_length),
     }
@@ -889,8 +894,10 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         batching = ratios["batching"]
         for label, per in batching["by_sampler"].items():
             for length, value in per.items():
+                choice = batching.get("choice_by_sampler", {}).get(label, {}).get(length)
                 add("batching", f"batching {label} L={length} [{size}]", value,
-                    f"batch {batching['small_batch']} -> {batching['large_batch']}")
+                    f"batch {batching['small_batch']} -> {batching['large_batch']}"
+                    + (f"; bare + exact choice {choice:.3g}" if choice is not None else ""))
         cross = ratios["crossover"]
         add("crossover", f"crossover batch [{size}]", cross["batch"], f"bare models: {cross['bare_batch']}")
     if "startup" in report:

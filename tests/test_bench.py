@@ -106,6 +106,24 @@ def test_summaries_from_cells():
     assert "encoder alone 250" in rows["bertscore pairs/s, references cached"]["detail"]
 
 
+def test_exact_choice_figures_from_cells():
+    mp = bench.MASKED_CASE
+    cells = [dict(_cell(mp, 16, 1, 0.12, 0.10), bare_choice_seconds=0.105),
+             dict(_cell(mp, 16, 4, 0.30, 0.20), bare_choice_seconds=0.25)]
+    for cell in cells:
+        cell["choice_cost"] = cell["bare_choice_seconds"] / cell["bare_seconds"]
+        cell["overhead_over_choice"] = cell["harness_seconds"] / cell["bare_choice_seconds"]
+    summary = bench.summarize_size(cells, [1, 4], speedup_length=16)
+    over = summary["overhead"][mp]
+    assert over["worst"] == pytest.approx(1.5) and over["worst_cell"] == {"length": 16, "batch": 4}
+    assert over["worst_choice_cost"] == pytest.approx(1.25) and over["worst_over_choice"] == pytest.approx(1.2)
+    # the choice side keeps (4 / 0.25) / (1 / 0.105) of the bare gain (4 / 0.2) / (1 / 0.1)
+    assert summary["batching"]["choice_by_sampler"][mp]["16"] == pytest.approx((16 * 0.105) / (20 * 0.1))
+    rows = {row["name"]: row for row in bench.goal_rows({"sizes": {"tiny": {"ratios": bench.as_json_ready(summary)}}})}
+    assert "worst cell (L=16, B=4): bare + exact choice 1.25, harness over it 1.2" in rows[f"overhead {mp} [tiny]"]["detail"]
+    assert rows[f"batching {mp} L=16 [tiny]"]["detail"] == "batch 1 -> 4; bare + exact choice 0.84"
+
+
 def test_measure_interleaves_after_warmup_and_reports_median():
     calls = []
     timings = bench.measure_interleaved({"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2},
@@ -250,6 +268,9 @@ def test_run_bench_report_shape(tmp_path):
     ratios = block["ratios"]
     assert ratios["speedup"]["masked_tokens"] == 6 and ratios["speedup"]["value"] > 0
     assert set(ratios["batching"]["by_sampler"]["mask-predict T=4"]) == {"8", "12"}
+    assert set(ratios["batching"]["choice_by_sampler"]["mask-predict T=4"]) == {"8", "12"}
+    batching_rows = [row for row in report["goals"] if row["ratio"] == "batching"]
+    assert batching_rows and all("bare + exact choice" in row["detail"] for row in batching_rows)
     assert report["metrics"]["bleu"]["pairs"] == 4 and report["metrics"]["bleu"]["pairs_per_s"] > 0
     names = [row["name"] for row in report["goals"]]
     assert "speedup clm-infill/mask-predict T=4 [tiny]" in names and "crossover batch [tiny]" in names
