@@ -41,7 +41,7 @@ def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, to
         # than torch's indexed reduction, and than an argmax over the logits (often a strided view)
         ids = row_argmax(probs)
         return ids, picked(probs, ids)
-    scaled = logits / temperature
+    scaled = logits if temperature == 1.0 else logits / temperature  # x / 1.0 is x: no copy (Gibbs burn-in)
     if top_k and top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, top_k, dim=-1).values[:, -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))

@@ -118,12 +118,13 @@ class MaskedBatch:
         return logits
 
     def pick(self, rows: Sequence[int], logits: Any, positions: Sequence[Sequence[int]], temperature: float,
-             top_k: int, top_p: float) -> tuple[list[list[int]], list[list[float]]]:
-        """A token at each of ``positions[i]`` of ``rows[i]`` (logits row i): per row, the ids and their
-        probabilities."""
+             top_k: int, top_p: float, logit_rows: Sequence[int] | None = None) -> tuple[list[list[int]], list[list[float]]]:
+        """A token at each of ``positions[i]`` of ``rows[i]`` (logits row ``logit_rows[i]``, default i): per
+        row, the ids and their probabilities."""
         width, vocab = logits.shape[1], logits.shape[2]
         counts = [len(ps) for ps in positions]
-        index = [local * width + p for local, ps in enumerate(positions) for p in ps]
+        sources = range(len(positions)) if logit_rows is None else logit_rows
+        index = [source * width + p for source, ps in zip(sources, positions) for p in ps]
         uniforms = draw_uniforms(self.generators, rows, counts, temperature > 0)
         ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
         return split_counts(ids.tolist(), counts), split_counts(probs.tolist(), counts)
@@ -445,13 +446,10 @@ class Gibbs(MaskedSampler):
             rows = [r for r in rows_all.tolist() if t < steps[r]]
             if not rows:
                 return info
-            row_index = torch.as_tensor(rows)
-            picks = torch.as_tensor([self._pick(batch, r, t, positions[r], orders[r]) for r in rows])
-            # one position per row: indexed writes, not the (rows, width) selection blocks of remask()
-            batch.ids[row_index, picks] = batch.adapter.mask_id
-            batch.masked[row_index, picks] = True
-            logits = batch.forward(row_index)
-            self._sample(batch, row_index, logits, picks, [t < burnin[r] for r in rows])
+            picks = [[self._pick(batch, r, t, positions[r], orders[r])] for r in rows]  # one position per row
+            batch.remask_at(rows, picks)
+            logits = batch.forward(rows)
+            self._sample(batch, rows, logits, picks, [t < burnin[r] for r in rows])
             del logits  # free before the next pass (see MaskedBatch.forward)
             t += 1
 
@@ -467,19 +465,16 @@ class Gibbs(MaskedSampler):
                 return repeats[int(torch.randint(len(repeats), (1,), generator=gen))]
         return positions[int(torch.randint(len(positions), (1,), generator=gen))]
 
-    def _sample(self, batch: MaskedBatch, rows: Any, logits: Any, picks: Any, in_burnin: list[bool]) -> None:
-        """One token per row, at ``picks``: burn-in rows from the full tempered distribution, the others as
-        configured."""
-        import torch
-
+    def _sample(self, batch: MaskedBatch, rows: list[int], logits: Any, picks: list[list[int]],
+                in_burnin: list[bool]) -> None:
+        """One token per row, at ``picks`` (one position per row): burn-in rows from the full tempered
+        distribution, the others as configured."""
         for burning, settings in ((True, (self.params["burnin_temperature"], 0, 1.0)), (False, self._sampling())):
             members = [i for i, b in enumerate(in_burnin) if b == burning]
             if not members:
                 continue
             if len(members) == len(rows):  # the common case: every row in the same phase
-                sub, local, at = rows, None, picks
+                sub, at, local = rows, picks, None
             else:
-                local = torch.as_tensor(members)
-                sub, at = rows[local], picks[local]
-            where = torch.stack((torch.arange(len(members)), at), dim=1)
-            batch.commit(sub, *batch.choose_where(sub, logits, where, [1] * len(members), *settings, logit_rows=local))
+                sub, at, local = [rows[i] for i in members], [picks[i] for i in members], members
+            batch.place(sub, at, *batch.pick(sub, logits, at, *settings, logit_rows=local))
