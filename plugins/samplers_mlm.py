@@ -295,18 +295,13 @@ class LeftToRight(MaskedSampler):
     parameters = SAMPLING_PARAMS
 
     def run(self, batch: MaskedBatch) -> None:
-        import torch
-
-        while True:
-            rows = batch.masked.any(dim=1).nonzero().flatten()
-            if len(rows) == 0:
-                return
-            logits = batch.forward(rows)
-            current = batch.masked[rows, : logits.shape[1]]
-            first = current.float().argmax(dim=1)
-            select = torch.zeros_like(current)
-            select[torch.arange(len(rows)), first] = True
-            batch.commit(rows, *batch.choose(rows, logits, select, *self._sampling()))
+        rows = batch.rows_to_fill()
+        positions = batch.still_masked(rows)  # pass k fills each row's k-th masked position
+        for k in range(max((len(ps) for ps in positions), default=0)):
+            live = [i for i, ps in enumerate(positions) if k < len(ps)]
+            sub, at = [rows[i] for i in live], [[positions[i][k]] for i in live]
+            logits = batch.forward(sub)
+            batch.place(sub, at, *batch.pick(sub, logits, at, *self._sampling()))
             del logits  # free before the next pass (see MaskedBatch.forward)
 
 
