@@ -231,6 +231,21 @@ def test_trace_marks_a_position_changed_only_when_its_token_changes(adapters):
     assert both.tokens[2] == adapter.tokens_to_strings([22])[0]
 
 
+def test_one_token_steps_are_the_same_whichever_way_they_are_recorded(adapters):
+    adapter = adapters["mlm"]
+    by_step, by_step_one = (TraceRecorder([[2, 10, 11, 3]], [{1, 2}], [[]]) for _ in range(2))
+    assert by_step.last_confidences(0) == []
+    by_step.step(0, [2], [30], [0.25])
+    by_step_one.step_one(0, 2, 30, 0.25)
+    assert by_step.last_confidences(0) == by_step_one.last_confidences(0) == [(2, 0.25)]
+    by_step.step(0, [1, 2], [21, 22], [0.7, 0.8])
+    by_step_one.step(0, [1, 2], [21, 22], [0.7, 0.8])
+    assert by_step.last_confidences(0) == [(1, 0.7), (2, 0.8)]
+    assert by_step.steps(0, adapter) == by_step_one.steps(0, adapter)
+    (first, _) = by_step.steps(0, adapter)
+    assert (first.changed, first.masked, first.confidences) == ([2], [1], {2: 0.25})
+
+
 def test_truncated_text_says_so_and_keeps_words_beyond_the_window(adapters):
     text = " ".join(["the cat sat on the mat"] * 40)
     items = items_for("random:ratio=0.5", docs=[Document(id="long", text=text)])
