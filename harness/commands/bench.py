@@ -56,9 +56,10 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     so that short calls get enough runs): forward passes, tokens/s, latency at batch 1, samples/s
     at the largest batch, peak memory; and the ratios overhead (goal, worst cell: <= 1.20 tiny,
     <= 1.10 small; next to it the bare passes plus an exact greedy choice over bare, what reporting
-    each token's probability costs even a hand-written loop), speedup of mask-predict T=4 over cached clm-infill (the harness keeps >= 0.95 of
-    the bare models'), batching (>= 0.90), crossover, startup (<= 0.15 s), scaling (<= 2.2) and metric
-    throughput (BERTScore: cold, references cached (goal >= 200 pairs/s), and the bare encoder).
+    each token's probability costs even a hand-written loop), speedup of mask-predict T=4 over
+    cached clm-infill (the harness keeps >= 0.95 of the bare models'), batching (>= 0.90),
+    crossover, startup (<= 0.15 s), scaling (<= 2.2) and metric throughput (BERTScore: cold,
+    references cached (goal >= 200 pairs/s), and the bare encoder).
 
     The defaults (tiny, 32 tokens, batches 1,8,32, 5 runs) use about 4 minutes of CPU time (under 5
     minutes on 2 idle cores); every extra length or size adds minutes (left-to-right and gibbs
@@ -119,8 +120,9 @@ def render(report: dict[str, Any], console: Any) -> None:
     for size, block in report["sizes"].items():
         params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
         table = Table(title=f"samplers ({size}: {params}) medians of >= {report['method']['timed_runs']} runs; "
-                            "passes = harness/bare", caption="harness s is the latency of one batch of B; choice = (bare passes + an exact "
-                                    "greedy choice) / bare; ovh/choice = harness / (bare + choice)")
+                            "passes = harness/bare",
+                      caption="harness s is the latency of one batch of B; choice = (bare passes + an exact greedy "
+                              "choice) / bare; ovh/choice = harness / (bare + choice)")
         table.add_column("sampler", no_wrap=True)
         for column in ("L", "B", "passes", "harness s", "bare s", "overhead", "CPU ovh", "choice", "ovh/choice",
                        "tok/s", "samples/s", "MiB"):
