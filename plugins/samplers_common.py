@@ -196,7 +196,7 @@ class TraceRecorder:
     def step(self, item: int, positions: list[int], ids: list[int], confidences: list[float], remasked: Sequence[int] = ()) -> None:
         """Item ``item`` got ``ids`` at ``positions`` (with those probabilities); ``remasked`` went back to the mask."""
         if len(positions) == 1 and not remasked:
-            self.events[item].append((positions[0], ids[0], confidences[0]))
+            self.step_one(item, positions[0], ids[0], confidences[0])
         else:
             self.events[item].append((positions, ids, confidences, list(remasked)))
 
@@ -223,27 +223,28 @@ class TraceRecorder:
         masked = set(self.masked[item])
         masked_sorted = sorted(masked)
         out: list[Step] = []
+
+        def fill(pos: int, tid: int) -> bool:
+            """Put ``tid`` at ``pos``; whether the position changed (a new token, or a mask filled)."""
+            changed = ids[pos] != tid or pos in masked
+            ids[pos] = tid
+            strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
+            if pos in masked:
+                masked.discard(pos)
+                del masked_sorted[bisect.bisect_left(masked_sorted, pos)]
+            return changed
+
         for event in self.events[item]:
             if len(event) == 3:  # one token (decoders, left-to-right, Gibbs): no sets
                 pos, tid, conf = event
-                changed = [pos] if ids[pos] != tid or pos in masked else []
-                ids[pos] = tid
-                strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
-                if pos in masked:
-                    masked.discard(pos)
-                    del masked_sorted[bisect.bisect_left(masked_sorted, pos)]
-                out.append(Step(strings.copy(), changed, {pos: round(float(conf), 6)}, masked_sorted.copy()))
+                changed_one = [pos] if fill(pos, tid) else []
+                out.append(Step(strings.copy(), changed_one, {pos: round(float(conf), 6)}, masked_sorted.copy()))
                 continue
             positions, new_ids, confs, remasked = event
             changed = set()
             for pos, tid in zip(positions, new_ids):
-                if ids[pos] != tid or pos in masked:
+                if fill(pos, tid):
                     changed.add(pos)
-                ids[pos] = tid
-                strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
-                if pos in masked:
-                    masked.discard(pos)
-                    del masked_sorted[bisect.bisect_left(masked_sorted, pos)]
             for pos in remasked:
                 ids[pos] = mask_id
                 strings[pos] = mask_string

@@ -129,25 +129,20 @@ class MaskedBatch:
         ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
         return split_counts(ids.tolist(), counts), split_counts(probs.tolist(), counts)
 
-    def choose(self, rows: Any, logits: Any, select: Any, temperature: float, top_k: int, top_p: float,
-               logit_rows: Any = None) -> tuple[Any, Any, Any]:
-        """Pick tokens where ``select`` (len(rows), width) is True; returns (row-local index, ids, probs).
-
-        Row i of ``select`` reads row ``logit_rows[i]`` of ``logits`` (default: row i), so a subset of
-        rows needs no copy of the (rows, width, vocab) logits.
-        """
-        return self.choose_where(rows, logits, select.nonzero(), select.sum(dim=1).tolist(), temperature, top_k, top_p,
-                                 logit_rows)
+    def choose(self, rows: Any, logits: Any, select: Any, temperature: float, top_k: int,
+               top_p: float) -> tuple[Any, Any, Any]:
+        """Pick tokens where ``select`` (len(rows), width) is True (row i reads logits row i); returns
+        (row-local index, ids, probs)."""
+        return self.choose_where(rows, logits, select.nonzero(), select.sum(dim=1).tolist(), temperature, top_k, top_p)
 
     def choose_where(self, rows: Any, logits: Any, where: Any, counts: list[int], temperature: float, top_k: int,
-                     top_p: float, logit_rows: Any = None) -> tuple[Any, Any, Any]:
+                     top_p: float) -> tuple[Any, Any, Any]:
         """:meth:`choose` at the (row-local index, position) pairs ``where``, row-major, ``counts[i]`` of row i.
         The ids and probabilities come back on the CPU, with the batch."""
         uniforms = draw_uniforms(self.generators, as_list(rows), counts, temperature > 0)
-        source_rows = where[:, 0] if logit_rows is None else logit_rows[where[:, 0]]
         width, vocab = logits.shape[1], logits.shape[2]
         # index_select on the flat (row x position) view: several times faster than advanced indexing
-        index = (source_rows * width + where[:, 1]).to(logits.device)
+        index = (where[:, 0] * width + where[:, 1]).to(logits.device)
         ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
         return where, ids.cpu(), probs.cpu()
 
