@@ -5,7 +5,9 @@ A cold preset trains three tiny models; each one trains on a single torch thread
 side. Every child trains with the thread count the model would have alone, so its weights and card equal
 a sequential training's, and writes the model cache through the same :meth:`TrainingJob.ensure` as the
 sequential path (the cache's per-key lock keeps concurrent runs from training one model twice). The
-children's progress (start, steps with their loss, finish) reaches the driver's progress callbacks.
+children's progress (start, steps with their loss, finish) reaches the driver's progress callbacks. A
+child ends with its driver (:func:`mlmh.worker_pool.exit_with_parent`): a driver killed with SIGKILL
+leaves a ``.partial-`` directory, never a training that runs on for nobody.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def _run_children(pending: list[tuple[TrainingJob, ProgressFn | None]], slots: i
         while waiting or running:
             while waiting and len(running) < slots:
                 index, (job, _) = waiting.pop(0)
-                child = context.Process(target=_child_main, args=(index, job, env, path, events),
+                child = context.Process(target=_child_main, args=(index, job, env, path, events, os.getpid()),
                                         name=f"mlmh-train-{job.label or job.key}", daemon=True)
                 child.start()
                 running[index] = child
@@ -162,10 +164,14 @@ def _run_children(pending: list[tuple[TrainingJob, ProgressFn | None]], slots: i
     return finished
 
 
-def _child_main(index: int, job: TrainingJob, env: dict[str, str], path: list[str], events: Any) -> None:
-    """A child process: the driver's environment, one thread per its share, then ``job.ensure``."""
+def _child_main(index: int, job: TrainingJob, env: dict[str, str], path: list[str], events: Any, driver: int) -> None:
+    """A child process: the driver's environment, one thread per its share, then ``job.ensure``; it ends
+    when the ``driver`` process is gone."""
     from mlmh.executors import FORWARDED_ENV
     from mlmh.modelcache import CARD_NAME
+    from mlmh.worker_pool import exit_with_parent
+
+    exit_with_parent(driver)
 
     for key in [k for k in os.environ if k.startswith(FORWARDED_ENV) and k not in env]:
         del os.environ[key]

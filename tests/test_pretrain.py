@@ -4,6 +4,11 @@ the same cache entries, the children's progress in the driver, failures and canc
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +17,7 @@ from mlmh.runner import RunCancelled
 from mlmh.modelcache import ModelCache
 from mlmh.pretrain import parallel_slots, train_missing
 from mlmh.types import Corpus, Document
+from processes import children, wait_gone
 
 STORY = ("The keeper of the lighthouse climbed the stairs every evening and lit the lamp . Ships passed "
          "far out at sea , and sometimes one of them answered with a horn .").split()
@@ -25,10 +31,10 @@ def _corpus(split_of=lambda i: "test" if i % 4 == 0 else "train") -> Corpus:
                   documents=[Document(id=f"d{i}", text=t, split=split_of(i)) for i, t in enumerate(TEXTS)])
 
 
-def _models(*names):
+def _models(*names, steps=3):
     from mlmh.registry import get_registry
 
-    return [get_registry().build("model", f"{name}:max_steps=3") for name in names]
+    return [get_registry().build("model", f"{name}:max_steps={steps}") for name in names]
 
 
 def _weights(path):
@@ -42,8 +48,6 @@ def _entries():
 
 
 def test_parallel_training_equals_training_each_model_alone(tmp_path, monkeypatch):
-    from pathlib import Path
-
     import torch
 
     from mlmh import training
@@ -122,4 +126,34 @@ def test_cancel_stops_every_child_and_leaves_no_model():
         train_missing(_models("trained-mlm", "trained-clm"), lambda m: LoadContext(corpus=corpus, progress=cancel),
                       cores=2)
     assert not multiprocessing.active_children()
+    assert ModelCache().entries() == []
+
+
+#: a driver that trains two models at once, long enough to be killed mid-training
+KILLED_DRIVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from test_pretrain import LoadContext, _corpus, _models, train_missing
+
+def progress(event):
+    if event.get("state") == "started":
+        print("started", flush=True)
+
+train_missing(_models("trained-mlm", "trained-clm", steps=100000), lambda m: LoadContext(corpus=_corpus(), progress=progress),
+              cores=2)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
+def test_training_children_end_with_a_killed_driver(tmp_path):
+    driver = subprocess.Popen([sys.executable, "-c", KILLED_DRIVER, str(Path(__file__).parent)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        assert driver.stdout.readline().strip() == "started", "no training child started"
+        started = children(driver.pid)
+        assert started, "the driver had no training processes"
+        os.kill(driver.pid, signal.SIGKILL)
+    finally:
+        driver.wait(timeout=60)
+    assert not wait_gone(started), "training processes outlived their killed driver"
     assert ModelCache().entries() == []

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from mlmh.runner import strip_timings
+from processes import children, wait_gone
 
 DOCS = 10
 CONDITIONS = 4  # mlm x 2 maskings + clm x 2 maskings
@@ -53,29 +54,6 @@ def comparable(path):
     return {**strip_timings(results), "run_id": None}
 
 
-def children(pid):
-    """Process ids whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry))
-    return found
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 NO_RAY = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'mlmh[ray]'")
 
 
@@ -105,10 +83,7 @@ def test_kill_9_mid_generate_then_resume_gives_identical_results(tmp_path, tiny_
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     if executor == ["--workers", "2"] and os.path.isdir("/proc"):
         assert started, "the driver had no worker processes when it was killed"
-        deadline = time.time() + 30
-        while time.time() < deadline and any(alive(pid) for pid in started):
-            time.sleep(0.2)
-        assert not any(alive(pid) for pid in started), "worker processes outlived their killed driver"
+        assert not wait_gone(started), "worker processes outlived their killed driver"
     kept = stored(db)
     assert 0 < kept < total, f"kill did not land mid-generation ({kept} of {total} samples stored)"
     assert not (cut / "results.json").exists()
