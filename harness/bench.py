@@ -75,6 +75,42 @@ def batching_ratio(harness_small: float, harness_large: float, bare_small: float
     return safe_ratio(harness_gain, bare_gain)
 
 
+def timing_ci(statistic: Callable[..., float | None], *cells: Sequence[Sequence[float]],
+              seed: int = 0) -> tuple[float | None, float | None]:
+    """95 % percentile bootstrap interval of a ratio of median timings (``statistic`` of every side's median).
+
+    ``cells``: one sequence of run lists per cell, e.g. ``(harness_runs, bare_runs)``; ``statistic`` gets
+    the medians of every list, cell by cell, in that order. The runs of one cell were interleaved, so its
+    rounds are resampled whole (each harness run stays with the bare run beside it); cells are
+    resampled independently. (None, None) when a cell has fewer than 2 rounds.
+    """
+    import numpy as np
+
+    from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
+
+    rng = np.random.default_rng(seed)
+    medians: list[Any] = []
+    for sides in cells:
+        rounds = min((len(runs) for runs in sides), default=0)
+        if rounds < 2:
+            return None, None
+        draws = rng.integers(0, rounds, size=(DEFAULT_RESAMPLES, rounds))
+        medians += [np.median(np.asarray(runs[:rounds], dtype=float)[draws], axis=1) for runs in sides]
+    return percentile_interval([statistic(*(float(m) for m in row)) for row in zip(*medians)])
+
+
+def cell_ci(statistic: Callable[..., float | None], *sides: tuple[dict | None, str]) -> list[float | None]:
+    """:func:`timing_ci` of ``statistic`` over the ``(cell, side)`` run lists (side: "harness", "bare",
+    "choice"), grouped by cell in the order given; [None, None] where a cell or its runs are missing."""
+    groups: dict[int, list[Sequence[float]]] = {}
+    for cell, side in sides:
+        runs = (cell or {}).get(f"{side}_runs")
+        if not runs:
+            return [None, None]
+        groups.setdefault(id(cell), []).append(runs)
+    return list(timing_ci(statistic, *groups.values()))
+
+
 def crossover_batch(causal_rate: dict[int, float], masked_rate: dict[int, float]) -> int | None:
     """The smallest batch size at which the causal LM's samples/s exceeds the masked LM's (None if never)."""
     for batch in sorted(set(causal_rate) & set(masked_rate)):
@@ -561,6 +597,7 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
     harness_passes, generations = harness_t.result
     generated = sum(g.generated_tokens for g in generations)
     batch = len(items)
+    runs = {"harness_runs": harness_t.runs, "bare_runs": bare_t.runs, "choice_runs": choice_t.runs}
     return {
         "sampler": case.label,
         "spec": sampler.spec,
@@ -571,11 +608,13 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "harness_seconds": harness_t.seconds,
         "bare_seconds": bare_t.seconds,
         "overhead": overhead_ratio(harness_t.seconds, bare_t.seconds),
+        "overhead_ci": cell_ci(overhead_ratio, (runs, "harness"), (runs, "bare")),
         "harness_cpu_seconds": harness_t.cpu_seconds,
         "bare_cpu_seconds": bare_t.cpu_seconds,
         "overhead_cpu": overhead_ratio(harness_t.cpu_seconds, bare_t.cpu_seconds),
         "bare_choice_seconds": choice_t.seconds,
         "choice_cost": overhead_ratio(choice_t.seconds, bare_t.seconds),
+        "choice_cost_ci": cell_ci(overhead_ratio, (runs, "choice"), (runs, "bare")),
         "overhead_over_choice": overhead_ratio(harness_t.seconds, choice_t.seconds),
         "forward_passes": harness_passes,
         "bare_forward_passes": bare_passes,
@@ -584,8 +623,7 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "bare_samples_per_s": batch / bare_t.seconds,
         "peak_mib": harness_t.peak_mib,
         "bare_peak_mib": bare_t.peak_mib,
-        "harness_runs": harness_t.runs,
-        "bare_runs": bare_t.runs,
+        **runs,
     }
 
 
@@ -795,7 +833,8 @@ def _cell(cells: Sequence[dict], label: str, length: int, batch: int) -> dict | 
 
 def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
     """Per sampler: the median overhead over its cells (lengths x batches) and its worst cell, with what
-    an exact choice alone costs in that cell (``worst_choice_cost``) and the harness over it."""
+    an exact choice alone costs in that cell (``worst_choice_cost``) and the harness over it; 95 %
+    intervals of both (``worst_ci``, ``worst_choice_ci``)."""
     out: dict[str, dict[str, Any]] = {}
     for label in dict.fromkeys(c["sampler"] for c in cells):
         measured = [c for c in cells if c["sampler"] == label and c["overhead"] is not None]
@@ -806,23 +845,31 @@ def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
                           "cells": len(measured), "median_cpu": median(cpu) if cpu else None,
                           "worst_cell": {"length": worst["length"], "batch": worst["batch"]},
                           "worst_choice_cost": worst.get("choice_cost"),
-                          "worst_over_choice": worst.get("overhead_over_choice")}
+                          "worst_over_choice": worst.get("overhead_over_choice"),
+                          "worst_ci": worst.get("overhead_ci"), "worst_choice_ci": worst.get("choice_cost_ci")}
     return out
 
 
-def summarize_batching(cells: Sequence[dict], small: int, large: int,
-                       side: str = "harness_seconds") -> dict[str, dict[int, float | None]]:
+def summarize_batching(cells: Sequence[dict], small: int, large: int, side: str = "harness_seconds",
+                       ci: bool = False) -> dict[str, dict[int, Any]]:
     """Per sampler and length: the share of the bare model's batching gain (small -> large batch) kept
-    by ``side`` (the harness, or ``bare_choice_seconds``: the bare passes with an exact choice)."""
-    out: dict[str, dict[int, float | None]] = {}
+    by ``side`` (the harness, or ``bare_choice_seconds``: the bare passes with an exact choice); with
+    ``ci``, its 95 % interval instead."""
+    out: dict[str, dict[int, Any]] = {}
+    runs_side = "harness" if side == "harness_seconds" else "choice"
+
+    def kept(side_small: float, bare_small: float, side_large: float, bare_large: float) -> float | None:
+        return batching_ratio(side_small, side_large, bare_small, bare_large, small, large)
+
     for cell in cells:
         if cell["batch"] != large:
             continue
         base = _cell(cells, cell["sampler"], cell["length"], small)
         if base is None or base.get(side) is None or cell.get(side) is None:
             continue
-        out.setdefault(cell["sampler"], {})[cell["length"]] = batching_ratio(
-            base[side], cell[side], base["bare_seconds"], cell["bare_seconds"], small, large)
+        out.setdefault(cell["sampler"], {})[cell["length"]] = (
+            cell_ci(kept, (base, runs_side), (base, "bare"), (cell, runs_side), (cell, "bare")) if ci
+            else kept(base[side], base["bare_seconds"], cell[side], cell["bare_seconds"]))
     return out
 
 
@@ -848,33 +895,59 @@ def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length
     causal = _cell(cells, CAUSAL_CASE, speedup_length, 1)
     speedup = speedup_ratio(causal["harness_seconds"], masked["harness_seconds"]) if masked and causal else None
     bare_speedup = speedup_ratio(causal["bare_seconds"], masked["bare_seconds"]) if masked and causal else None
+
+    def speedup_kept(causal_harness: float, causal_bare: float, masked_harness: float, masked_bare: float) -> float | None:
+        return safe_ratio(speedup_ratio(causal_harness, masked_harness), speedup_ratio(causal_bare, masked_bare))
+
     overhead = summarize_overhead(cells)
     batching = summarize_batching(cells, small, large) if large > small else {}
     choice_batching = summarize_batching(cells, small, large, "bare_choice_seconds") if large > small else {}
+    batching_ci = summarize_batching(cells, small, large, ci=True) if large > small else {}
     worst_batching = [v for per in batching.values() for v in per.values() if v is not None]
     return {
         "overhead": overhead,
         "overhead_worst_sampler": max((v["median"] for v in overhead.values()), default=None),
         "speedup": {"value": speedup, "bare": bare_speedup, "length": speedup_length,
-                    "masked_tokens": masked["masked_tokens"] if masked else None},
+                    "masked_tokens": masked["masked_tokens"] if masked else None,
+                    "kept_ci": cell_ci(speedup_kept, (causal, "harness"), (causal, "bare"), (masked, "harness"),
+                                       (masked, "bare"))},
         "batching": {"small_batch": small, "large_batch": large,
                      "by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching.items()},
                      "choice_by_sampler": {k: {str(length): v for length, v in per.items()}
                                            for k, per in choice_batching.items()},
+                     "ci_by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching_ci.items()},
                      "worst": min(worst_batching) if worst_batching else None},
         "crossover": summarize_crossover(cells, speedup_length),
     }
 
 
+def interval_text(ci: Sequence[float | None] | None) -> str:
+    """`` [low, high]`` of a 95 % interval, or nothing when there is none."""
+    return f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci and None not in ci else ""
+
+
+def verdict_text(row: dict[str, Any]) -> str:
+    """A goal row's result: pass, FAIL or report, and "(CI spans the goal)" where this run cannot decide it."""
+    text = {True: "pass", False: "FAIL", None: "report"}[row["passed"]]
+    return text + (" (CI spans the goal)" if row.get("settled") is False else "")
+
+
 def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per goal (per size for the model ratios): name, value, goal text, pass/fail."""
+    """One row per goal (per size for the model ratios): name, value, goal text, pass/fail, and for the
+    timing ratios their 95 % interval (``ci``) and whether all of it lies on one side of the goal
+    (``settled``: False means this run cannot tell pass from fail)."""
     rows: list[dict[str, Any]] = []
 
-    def add(name: str, label: str, value: float | None, detail: str = "") -> None:
+    def add(name: str, label: str, value: float | None, detail: str = "",
+            ci: Sequence[float | None] | None = None) -> None:
         goal = GOALS.get(name)
-        rows.append({"name": label, "ratio": name, "value": value,
-                     "goal": f"{goal[0]} {goal[1]:g}" if goal else "report", "passed": meets(name, value),
-                     "detail": detail})
+        row = {"name": label, "ratio": name, "value": value, "goal": f"{goal[0]} {goal[1]:g}" if goal else "report",
+               "passed": meets(name, value), "detail": detail}
+        if ci and None not in ci:
+            row["ci"] = list(ci)
+            row["settled"] = meets(name, ci[0]) == meets(name, ci[1])
+            row["detail"] = f"95% CI{interval_text(ci)}" + (f"; {detail}" if detail else "")
+        rows.append(row)
 
     for size, block in report.get("sizes", {}).items():
         ratios = block["ratios"]
@@ -884,20 +957,23 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             if over.get("worst_choice_cost"):
                 cell = over["worst_cell"]
                 choice = (f"; worst cell (L={cell['length']}, B={cell['batch']}): bare + exact choice "
-                          f"{over['worst_choice_cost']:.3g}, harness over it {over['worst_over_choice']:.3g}")
+                          f"{over['worst_choice_cost']:.3g}{interval_text(over.get('worst_choice_ci'))}, "
+                          f"harness over it {over['worst_over_choice']:.3g}")
             add(f"overhead {size}", f"overhead {label} [{size}]", over["worst"],
-                f"median cell {over['median']:.3g}{cpu}{choice}")
+                f"median cell {over['median']:.3g}{cpu}{choice}", over.get("worst_ci"))
         speedup = ratios["speedup"]
         add("speedup", f"speedup clm-infill/mask-predict T=4 [{size}]", speedup["value"],
             f"bare models {speedup['bare']:.3g}" if speedup["bare"] else "")
-        add("speedup kept", f"speedup kept (harness/bare) [{size}]", safe_ratio(speedup["value"], speedup["bare"]))
+        add("speedup kept", f"speedup kept (harness/bare) [{size}]", safe_ratio(speedup["value"], speedup["bare"]),
+            ci=speedup.get("kept_ci"))
         batching = ratios["batching"]
         for label, per in batching["by_sampler"].items():
             for length, value in per.items():
                 choice = batching.get("choice_by_sampler", {}).get(label, {}).get(length)
                 add("batching", f"batching {label} L={length} [{size}]", value,
                     f"batch {batching['small_batch']} -> {batching['large_batch']}"
-                    + (f"; bare + exact choice {choice:.3g}" if choice is not None else ""))
+                    + (f"; bare + exact choice {choice:.3g}" if choice is not None else ""),
+                    batching.get("ci_by_sampler", {}).get(label, {}).get(length))
         cross = ratios["crossover"]
         add("crossover", f"crossover batch [{size}]", cross["batch"], f"bare models: {cross['bare_batch']}")
     if "startup" in report:
@@ -1041,17 +1117,18 @@ def report_markdown(report: dict[str, Any]) -> str:
                  f"{report['method'].get('sampler_cells', 'as many')}); whole bench {report['wall_seconds']:.0f} s.")
     lines += ["", "| figure | value | goal | result | detail |", "|---|---:|---|---|---|"]
     for row in report["goals"]:
-        verdict = {True: "pass", False: "**FAIL**", None: "report"}[row["passed"]]
+        verdict = verdict_text(row).replace("FAIL", "**FAIL**", 1)
         lines.append(f"| {row['name']} | {fmt(row['value'])} | {row['goal']} | {verdict} | {row['detail']} |")
     for size, block in report["sizes"].items():
         params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
         lines += ["", f"Samplers, size {size} ({params} parameters):", "",
-                  "| sampler | L | batch | passes (harness/bare) | harness s | bare s | overhead | CPU overhead | "
+                  "| sampler | L | batch | passes (harness/bare) | harness s | bare s | overhead [95% CI] | CPU overhead | "
                   "bare + exact choice / bare | harness / (bare + choice) | tokens/s | samples/s | peak MiB |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in block["cells"]:
             lines.append(f"| {c['sampler']} | {c['length']} | {c['batch']} | {c['forward_passes']}/{c['bare_forward_passes']} | "
-                         f"{fmt(c['harness_seconds'])} | {fmt(c['bare_seconds'])} | {fmt(c['overhead'])} | "
+                         f"{fmt(c['harness_seconds'])} | {fmt(c['bare_seconds'])} | {fmt(c['overhead'])}"
+                         f"{interval_text(c.get('overhead_ci'))} | "
                          f"{fmt(c.get('overhead_cpu'))} | {fmt(c.get('choice_cost'))} | {fmt(c.get('overhead_over_choice'))} | "
                          f"{fmt(c['tokens_per_s'])} | {fmt(c['samples_per_s'])} | {fmt(c['peak_mib'])} |")
     if report.get("metrics"):

@@ -75,12 +75,16 @@ def resample_ci(
         return None, None
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_items, size=(n_resamples, n_items))
-    values = np.array([statistic(row) for row in draws], dtype=float)
-    values = values[~np.isnan(values)]
-    if values.size == 0:
+    return percentile_interval([statistic(row) for row in draws], confidence)
+
+
+def percentile_interval(values: Sequence[float | None], confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None]:
+    """The central ``confidence`` interval of resampled statistics (None and NaN left out), or (None, None)."""
+    kept = defined(values)
+    if kept.size == 0:
         return None, None
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(values, [alpha, 1.0 - alpha])
+    low, high = np.quantile(kept, [alpha, 1.0 - alpha])
     return float(low), float(high)
 
 

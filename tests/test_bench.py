@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import warnings
 
 import pytest
@@ -265,6 +266,8 @@ def test_run_bench_report_shape(tmp_path):
     for cell in block["cells"]:
         assert cell["forward_passes"] == cell["bare_forward_passes"]
         assert cell["overhead"] == pytest.approx(cell["harness_seconds"] / cell["bare_seconds"], rel=1e-4)
+        low, high = cell["overhead_ci"]  # cells run on for 0.5 s a side: enough rounds for an interval
+        assert low <= high and len(cell["harness_runs"]) == len(cell["bare_runs"]) == len(cell["choice_runs"])
     ratios = block["ratios"]
     assert ratios["speedup"]["masked_tokens"] == 6 and ratios["speedup"]["value"] > 0
     assert set(ratios["batching"]["by_sampler"]["mask-predict T=4"]) == {"8", "12"}
@@ -290,6 +293,7 @@ def test_run_bench_report_shape(tmp_path):
     markdown = bench.report_markdown(report)
     assert "| speedup clm-infill/mask-predict T=4 [tiny] |" in markdown and "| bleu | 4 |" in markdown
     assert "| bare + exact choice / bare | harness / (bare + choice) |" in markdown
+    assert "| overhead [95% CI] |" in markdown and all("ci" in row for row in report["goals"] if row["ratio"] == "batching")
     overhead_rows = [row for row in report["goals"] if row["ratio"] == "overhead tiny"]
     assert overhead_rows and all("bare + exact choice" in row["detail"] for row in overhead_rows)
 
@@ -349,3 +353,33 @@ def test_allocator_tuned_once_and_never_against_the_environment(monkeypatch):
     allocator.retain_freed_memory()
     allocator.retain_freed_memory()
     assert calls == [(-3, 64 << 20), (-1, 256 << 20)]  # mmap and trim thresholds, once per process
+
+
+def test_timing_intervals_resample_rounds_and_say_when_a_run_cannot_decide():
+    steady = bench.timing_ci(bench.overhead_ratio, ([1.1] * 20, [1.0] * 20))
+    assert steady == pytest.approx((1.1, 1.1))
+    rng = random.Random(0)
+    harness = [1.15 * rng.uniform(0.8, 1.2) for _ in range(40)]
+    bare = [rng.uniform(0.8, 1.2) for _ in range(40)]
+    low, high = bench.timing_ci(bench.overhead_ratio, (harness, bare))
+    point = bench.overhead_ratio(bench.median(harness), bench.median(bare))
+    assert low < point < high and high - low > 0.05
+    assert bench.timing_ci(bench.overhead_ratio, (harness, bare)) == (low, high)  # seeded
+    # a machine slowed for one round slows both of its sides: resampling whole rounds keeps them together
+    drift = [1.0 + 0.5 * (i % 2) for i in range(40)]
+    assert bench.timing_ci(bench.overhead_ratio, ([1.2 * d for d in drift], drift)) == pytest.approx((1.2, 1.2))
+    assert bench.timing_ci(bench.overhead_ratio, ([1.0], [1.0])) == (None, None)
+
+    cell = dict(_cell("one-shot", 32, 32, point, 1.0), harness_runs=harness, bare_runs=bare)
+    cell["overhead_ci"] = bench.cell_ci(bench.overhead_ratio, (cell, "harness"), (cell, "bare"))
+    assert cell["overhead_ci"] == [low, high]
+    summary = bench.summarize_size([cell], [32])
+    rows = {row["name"]: row for row in bench.goal_rows({"sizes": {"tiny": {"ratios": bench.as_json_ready(summary)}}})}
+    row = rows["overhead one-shot [tiny]"]
+    assert row["ci"] == pytest.approx([low, high], rel=1e-3) and row["settled"] is (not low <= 1.20 <= high)
+    assert row["detail"].startswith(f"95% CI [{low:.3g}, {high:.3g}]; median cell")
+    unsettled = {**row, "passed": True, "settled": False}
+    table = bench.report_markdown({"machine": {"threads": 2, "cores": 2, "torch": "x", "load_average_before": [0.1],
+                                               "load_average_after": [0.1]},
+                                   "method": {"timed_runs": 5}, "wall_seconds": 1.0, "goals": [unsettled], "sizes": {}})
+    assert "| pass (CI spans the goal) |" in table
