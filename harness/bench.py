@@ -203,16 +203,21 @@ class Timing:
 
 #: A sampler cell's harness and bare sides each run at least this long in all (see measure_interleaved).
 CELL_SECONDS = 0.5
+#: ... and on, doubling, up to this long while the overhead's 95 % interval is wider than CELL_CI_WIDTH ...
+CELL_MAX_SECONDS = 2.0
+CELL_CI_WIDTH = 0.04
 #: ... in at most this many runs.
 CELL_MAX_RUNS = 400
 
 
 def measure_interleaved(functions: dict[str, Callable[[], Any]], *, runs: int = 5, warmup: int = 1,
-                        memory: PeakMemory | None = None, min_seconds: float = 0.0,
-                        max_runs: int = CELL_MAX_RUNS) -> dict[str, Timing]:
+                        memory: PeakMemory | None = None, min_seconds: float = 0.0, max_runs: int = CELL_MAX_RUNS,
+                        precise: Callable[[dict[str, list[float]]], bool] | None = None,
+                        max_seconds: float = 0.0) -> dict[str, Timing]:
     """Time each function ``runs`` times after ``warmup`` untimed calls, alternating between them, and
     go on until each has run ``min_seconds`` in all (at most ``max_runs`` runs): the median of 5 runs
-    of a 3 ms call moved by 0.1 between bench runs, more than the margin of a goal."""
+    of a 3 ms call moved by 0.1 between bench runs, more than the margin of a goal. While ``precise``
+    (given every function's run times) says no, the time each must run doubles, up to ``max_seconds``."""
     if runs < 1:
         raise ValueError("runs must be >= 1")
     memory = memory or PeakMemory()
@@ -223,16 +228,20 @@ def measure_interleaved(functions: dict[str, Callable[[], Any]], *, runs: int = 
     cpu: dict[str, list[float]] = {name: [] for name in functions}
     peaks: dict[str, float] = {name: 0.0 for name in functions}
     results: dict[str, Any] = {}
-    done = 0
-    while done < runs or (done < max_runs and min(sum(seconds[name]) for name in functions) < min_seconds):
-        done += 1
-        for name, fn in functions.items():
-            memory.start()
-            start, cpu_start = time.perf_counter(), time.process_time()
-            results[name] = fn()
-            seconds[name].append(time.perf_counter() - start)
-            cpu[name].append(time.process_time() - cpu_start)
-            peaks[name] = max(peaks[name], memory.peak_mib())
+    done, target = 0, min_seconds
+    while True:
+        while done < runs or (done < max_runs and min(sum(seconds[name]) for name in functions) < target):
+            done += 1
+            for name, fn in functions.items():
+                memory.start()
+                start, cpu_start = time.perf_counter(), time.process_time()
+                results[name] = fn()
+                seconds[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - cpu_start)
+                peaks[name] = max(peaks[name], memory.peak_mib())
+        if precise is None or done >= max_runs or target >= max_seconds or precise(seconds):
+            break
+        target = min(2 * max(target, 1e-3), max_seconds)
     return {name: Timing(median(seconds[name]), seconds[name], peaks[name], results.get(name), median(cpu[name]))
             for name in functions}
 
@@ -591,8 +600,13 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         generations = generate(adapter, sampler, items, batch_size=len(items))
         return adapter.forward_passes, generations
 
+    def precise(seconds: dict[str, list[float]]) -> bool:
+        low, high = timing_ci(overhead_ratio, (seconds["harness"], seconds["bare"]))
+        return low is not None and high - low <= CELL_CI_WIDTH
+
     timings = measure_interleaved({"harness": harness, "bare": bare_fn, "choice": choice_fn}, runs=runs,
-                                  memory=memory, min_seconds=CELL_SECONDS)
+                                  memory=memory, min_seconds=CELL_SECONDS, precise=precise,
+                                  max_seconds=CELL_MAX_SECONDS)
     harness_t, bare_t, choice_t = timings["harness"], timings["bare"], timings["choice"]
     harness_passes, generations = harness_t.result
     generated = sum(g.generated_tokens for g in generations)
@@ -1054,7 +1068,8 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
         "method": {"warmup_runs": 1, "timed_runs": options.runs, "statistic": "median",
                    "interleaved": "harness and bare runs alternate",
                    "sampler_cells": f"at least {options.runs} runs, and on until each side has run {CELL_SECONDS} s "
-                                    f"in all (at most {CELL_MAX_RUNS} runs)"},
+                                    f"in all, doubling up to {CELL_MAX_SECONDS} s while the overhead's 95% "
+                                    f"interval is wider than {CELL_CI_WIDTH} (at most {CELL_MAX_RUNS} runs)"},
         "sizes": {},
     }
     retain_freed_memory()  # what the mlmh command line runs with (mlmh.cli.main)

@@ -146,6 +146,23 @@ def test_measure_runs_on_until_each_side_has_run_min_seconds():
     assert len(capped["a"].runs) == 30
 
 
+def test_measure_doubles_its_time_while_the_runs_are_not_precise_enough():
+    import time
+
+    asked = []
+
+    def precise(seconds):
+        asked.append(len(seconds["a"]))
+        return len(asked) == 2  # not after the first 0.02 s, enough after 0.04 s
+
+    timings = bench.measure_interleaved({"a": lambda: time.sleep(0.002)}, runs=5, warmup=0, min_seconds=0.02,
+                                        precise=precise, max_seconds=1.0)
+    assert len(asked) == 2 and 0.04 <= sum(timings["a"].runs) < 0.08
+    never = bench.measure_interleaved({"a": lambda: time.sleep(0.002)}, runs=5, warmup=0, min_seconds=0.02,
+                                      precise=lambda seconds: False, max_seconds=0.05)
+    assert 0.05 <= sum(never["a"].runs) < 0.08  # 0.02, 0.04, then the cap of 0.05
+
+
 def test_peak_memory_sees_a_fresh_allocation():
     meter = bench.PeakMemory()
     meter.start()

@@ -35,7 +35,7 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
               help="Document lengths in tokens; the middle half is masked. The speedup/crossover workload "
                    "(256 tokens, 128 masked) is always added for mask-predict T=4 and clm-infill.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes; batching compares the smallest and largest.")
-@click.option("--runs", default=5, show_default=True, type=click.IntRange(5, None), help="Timed runs per figure (median); >= 5 (sampler cells: more until each side has run 0.5 s).")
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(5, None), help="Timed runs per figure (median); >= 5 (sampler cells: more until each side has run 0.5 s, up to 2 s while the overhead's interval is wide).")
 @click.option("--threads", default=0, type=click.IntRange(0, None), help="torch threads (0 = every core available).")
 @click.option("--samplers", "sampler_labels", default="", metavar="NAMES",
               help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
@@ -53,7 +53,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
     `mlmh train` uses), pins torch threads, warms up once, and reports medians of --runs runs
     (harness and bare runs interleaved; a sampler cell runs on until each side has taken 0.5 s,
-    so that short calls get enough runs): forward passes, tokens/s, latency at batch 1, samples/s
+    and up to 2 s while the overhead's 95 % interval is wider than 0.04, so that short calls get
+    enough runs): forward passes, tokens/s, latency at batch 1, samples/s
     at the largest batch, peak memory; and the ratios overhead (goal, worst cell: <= 1.20 tiny,
     <= 1.10 small; next to it the bare passes plus an exact greedy choice over bare, what reporting
     each token's probability costs even a hand-written loop), speedup of mask-predict T=4 over
