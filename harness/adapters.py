@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mlmh.errors import ModelError
+from mlmh.readout import logits_at
 from mlmh.types import MaskPlan, Words
 
 MODEL_KINDS = ("mlm", "clm", "seq2seq")
@@ -360,13 +361,21 @@ class MaskedLMAdapter(BaseAdapter):
         """Right-padded ids and attention mask for ``sequences``."""
         return self.right_padded(sequences)
 
-    def logits(self, input_ids: Any, attention_mask: Any, tokens: int | None = None) -> Any:
+    def logits(self, input_ids: Any, attention_mask: Any, tokens: int | None = None, at: Any = None) -> Any:
         """(batch, length, vocab) float32 logits, banned ids suppressed; one forward pass. ``tokens``: the
-        real tokens of the batch when the caller knows them (else counted from the mask)."""
+        real tokens of the batch when the caller knows them (else counted from the mask).
+
+        ``at``: flat indices into the (batch x length) positions a sampler reads; then (len(at), vocab)
+        logits of those positions alone, the output layer computed only there (:mod:`mlmh.readout`).
+        """
         import torch
 
         with torch.inference_mode():
-            out = self.suppress(self.model(input_ids=input_ids, attention_mask=attention_mask).logits)
+            if at is None:
+                raw = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+            else:
+                raw = logits_at(self.model, at.to(self.device), input_ids=input_ids, attention_mask=attention_mask)
+            out = self.suppress(raw)
         self._count(attention_mask, tokens)
         return out
 
@@ -377,12 +386,26 @@ class _IncrementalAdapter(BaseAdapter):
     #: whether rows may carry padding holes in the middle (needs explicit position ids)
     supports_holes = False
 
-    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
+    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any,
+                        last_only: bool = False) -> Any:
+        """One decoder pass; ``last_only``: only the last column's logits are read (every row ends there)."""
         raise NotImplementedError
 
     @cached_property
     def _cache_argument(self) -> str:
         return cache_argument(self.model)
+
+    @cached_property
+    def _keeps_logits(self) -> bool:
+        """Whether the model's forward takes ``logits_to_keep`` (most causal LMs of transformers)."""
+        return "logits_to_keep" in inspect.signature(self.model.forward).parameters
+
+    def _keep_last(self, kwargs: dict[str, Any], input_ids: Any, last_only: bool) -> dict[str, Any]:
+        """``kwargs`` asking for the last column's logits alone where that saves work: a prefill's output
+        layer for its last token only."""
+        if last_only and input_ids.shape[1] > 1 and self._keeps_logits:
+            kwargs["logits_to_keep"] = 1
+        return kwargs
 
     def next_logits(self, chunks: Sequence[Sequence[int]], state: "PrefixState", rows: Sequence[int]) -> Any:
         """Feed each row's ``chunk`` and return (rows, vocab) logits of its last token.
@@ -420,12 +443,14 @@ class _IncrementalAdapter(BaseAdapter):
         # Without any padding hole the model derives the all-ones mask and the positions itself, as a
         # plain cached decode does: the same result, without building attention masks every step.
         mask_d = None if mask is None else mask.to(self.device)
+        last_column = state.use_cache or not padded  # cached chunks are left-padded: every row ends at the last column
         with torch.inference_mode():
-            out = self._target_forward(ids.to(self.device), mask_d, positions, state.cache if state.use_cache else None, rows)
-            return self._last_logits(out, chunks, lengths, state, width, mask)
+            out = self._target_forward(ids.to(self.device), mask_d, positions, state.cache if state.use_cache else None,
+                                       rows, last_only=last_column)
+            return self._last_logits(out, chunks, lengths, state, width, mask, last_column)
 
     def _last_logits(self, out: Any, chunks: Sequence[Sequence[int]], lengths: list[int], state: "PrefixState",
-                     width: int, mask: Any) -> Any:
+                     width: int, mask: Any, last_column: bool) -> Any:
         """Counters and cache bookkeeping after a pass; the suppressed logits of each row's last token."""
         import torch
 
@@ -436,6 +461,7 @@ class _IncrementalAdapter(BaseAdapter):
             state.mask = mask
             state.width += width
             state.fed = [done + n for done, n in zip(state.fed, lengths)]
+        if last_column:
             last_logits = out.logits[:, -1, :]
         else:
             last = torch.as_tensor([n - 1 for n in lengths], device=out.logits.device)
@@ -483,13 +509,14 @@ class CausalLMAdapter(_IncrementalAdapter):
 
         return PrefixState(use_cache=use_cache, fed=[0] * rows, cache=DynamicCache(config=self.model.config) if use_cache else None)
 
-    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
+    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any,
+                        last_only: bool = False) -> Any:
         kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": cache is not None}
         if self.supports_holes:
             kwargs["position_ids"] = position_ids
         if cache is not None:
             kwargs[self._cache_argument] = cache
-        return self.model(**kwargs)
+        return self.model(**self._keep_last(kwargs, input_ids, last_only))
 
 
 class Seq2SeqAdapter(_IncrementalAdapter):
@@ -571,7 +598,8 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config)) if use_cache else None
         return PrefixState(use_cache=use_cache, fed=[0] * rows, cache=cache)
 
-    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any) -> Any:
+    def _target_forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, rows: Any,
+                        last_only: bool = False) -> Any:
         from transformers.modeling_outputs import BaseModelOutput
 
         index = tuple(rows)
@@ -592,7 +620,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         }
         if cache is not None:
             kwargs[self._cache_argument] = cache
-        return self.model(**kwargs)
+        return self.model(**self._keep_last(kwargs, input_ids, last_only))
 
 
 def cache_argument(model: Any) -> str:

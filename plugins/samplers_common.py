@@ -68,7 +68,7 @@ CHOICE_CHUNK = 256
 
 
 def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
-    """:func:`choose_tokens` on rows ``index`` (ascending, unique; a tensor or a list) of ``flat_logits``
+    """:func:`choose_tokens` on rows ``index`` (ascending, unique; a tensor, a list or a range) of ``flat_logits``
     (rows, vocab), a chunk at a time; a contiguous run of rows is read in place.
 
     Gathering every selected row first and then taking the softmax streams the whole (selected x
@@ -78,7 +78,7 @@ def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, t
     import torch
 
     def rows(part: Any) -> Any:
-        first, last = (int(v) for v in ((part[0], part[-1]) if isinstance(part, list) else part[[0, -1]].tolist()))
+        first, last = (int(v) for v in ((part[0], part[-1]) if isinstance(part, (list, range)) else part[[0, -1]].tolist()))
         if last - first + 1 == len(part):  # ascending and unique: a contiguous run, no copy
             return flat_logits[first:last + 1]
         if not torch.is_tensor(part):

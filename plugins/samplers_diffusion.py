@@ -119,8 +119,8 @@ class Mdlm(PerItemInfoSampler):
             if passing.any():  # x_theta(z_t): computed before this step's remasking changes z
                 local_pass = passing.nonzero().flatten()
                 pass_rows = rows[local_pass]
-                logits = batch.forward(pass_rows)
-                width = logits.shape[1]
+                width = batch.width(pass_rows)
+                logits = batch.forward(pass_rows, at=unmask[local_pass, :width])
                 where, ids, probs = batch.choose(pass_rows, logits, unmask[local_pass, :width], *self._sampling())
             if remasking.any():
                 batch.remask(rows[remasking], remask[remasking])
@@ -217,12 +217,12 @@ class Llada(PerItemInfoSampler):
         for t in range(total):
             active = [row for row, plan in plans.items() if t < len(plan)]
             rows = torch.as_tensor(active)
-            logits = batch.forward(rows)
-            width = logits.shape[1]
+            width = batch.width(active)
             block = torch.zeros((len(active), width), dtype=torch.bool)
             for local, row in enumerate(active):
                 block[local, plans[row][t][0]] = True
             candidates = block & batch.masked[rows, :width]
+            logits = batch.forward(rows, at=candidates)
             where, ids, probs = batch.choose(rows, logits, candidates, *self._sampling())
             scores = torch.full(candidates.shape, float("inf"))
             if self.params["remasking"] == "low_confidence":

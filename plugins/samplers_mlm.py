@@ -95,13 +95,20 @@ class MaskedBatch:
         """The rows with at least one masked position, as a list."""
         return [row for row, ps in enumerate(self.positions) if ps]
 
-    def forward(self, rows: Any) -> Any:
-        """Logits (len(rows), width, vocab) for ``rows`` (a list or tensor), trimmed to their longest
-        length; one pass.
+    def width(self, rows: Any) -> int:
+        """The longest length among ``rows``: the width of their pass."""
+        return max(self.length_list[row] for row in as_list(rows))
+
+    def forward(self, rows: Any, at: Any = None) -> Any:
+        """One pass over ``rows`` (a list or tensor), trimmed to their longest length.
+
+        With ``at`` (the positions to read: a list of positions per row, or a (len(rows), width)
+        boolean tensor) the logits of those positions alone, (n, vocab), row-major: the model's
+        output layer runs only there. Without, the logits of every position, (len(rows), width, vocab).
 
         Loops should drop the previous pass's logits before calling again: while they are alive the
-        allocator must map fresh pages for the new (rows x width x vocab) block, and first-touch page
-        faults cost several percent of a pass at size tiny.
+        allocator must map fresh pages for the new block, and first-touch page faults cost several
+        percent of a pass at size tiny.
         """
         row_list = as_list(rows)
         lengths = [self.length_list[row] for row in row_list]
@@ -112,27 +119,36 @@ class MaskedBatch:
             index = torch_rows(row_list)
             ids, attention = self.ids[index, :width], self.attention[index, :width]
         device = self.adapter.device
-        logits = self.adapter.logits(ids.to(device), attention.to(device), tokens=sum(lengths))
+        logits = self.adapter.logits(ids.to(device), attention.to(device), tokens=sum(lengths),
+                                     at=None if at is None else flat_index(at, width))
         for row, length in zip(row_list, lengths):
             self.counters.add(row, length)
         return logits
 
     def pick(self, rows: Sequence[int], logits: Any, positions: Sequence[Sequence[int]], temperature: float,
              top_k: int, top_p: float, logit_rows: Sequence[int] | None = None) -> tuple[list[list[int]], list[list[float]]]:
-        """A token at each of ``positions[i]`` of ``rows[i]`` (logits row ``logit_rows[i]``, default i): per
-        row, the ids and their probabilities."""
-        width, vocab = logits.shape[1], logits.shape[2]
+        """A token at each of ``positions[i]`` of ``rows[i]``: per row, the ids and their probabilities.
+
+        ``logits`` as :meth:`forward` returns them: read at ``positions`` (one row per position, in
+        order; ``logit_rows``: which rows instead, one per position), or every position's (row
+        ``logit_rows[i]`` of the block for ``rows[i]``, default i).
+        """
         counts = [len(ps) for ps in positions]
-        sources = range(len(positions)) if logit_rows is None else logit_rows
-        index = [source * width + p for source, ps in zip(sources, positions) for p in ps]
+        if logits.dim() == 2:
+            vocab = logits.shape[1]
+            index = range(sum(counts)) if logit_rows is None else list(logit_rows)
+        else:
+            width, vocab = logits.shape[1], logits.shape[2]
+            sources = range(len(positions)) if logit_rows is None else logit_rows
+            index = [source * width + p for source, ps in zip(sources, positions) for p in ps]
         uniforms = draw_uniforms(self.generators, rows, counts, temperature > 0)
         ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
         return split_counts(ids.tolist(), counts), split_counts(probs.tolist(), counts)
 
     def choose(self, rows: Any, logits: Any, select: Any, temperature: float, top_k: int,
                top_p: float) -> tuple[Any, Any, Any]:
-        """Pick tokens where ``select`` (len(rows), width) is True (row i reads logits row i); returns
-        (row-local index, ids, probs)."""
+        """Pick tokens where ``select`` (len(rows), width) is True, from logits :meth:`forward` read at
+        ``select`` (or of every position, row i of the block for rows[i]); returns (row-local index, ids, probs)."""
         return self.choose_where(rows, logits, select.nonzero(), select.sum(dim=1).tolist(), temperature, top_k, top_p)
 
     def choose_where(self, rows: Any, logits: Any, where: Any, counts: list[int], temperature: float, top_k: int,
@@ -140,6 +156,9 @@ class MaskedBatch:
         """:meth:`choose` at the (row-local index, position) pairs ``where``, row-major, ``counts[i]`` of row i.
         The ids and probabilities come back on the CPU, with the batch."""
         uniforms = draw_uniforms(self.generators, as_list(rows), counts, temperature > 0)
+        if logits.dim() == 2:  # read at ``where``: one row per pair, in order
+            ids, probs = choose_at(logits, range(len(where)), uniforms, temperature, top_k, top_p)
+            return where, ids.cpu(), probs.cpu()
         width, vocab = logits.shape[1], logits.shape[2]
         # index_select on the flat (row x position) view: several times faster than advanced indexing
         index = (where[:, 0] * width + where[:, 1]).to(logits.device)
@@ -222,6 +241,17 @@ def flat_pairs(rows: Sequence[int], positions: Sequence[Sequence[int]]) -> tuple
     return [row for row, ps in zip(rows, positions) for _ in ps], [p for ps in positions for p in ps]
 
 
+def flat_index(at: Any, width: int) -> Any:
+    """Positions to read, per row (lists) or as a (rows, any width) boolean tensor, as a flat long
+    tensor of row * width + position, row-major."""
+    import torch
+
+    if torch.is_tensor(at):
+        where = at.nonzero()
+        return where[:, 0] * width + where[:, 1]
+    return torch.as_tensor([row * width + p for row, ps in enumerate(at) for p in ps], dtype=torch.long)
+
+
 def marked(shape: tuple[int, int], positions: Sequence[Sequence[int]]) -> Any:
     """A boolean numpy array of ``shape``, True at ``positions[i]`` of row i."""
     import numpy as np
@@ -278,7 +308,7 @@ class OneShot(MaskedSampler):
         if not rows:
             return
         positions = batch.still_masked(rows)
-        logits = batch.forward(rows)
+        logits = batch.forward(rows, at=positions)
         batch.place(rows, positions, *batch.pick(rows, logits, positions, *self._sampling()))
 
 
@@ -295,7 +325,7 @@ class LeftToRight(MaskedSampler):
         for k in range(max((len(ps) for ps in positions), default=0)):
             live = [i for i, ps in enumerate(positions) if k < len(ps)]
             sub, at = [rows[i] for i in live], [[positions[i][k]] for i in live]
-            logits = batch.forward(sub)
+            logits = batch.forward(sub, at=at)
             batch.place(sub, at, *batch.pick(sub, logits, at, *self._sampling()))
             del logits  # free before the next pass (see MaskedBatch.forward)
 
@@ -324,7 +354,7 @@ class MaskPredict(MaskedSampler):
                     select = [sorted(set(chosen).union(repeats))
                               for chosen, repeats in zip(select, batch.stutter_positions(rows))]
                 batch.remask_at(rows, select)
-            logits = batch.forward(rows)
+            logits = batch.forward(rows, at=select)
             ids, probs = batch.pick(rows, logits, select, *self._sampling())
             for conf, at, p in zip(confidence, select, probs):
                 conf.update(zip(at, p))
@@ -366,9 +396,9 @@ class Confidence(MaskedSampler):
             rows = batch.masked.any(dim=1).nonzero().flatten()
             if len(rows) == 0:
                 return
-            logits = batch.forward(rows)
-            width = logits.shape[1]
+            width = batch.width(rows)
             current = batch.masked[rows, :width]
+            logits = batch.forward(rows, at=current)
             where, ids, probs = batch.choose(rows, logits, current, *self._sampling())
             scores = torch.full(current.shape, float("inf"))
             scores[where[:, 0], where[:, 1]] = -probs  # lowest score = most confident
@@ -438,7 +468,7 @@ class Gibbs(MaskedSampler):
                 return info
             picks = [[self._pick(batch, r, t, positions[r], orders[r])] for r in rows]  # one position per row
             batch.remask_at(rows, picks)
-            logits = batch.forward(rows)
+            logits = batch.forward(rows, at=picks)
             self._sample(batch, rows, logits, picks, [t < burnin[r] for r in rows])
             del logits  # free before the next pass (see MaskedBatch.forward)
             t += 1

@@ -15,10 +15,12 @@ from mlmh.errors import SpecError
 from mlmh.generation import generate, prepare_items
 from mlmh.plugins.samplers_common import TraceRecorder, choose_at, choose_tokens
 from mlmh.plugins.samplers_mlm import MaskedBatch
+from mlmh.readout import full_passes_only, reader_of
 from mlmh.registry import get_registry
 from mlmh.types import Document
 from mlmh.words import split_words
 from tiny_models import TEXTS as TINY_TEXTS
+from tiny_models import output_rows
 
 TEXTS = [*TINY_TEXTS, "Short.", ""]
 DOCS = [Document(id=f"d{i}", text=t) for i, t in enumerate(TEXTS)]
@@ -280,3 +282,61 @@ def test_property_random_texts_and_ratios(adapters, words, ratio, seed):
         assert_only_masked_words_change(items, gens, adapters[kind])
         if not items[0].plan.word_indices:
             assert gens[0].text == text and gens[0].forward_passes == 0
+
+
+READ_SAMPLERS = [*MLM_SAMPLERS, "mdlm:steps=5", "remdm:steps=5,eta=0.2", "llada:steps=4,block_length=3",
+                 "adaptive-gibbs:steps=6"]
+
+
+@pytest.fixture(scope="module")
+def full_pass_mlm(tiny_mlm):
+    """The tiny MLM with its output layer left alone: every pass computes every position's logits."""
+    adapter = load_adapter("mlm", tiny_mlm, threads=1)
+    full_passes_only(adapter.model)
+    return adapter
+
+
+@pytest.mark.parametrize("spec", READ_SAMPLERS)
+def test_reading_only_the_masked_positions_changes_no_token_and_no_probability(adapters, full_pass_mlm, spec):
+    items = items_for("random:ratio=0.5")
+    read = generate(adapters["mlm"], build("sampler", spec), items, batch_size=4)
+    full = generate(full_pass_mlm, build("sampler", spec), items, batch_size=4)
+    assert [g.text for g in read] == [g.text for g in full]
+    assert [g.forward_passes for g in read] == [g.forward_passes for g in full]
+    for a, b in zip(read, full):
+        assert [s.changed for s in a.steps] == [s.changed for s in b.steps]
+        for sa, sb in zip(a.steps, b.steps):
+            assert sorted(sa.confidences) == sorted(sb.confidences)
+            assert [sa.confidences[p] for p in sorted(sa.confidences)] == pytest.approx(
+                [sb.confidences[p] for p in sorted(sb.confidences)], abs=1e-5)
+
+
+def test_the_output_layer_sees_only_the_positions_a_sampler_reads(adapters):
+    adapter = adapters["mlm"]
+    items = [item for item in items_for("random:ratio=0.4") if item.plan.word_indices][:3]
+    with output_rows(adapter.model) as rows:
+        generate(adapter, build("sampler", "one-shot"), items, batch_size=3)
+        generate(adapter, build("sampler", "left-to-right"), items[:1], batch_size=1)
+    masked = [len(adapter.encode(item.words, item.plan).masked) for item in items]
+    assert rows == [sum(masked)] + [1] * masked[0]  # one-shot: one pass, a row per masked token; then one per pass
+
+
+def test_a_head_that_does_not_end_in_its_output_layer_is_read_from_full_passes(tiny_mlm, full_pass_mlm):
+    adapter = load_adapter("mlm", tiny_mlm, threads=1)
+    stray = torch.nn.Linear(4, 4)  # named as the output layer, never called by the model's forward
+    adapter.model.get_output_embeddings = lambda: stray
+    items = items_for("random:ratio=0.5")
+    read = generate(adapter, build("sampler", "mask-predict:steps=3"), items)
+    full = generate(full_pass_mlm, build("sampler", "mask-predict:steps=3"), items)
+    assert [g.text for g in read] == [g.text for g in full]
+    assert reader_of(adapter.model) is None and not stray._forward_pre_hooks
+
+
+def test_a_causal_prefill_computes_the_output_layer_for_its_last_token_only(adapters):
+    adapter = adapters["clm"]
+    items = [item for item in items_for("random:ratio=0.4") if item.plan.word_indices][:3]
+    with output_rows(adapter.model) as rows:
+        cached = generate(adapter, build("sampler", "clm-infill"), items, batch_size=3)
+    uncached = generate(adapter, build("sampler", "clm-infill:use_cache=false"), items, batch_size=3)
+    assert rows and max(rows) <= len(items)  # a row per item and pass, prefills of many tokens included
+    assert [g.text for g in cached] == [g.text for g in uncached]

@@ -3,7 +3,22 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Any, Iterator
+
 from mlmh.testing import TINY_TEXTS as TEXTS
 from mlmh.testing import build_tiny_model, build_tokenizer
 
-__all__ = ["TEXTS", "build_tiny_model", "build_tokenizer"]
+__all__ = ["TEXTS", "build_tiny_model", "build_tokenizer", "output_rows"]
+
+
+@contextmanager
+def output_rows(model: Any) -> Iterator[list[int]]:
+    """The rows (positions) each call of ``model``'s output layer computed logits for, in call order."""
+    rows: list[int] = []
+    handle = model.get_output_embeddings().register_forward_hook(
+        lambda module, args, output: rows.append(output.numel() // output.shape[-1]))
+    try:
+        yield rows
+    finally:
+        handle.remove()
