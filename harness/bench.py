@@ -15,10 +15,11 @@ Why it is built this way:
 - The bare baselines call the Hugging Face model directly with exactly the work a sampler needs
   (e.g. T full passes for mask-predict; one prefill and one cached step per token for clm-infill), so
   ``harness time / bare time`` is the harness's own overhead.
-- A third side, the bare passes plus an exact greedy choice (softmax over the vocabulary at every
-  position the sampler chooses at, and its max), is what a hand-written loop that also reports each
-  token's probability costs: ``(bare + choice) / bare`` is the part of the overhead that exact
-  confidences alone cost, whatever the harness does.
+- A third side, the lean bare loop, does the least a sampler's work needs: the passes with the output
+  layer computed only at the positions the sampler reads (a masked LM's hidden states there fed to its
+  head; a causal prefill's last token, ``logits_to_keep``), plus an exact greedy choice there (softmax
+  over the vocabulary and its max: what reporting each token's probability costs). The harness does
+  the same, so ``harness / lean`` is its own cost, while ``harness / bare`` may fall below 1.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def timing_ci(statistic: Callable[..., float | None], *cells: Sequence[Sequence[
 
 def cell_ci(statistic: Callable[..., float | None], *sides: tuple[dict | None, str]) -> list[float | None]:
     """:func:`timing_ci` of ``statistic`` over the ``(cell, side)`` run lists (side: "harness", "bare",
-    "choice"), grouped by cell in the order given; [None, None] where a cell or its runs are missing."""
+    "lean"), grouped by cell in the order given; [None, None] where a cell or its runs are missing."""
     groups: dict[int, list[Sequence[float]]] = {}
     for cell, side in sides:
         runs = (cell or {}).get(f"{side}_runs")
@@ -375,17 +376,21 @@ def exact_choice(logits):
 def bare_masked_passes(model, input_ids, passes: int, chosen: Sequence[int] | None = None, first: int = 0) -> int:
     """``passes`` full forward passes of a masked LM over the batch (mask-predict T=passes, one-shot...).
 
-    With ``chosen``, after pass t an :func:`exact_choice` over ``chosen[t]`` positions of every row,
-    from position ``first`` on (where the sampler's masked span starts).
+    With ``chosen`` the lean loop: pass t runs the encoder, then the MLM head (``model.cls``) on the
+    hidden states of ``chosen[t]`` positions of every row from position ``first`` on (where the
+    sampler's masked span starts), and an :func:`exact_choice` there.
     """
     import torch
 
     attention_mask = torch.ones_like(input_ids)
     with torch.inference_mode():
         for t in range(passes):
-            logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
-            if chosen and chosen[t]:
-                exact_choice(logits[:, first:first + chosen[t]])
+            if chosen is None:
+                logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+            else:
+                hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+                logits = model.cls(hidden[:, first:first + chosen[t]])
+                exact_choice(logits)
             del logits
     return passes
 
@@ -396,15 +401,22 @@ def next_token(last_logits, exact: bool):
     return ids.unsqueeze(-1)
 
 
+def last_only(model, lean: bool) -> dict[str, Any]:
+    """Keywords of a lean pass that reads its last token only: ``logits_to_keep=1`` where the model takes it."""
+    import inspect
+
+    return {"logits_to_keep": 1} if lean and "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+
+
 def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = True, cache_name: str = "",
-                       exact: bool = False) -> int:
+                       lean: bool = False) -> int:
     """Greedy continuation of ``prefix_ids`` by ``new_tokens`` tokens, as clm-infill fills one span.
 
     With the cache: one prefill pass, then one single-token step per further token. Without it: the whole
     prefix is recomputed for every token. ``cache_name``: the model's cache keyword
     (:func:`mlmh.adapters.cache_argument`), looked up here when not given; a timed caller decides it
-    once, outside the timing. ``exact``: choose through :func:`exact_choice`. Returns the number of
-    forward passes made.
+    once, outside the timing. ``lean``: each pass computes its last token's logits only (where the model
+    allows) and chooses through :func:`exact_choice`. Returns the number of forward passes made.
     """
     import torch
 
@@ -412,29 +424,30 @@ def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = 
 
     passes = 0
     name = cache_name or cache_argument(model)
+    keep = last_only(model, lean)
     with torch.inference_mode():
         if not use_cache:
             ids = prefix_ids
             for _ in range(new_tokens):
-                logits = model(input_ids=ids, use_cache=False).logits
+                logits = model(input_ids=ids, use_cache=False, **keep).logits
                 passes += 1
-                ids = torch.cat([ids, next_token(logits[:, -1], exact)], dim=1)
+                ids = torch.cat([ids, next_token(logits[:, -1], lean)], dim=1)
             return passes
-        out = model(input_ids=prefix_ids, use_cache=True)
+        out = model(input_ids=prefix_ids, use_cache=True, **keep)
         passes += 1
         past = returned_cache(out)
         for _ in range(new_tokens - 1):
-            out = model(input_ids=next_token(out.logits[:, -1], exact), **{name: past}, use_cache=True)
+            out = model(input_ids=next_token(out.logits[:, -1], lean), **{name: past}, use_cache=True)
             passes += 1
             past = returned_cache(out)
-        next_token(out.logits[:, -1], exact)  # the span's last token, as the sampler picks it
+        next_token(out.logits[:, -1], lean)  # the span's last token, as the sampler picks it
     return passes
 
 
 def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, *, cache_name: str = "",
-                        exact: bool = False) -> int:
+                        lean: bool = False) -> int:
     """One encoder pass, a decoder prefill of ``decoder_prefix_ids``, then one cached step per further token
-    (``cache_name`` and ``exact`` as for :func:`bare_causal_infill`)."""
+    (``cache_name`` and ``lean`` as for :func:`bare_causal_infill`)."""
     import torch
 
     from mlmh.adapters import cache_argument, returned_cache
@@ -442,13 +455,14 @@ def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, 
     name = cache_name or cache_argument(model)
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=source_ids, attention_mask=torch.ones_like(source_ids))
-        out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True)
+        out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True,
+                    **last_only(model, lean))
         passes = 2
         for _ in range(new_tokens - 1):
-            out = model(encoder_outputs=encoded, decoder_input_ids=next_token(out.logits[:, -1], exact),
+            out = model(encoder_outputs=encoded, decoder_input_ids=next_token(out.logits[:, -1], lean),
                         **{name: returned_cache(out)}, use_cache=True)
             passes += 1
-        next_token(out.logits[:, -1], exact)  # the span's last token, as the sampler picks it
+        next_token(out.logits[:, -1], lean)  # the span's last token, as the sampler picks it
     return passes
 
 
@@ -556,9 +570,9 @@ def chosen_per_pass(sampler, masked_tokens: int) -> list[int]:
     raise ValueError(f"no choice model for sampler '{name}'")
 
 
-def bare_work(sampler, adapter, items: Sequence[Any], *, exact: bool = False) -> tuple[Callable[[], int], int]:
+def bare_work(sampler, adapter, items: Sequence[Any], *, lean: bool = False) -> tuple[Callable[[], int], int]:
     """The bare-model function doing ``sampler``'s work on ``items``, and its forward-pass count;
-    ``exact``: also choose each token with its probability (:func:`exact_choice`) where the sampler does.
+    ``lean``: the lean loop (output layer only where the sampler reads, and an :func:`exact_choice` there).
 
     Token ids come from the adapter's own encoding, so the bare model sees the same shapes.
     """
@@ -576,25 +590,25 @@ def bare_work(sampler, adapter, items: Sequence[Any], *, exact: bool = False) ->
         prefix = torch.tensor([e.ids[:first] for e in encodings])
         use_cache = bool(sampler.params["use_cache"])
         return (lambda: bare_causal_infill(model, prefix, masked_tokens, use_cache=use_cache,
-                                           cache_name=cache_name, exact=exact)), passes
+                                           cache_name=cache_name, lean=lean)), passes
     if sampler.name == "seq2seq-infill":
         source = torch.tensor([e.source_ids for e in encodings])
         prefix = torch.tensor([e.ids[:first] for e in encodings])
         return (lambda: bare_seq2seq_infill(model, source, prefix, masked_tokens, cache_name=cache_name,
-                                            exact=exact)), passes
+                                            lean=lean)), passes
     ids = torch.tensor([e.ids for e in encodings])
-    chosen = chosen_per_pass(sampler, masked_tokens) if exact else None
+    chosen = chosen_per_pass(sampler, masked_tokens) if lean else None
     return (lambda: bare_masked_passes(model, ids, passes, chosen, first)), passes
 
 
 def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *, runs: int,
                     memory: PeakMemory | None = None) -> dict[str, Any]:
-    """Harness generation vs bare forward passes (and vs bare passes with an exact choice) for one
+    """Harness generation vs bare forward passes (and vs the lean bare loop) for one
     sampler on one batch, interleaved runs."""
     from mlmh.generation import generate
 
     bare_fn, bare_passes = bare_work(sampler, adapter, items)
-    choice_fn, _ = bare_work(sampler, adapter, items, exact=True)
+    lean_fn, _ = bare_work(sampler, adapter, items, lean=True)
 
     def harness() -> tuple[int, list]:
         generations = generate(adapter, sampler, items, batch_size=len(items))
@@ -604,14 +618,14 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         low, high = timing_ci(overhead_ratio, (seconds["harness"], seconds["bare"]))
         return low is not None and high - low <= CELL_CI_WIDTH
 
-    timings = measure_interleaved({"harness": harness, "bare": bare_fn, "choice": choice_fn}, runs=runs,
+    timings = measure_interleaved({"harness": harness, "bare": bare_fn, "lean": lean_fn}, runs=runs,
                                   memory=memory, min_seconds=CELL_SECONDS, precise=precise,
                                   max_seconds=CELL_MAX_SECONDS)
-    harness_t, bare_t, choice_t = timings["harness"], timings["bare"], timings["choice"]
+    harness_t, bare_t, lean_t = timings["harness"], timings["bare"], timings["lean"]
     harness_passes, generations = harness_t.result
     generated = sum(g.generated_tokens for g in generations)
     batch = len(items)
-    runs = {"harness_runs": harness_t.runs, "bare_runs": bare_t.runs, "choice_runs": choice_t.runs}
+    runs = {"harness_runs": harness_t.runs, "bare_runs": bare_t.runs, "lean_runs": lean_t.runs}
     return {
         "sampler": case.label,
         "spec": sampler.spec,
@@ -626,10 +640,10 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "harness_cpu_seconds": harness_t.cpu_seconds,
         "bare_cpu_seconds": bare_t.cpu_seconds,
         "overhead_cpu": overhead_ratio(harness_t.cpu_seconds, bare_t.cpu_seconds),
-        "bare_choice_seconds": choice_t.seconds,
-        "choice_cost": overhead_ratio(choice_t.seconds, bare_t.seconds),
-        "choice_cost_ci": cell_ci(overhead_ratio, (runs, "choice"), (runs, "bare")),
-        "overhead_over_choice": overhead_ratio(harness_t.seconds, choice_t.seconds),
+        "bare_lean_seconds": lean_t.seconds,
+        "lean_cost": overhead_ratio(lean_t.seconds, bare_t.seconds),
+        "lean_cost_ci": cell_ci(overhead_ratio, (runs, "lean"), (runs, "bare")),
+        "overhead_over_lean": overhead_ratio(harness_t.seconds, lean_t.seconds),
         "forward_passes": harness_passes,
         "bare_forward_passes": bare_passes,
         "tokens_per_s": generated / harness_t.seconds,
@@ -847,8 +861,8 @@ def _cell(cells: Sequence[dict], label: str, length: int, batch: int) -> dict | 
 
 def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
     """Per sampler: the median overhead over its cells (lengths x batches) and its worst cell, with what
-    an exact choice alone costs in that cell (``worst_choice_cost``) and the harness over it; 95 %
-    intervals of both (``worst_ci``, ``worst_choice_ci``)."""
+    the lean bare loop costs in that cell (``worst_lean_cost``) and the harness over it; 95 %
+    intervals of both (``worst_ci``, ``worst_lean_ci``)."""
     out: dict[str, dict[str, Any]] = {}
     for label in dict.fromkeys(c["sampler"] for c in cells):
         measured = [c for c in cells if c["sampler"] == label and c["overhead"] is not None]
@@ -858,19 +872,19 @@ def summarize_overhead(cells: Sequence[dict]) -> dict[str, dict[str, Any]]:
             out[label] = {"median": median([c["overhead"] for c in measured]), "worst": worst["overhead"],
                           "cells": len(measured), "median_cpu": median(cpu) if cpu else None,
                           "worst_cell": {"length": worst["length"], "batch": worst["batch"]},
-                          "worst_choice_cost": worst.get("choice_cost"),
-                          "worst_over_choice": worst.get("overhead_over_choice"),
-                          "worst_ci": worst.get("overhead_ci"), "worst_choice_ci": worst.get("choice_cost_ci")}
+                          "worst_lean_cost": worst.get("lean_cost"),
+                          "worst_over_lean": worst.get("overhead_over_lean"),
+                          "worst_ci": worst.get("overhead_ci"), "worst_lean_ci": worst.get("lean_cost_ci")}
     return out
 
 
 def summarize_batching(cells: Sequence[dict], small: int, large: int, side: str = "harness_seconds",
                        ci: bool = False) -> dict[str, dict[int, Any]]:
     """Per sampler and length: the share of the bare model's batching gain (small -> large batch) kept
-    by ``side`` (the harness, or ``bare_choice_seconds``: the bare passes with an exact choice); with
+    by ``side`` (the harness, or ``bare_lean_seconds``: the lean bare loop); with
     ``ci``, its 95 % interval instead."""
     out: dict[str, dict[int, Any]] = {}
-    runs_side = "harness" if side == "harness_seconds" else "choice"
+    runs_side = "harness" if side == "harness_seconds" else "lean"
 
     def kept(side_small: float, bare_small: float, side_large: float, bare_large: float) -> float | None:
         return batching_ratio(side_small, side_large, bare_small, bare_large, small, large)
@@ -915,7 +929,7 @@ def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length
 
     overhead = summarize_overhead(cells)
     batching = summarize_batching(cells, small, large) if large > small else {}
-    choice_batching = summarize_batching(cells, small, large, "bare_choice_seconds") if large > small else {}
+    lean_batching = summarize_batching(cells, small, large, "bare_lean_seconds") if large > small else {}
     batching_ci = summarize_batching(cells, small, large, ci=True) if large > small else {}
     worst_batching = [v for per in batching.values() for v in per.values() if v is not None]
     return {
@@ -927,8 +941,8 @@ def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length
                                        (masked, "bare"))},
         "batching": {"small_batch": small, "large_batch": large,
                      "by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching.items()},
-                     "choice_by_sampler": {k: {str(length): v for length, v in per.items()}
-                                           for k, per in choice_batching.items()},
+                     "lean_by_sampler": {k: {str(length): v for length, v in per.items()}
+                                           for k, per in lean_batching.items()},
                      "ci_by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching_ci.items()},
                      "worst": min(worst_batching) if worst_batching else None},
         "crossover": summarize_crossover(cells, speedup_length),
@@ -968,11 +982,11 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         for label, over in ratios["overhead"].items():
             cpu = f", CPU-time ratio {over['median_cpu']:.3g}" if over.get("median_cpu") else ""
             choice = ""
-            if over.get("worst_choice_cost"):
+            if over.get("worst_lean_cost"):
                 cell = over["worst_cell"]
-                choice = (f"; worst cell (L={cell['length']}, B={cell['batch']}): bare + exact choice "
-                          f"{over['worst_choice_cost']:.3g}{interval_text(over.get('worst_choice_ci'))}, "
-                          f"harness over it {over['worst_over_choice']:.3g}")
+                choice = (f"; worst cell (L={cell['length']}, B={cell['batch']}): lean bare "
+                          f"{over['worst_lean_cost']:.3g}{interval_text(over.get('worst_lean_ci'))}, "
+                          f"harness over it {over['worst_over_lean']:.3g}")
             add(f"overhead {size}", f"overhead {label} [{size}]", over["worst"],
                 f"median cell {over['median']:.3g}{cpu}{choice}", over.get("worst_ci"))
         speedup = ratios["speedup"]
@@ -983,10 +997,10 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         batching = ratios["batching"]
         for label, per in batching["by_sampler"].items():
             for length, value in per.items():
-                choice = batching.get("choice_by_sampler", {}).get(label, {}).get(length)
+                choice = batching.get("lean_by_sampler", {}).get(label, {}).get(length)
                 add("batching", f"batching {label} L={length} [{size}]", value,
                     f"batch {batching['small_batch']} -> {batching['large_batch']}"
-                    + (f"; bare + exact choice {choice:.3g}" if choice is not None else ""),
+                    + (f"; lean bare {choice:.3g}" if choice is not None else ""),
                     batching.get("ci_by_sampler", {}).get(label, {}).get(length))
         cross = ratios["crossover"]
         add("crossover", f"crossover batch [{size}]", cross["batch"], f"bare models: {cross['bare_batch']}")
@@ -1138,13 +1152,13 @@ def report_markdown(report: dict[str, Any]) -> str:
         params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
         lines += ["", f"Samplers, size {size} ({params} parameters):", "",
                   "| sampler | L | batch | passes (harness/bare) | harness s | bare s | overhead [95% CI] | CPU overhead | "
-                  "bare + exact choice / bare | harness / (bare + choice) | tokens/s | samples/s | peak MiB |",
+                  "lean bare / bare | harness / lean bare | tokens/s | samples/s | peak MiB |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in block["cells"]:
             lines.append(f"| {c['sampler']} | {c['length']} | {c['batch']} | {c['forward_passes']}/{c['bare_forward_passes']} | "
                          f"{fmt(c['harness_seconds'])} | {fmt(c['bare_seconds'])} | {fmt(c['overhead'])}"
                          f"{interval_text(c.get('overhead_ci'))} | "
-                         f"{fmt(c.get('overhead_cpu'))} | {fmt(c.get('choice_cost'))} | {fmt(c.get('overhead_over_choice'))} | "
+                         f"{fmt(c.get('overhead_cpu'))} | {fmt(c.get('lean_cost'))} | {fmt(c.get('overhead_over_lean'))} | "
                          f"{fmt(c['tokens_per_s'])} | {fmt(c['samples_per_s'])} | {fmt(c['peak_mib'])} |")
     if report.get("metrics"):
         lines += ["", "| metric | pairs | seconds | pairs/s | pairs/s, references cached | encoder alone |",

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from mlmh import bench
 from mlmh.bench import SAMPLER_CASES, BenchOptions
+from tiny_models import output_rows
 
 
 @pytest.fixture(autouse=True)
@@ -109,20 +110,20 @@ def test_summaries_from_cells():
 
 def test_exact_choice_figures_from_cells():
     mp = bench.MASKED_CASE
-    cells = [dict(_cell(mp, 16, 1, 0.12, 0.10), bare_choice_seconds=0.105),
-             dict(_cell(mp, 16, 4, 0.30, 0.20), bare_choice_seconds=0.25)]
+    cells = [dict(_cell(mp, 16, 1, 0.12, 0.10), bare_lean_seconds=0.105),
+             dict(_cell(mp, 16, 4, 0.30, 0.20), bare_lean_seconds=0.25)]
     for cell in cells:
-        cell["choice_cost"] = cell["bare_choice_seconds"] / cell["bare_seconds"]
-        cell["overhead_over_choice"] = cell["harness_seconds"] / cell["bare_choice_seconds"]
+        cell["lean_cost"] = cell["bare_lean_seconds"] / cell["bare_seconds"]
+        cell["overhead_over_lean"] = cell["harness_seconds"] / cell["bare_lean_seconds"]
     summary = bench.summarize_size(cells, [1, 4], speedup_length=16)
     over = summary["overhead"][mp]
     assert over["worst"] == pytest.approx(1.5) and over["worst_cell"] == {"length": 16, "batch": 4}
-    assert over["worst_choice_cost"] == pytest.approx(1.25) and over["worst_over_choice"] == pytest.approx(1.2)
-    # the choice side keeps (4 / 0.25) / (1 / 0.105) of the bare gain (4 / 0.2) / (1 / 0.1)
-    assert summary["batching"]["choice_by_sampler"][mp]["16"] == pytest.approx((16 * 0.105) / (20 * 0.1))
+    assert over["worst_lean_cost"] == pytest.approx(1.25) and over["worst_over_lean"] == pytest.approx(1.2)
+    # the lean side keeps (4 / 0.25) / (1 / 0.105) of the bare gain (4 / 0.2) / (1 / 0.1)
+    assert summary["batching"]["lean_by_sampler"][mp]["16"] == pytest.approx((16 * 0.105) / (20 * 0.1))
     rows = {row["name"]: row for row in bench.goal_rows({"sizes": {"tiny": {"ratios": bench.as_json_ready(summary)}}})}
-    assert "worst cell (L=16, B=4): bare + exact choice 1.25, harness over it 1.2" in rows[f"overhead {mp} [tiny]"]["detail"]
-    assert rows[f"batching {mp} L=16 [tiny]"]["detail"] == "batch 1 -> 4; bare + exact choice 0.84"
+    assert "worst cell (L=16, B=4): lean bare 1.25, harness over it 1.2" in rows[f"overhead {mp} [tiny]"]["detail"]
+    assert rows[f"batching {mp} L=16 [tiny]"]["detail"] == "batch 1 -> 4; lean bare 0.84"
 
 
 def test_measure_interleaves_after_warmup_and_reports_median():
@@ -219,16 +220,35 @@ def test_forward_pass_counts_of_harness_and_bare_agree(case, bench_adapters, voc
     assert cell["masked_tokens"] == masked and cell["batch"] == 2 and cell["length"] == 12
     bare_fn, passes = bench.bare_work(sampler, bench_adapters[case.kind], items)
     assert bare_fn() == passes == expected
-    choice_fn, choice_passes = bench.bare_work(sampler, bench_adapters[case.kind], items, exact=True)
-    assert choice_fn() == choice_passes == expected
-    assert cell["bare_choice_seconds"] > 0
-    assert cell["choice_cost"] == pytest.approx(cell["bare_choice_seconds"] / cell["bare_seconds"], rel=1e-4)
-    assert cell["overhead_over_choice"] == pytest.approx(cell["harness_seconds"] / cell["bare_choice_seconds"], rel=1e-4)
+    lean_fn, lean_passes = bench.bare_work(sampler, bench_adapters[case.kind], items, lean=True)
+    assert lean_fn() == lean_passes == expected
+    assert cell["bare_lean_seconds"] > 0
+    assert cell["lean_cost"] == pytest.approx(cell["bare_lean_seconds"] / cell["bare_seconds"], rel=1e-4)
+    assert cell["overhead_over_lean"] == pytest.approx(cell["harness_seconds"] / cell["bare_lean_seconds"], rel=1e-4)
     from mlmh.generation import generate
 
     for generation in generate(bench_adapters[case.kind], sampler, items, batch_size=2):
         assert generation.forward_passes == expected  # the harness's own count, per item
     assert cell["forward_passes"] == expected  # seq2seq too: rows with the same masked positions share a cache
+
+
+@pytest.mark.parametrize("case", SAMPLER_CASES, ids=lambda c: c.key)
+def test_the_lean_bare_loop_computes_as_many_output_rows_as_the_harness(case, bench_adapters, vocabulary):
+    from mlmh.generation import generate
+    from mlmh.registry import get_registry
+
+    sampler, adapter = get_registry().build("sampler", case.spec), bench_adapters[case.kind]
+    items = bench.bench_items(12, 2, vocabulary)
+    with output_rows(adapter.model) as rows:
+        generate(adapter, sampler, items, batch_size=2)
+        harness_rows, rows[:] = sum(rows), []
+        bench.bare_work(sampler, adapter, items, lean=True)[0]()
+        lean_rows, rows[:] = sum(rows), []
+        bench.bare_work(sampler, adapter, items)[0]()
+        bare_rows = sum(rows)
+    assert harness_rows == lean_rows
+    if case.kind != "seq2seq":  # the bench's BART takes no logits_to_keep: every decoder row, both sides
+        assert lean_rows < bare_rows
 
 
 def test_chosen_positions_per_pass_follow_the_algorithms():
@@ -287,13 +307,13 @@ def test_run_bench_report_shape(tmp_path):
         assert cell["forward_passes"] == cell["bare_forward_passes"]
         assert cell["overhead"] == pytest.approx(cell["harness_seconds"] / cell["bare_seconds"], rel=1e-4)
         low, high = cell["overhead_ci"]  # cells run on for 0.5 s a side: enough rounds for an interval
-        assert low <= high and len(cell["harness_runs"]) == len(cell["bare_runs"]) == len(cell["choice_runs"])
+        assert low <= high and len(cell["harness_runs"]) == len(cell["bare_runs"]) == len(cell["lean_runs"])
     ratios = block["ratios"]
     assert ratios["speedup"]["masked_tokens"] == 6 and ratios["speedup"]["value"] > 0
     assert set(ratios["batching"]["by_sampler"]["mask-predict T=4"]) == {"8", "12"}
-    assert set(ratios["batching"]["choice_by_sampler"]["mask-predict T=4"]) == {"8", "12"}
+    assert set(ratios["batching"]["lean_by_sampler"]["mask-predict T=4"]) == {"8", "12"}
     batching_rows = [row for row in report["goals"] if row["ratio"] == "batching"]
-    assert batching_rows and all("bare + exact choice" in row["detail"] for row in batching_rows)
+    assert batching_rows and all("lean bare" in row["detail"] for row in batching_rows)
     assert report["metrics"]["bleu"]["pairs"] == 4 and report["metrics"]["bleu"]["pairs_per_s"] > 0
     names = [row["name"] for row in report["goals"]]
     assert "speedup clm-infill/mask-predict T=4 [tiny]" in names and "crossover batch [tiny]" in names
@@ -312,10 +332,10 @@ def test_run_bench_report_shape(tmp_path):
     assert "speedup clm-infill/mask-predict T=4 [tiny]" in text and "samplers (tiny:" in text
     markdown = bench.report_markdown(report)
     assert "| speedup clm-infill/mask-predict T=4 [tiny] |" in markdown and "| bleu | 4 |" in markdown
-    assert "| bare + exact choice / bare | harness / (bare + choice) |" in markdown
+    assert "| lean bare / bare | harness / lean bare |" in markdown
     assert "| overhead [95% CI] |" in markdown and all("ci" in row for row in report["goals"] if row["ratio"] == "batching")
     overhead_rows = [row for row in report["goals"] if row["ratio"] == "overhead tiny"]
-    assert overhead_rows and all("bare + exact choice" in row["detail"] for row in overhead_rows)
+    assert overhead_rows and all("lean bare" in row["detail"] for row in overhead_rows)
 
 
 @pytest.mark.parametrize("args, message", [
