@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from mlmh.errors import DataError, ModelError, SpecError
 from mlmh.modelcache import CARD_NAME, library_versions
+from mlmh.readout import logits_at
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,7 +93,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 5
+RECIPE_VERSION = 6
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -627,16 +628,24 @@ def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"]) -> 
 
     Cross-entropy summed over the supervised tokens and their count; for ``mdlm`` batches the masked
     tokens' cross-entropy weighted by 1/t, over the count of maskable tokens (MDLM's per-token ELBO).
+    The MLM's logits are computed at its supervised positions only (:func:`mlmh.readout.logits_at`):
+    the loss is the same, and the output layer's share of a step shrinks to the masked tokens'.
     """
     import torch
 
-    if "loss_weight" not in batch:
-        out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
-        count = supervised_targets(objective, batch)
-        return (out.loss * count if count else out.logits.sum() * 0.0), count
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch["labels"], ignore_index=-100, reduction="none")
-    return (nll.sum(dim=1) * batch["loss_weight"]).sum(), int(batch["loss_tokens"])
+    if objective == "mlm":
+        labels = batch["labels"]
+        where = (labels != -100).flatten().nonzero().flatten()
+        logits = logits_at(model, where.to(labels.device), input_ids=batch["input_ids"],
+                           attention_mask=batch["attention_mask"])
+        nll = torch.nn.functional.cross_entropy(logits, labels.flatten().index_select(0, where), reduction="none")
+        if "loss_weight" not in batch:
+            return nll.sum(), len(where)
+        weights = batch["loss_weight"].repeat_interleave(labels.shape[1]).index_select(0, where)  # 1/t of each row
+        return (nll * weights).sum(), int(batch["loss_tokens"])
+    out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
+    count = supervised_targets(objective, batch)
+    return (out.loss * count if count else out.logits.sum() * 0.0), count
 
 
 # -- evaluation -----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from mlmh.errors import SpecError
 from mlmh.training import (MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES, BatchMaker, budget_steps, build_model,
                            count_parameters, infill_example, infill_spans, load_init, loss_terms, make_blocks,
                            make_config, split_validation, train, train_tokenizer)
+from tiny_models import output_rows
 
 WORDS = ("the old captain walked along the quiet harbour and counted the boats while gulls circled "
          "over the grey water ; later she wrote a letter to her brother about the storm").split()
@@ -314,6 +315,28 @@ def test_mdlm_loss_is_the_inverse_rate_weighted_masked_cross_entropy_per_token()
             expected += -float(logp[i, j, batch["labels"][i, j]]) * float(batch["loss_weight"][i])
     assert count == sum(_content(blocks, r) for r in blocks.ids[:6])
     assert float(summed) == pytest.approx(expected, rel=1e-4)
+
+
+def test_the_mlm_loss_reads_only_the_masked_positions_with_the_full_logits_value_and_gradient():
+    import torch
+
+    tok, blocks = _long_blocks()
+    torch.manual_seed(0)
+    model = build_model("mlm", dataclasses.replace(SIZES["tiny"], **{**MICRO, "seq_len": 128}), tok).eval()
+    batch = BatchMaker("mlm", tok, blocks, ratio=0.15, seed=1)(blocks.ids[:6])
+    masked = int((batch["labels"] != -100).sum())
+    with output_rows(model) as rows:
+        summed, count = loss_terms(model, "mlm", batch)
+    summed.backward()
+    trained = [(name, p) for name, p in model.named_parameters() if p.requires_grad]  # not the fixed rotary table
+    read = {name: p.grad.clone() for name, p in trained}
+    model.zero_grad()
+    full = model(**batch).loss * masked  # transformers' own loss over every position's logits
+    full.backward()
+    assert rows == [masked] and count == masked and 0 < masked < batch["labels"].numel()
+    assert float(summed) == pytest.approx(float(full), rel=1e-5)
+    for name, p in trained:
+        assert torch.allclose(read[name], p.grad, rtol=1e-4, atol=1e-6), name
 
 
 @pytest.mark.parametrize("schedule", ["uniform", "mdlm"])
