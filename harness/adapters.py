@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mlmh.errors import ModelError
-from mlmh.readout import logits_at
+from mlmh.readout import logits_at, output_at
 from mlmh.types import MaskPlan, Words
 
 MODEL_KINDS = ("mlm", "clm", "seq2seq")
@@ -400,12 +400,19 @@ class _IncrementalAdapter(BaseAdapter):
         """Whether the model's forward takes ``logits_to_keep`` (most causal LMs of transformers)."""
         return "logits_to_keep" in inspect.signature(self.model.forward).parameters
 
-    def _keep_last(self, kwargs: dict[str, Any], input_ids: Any, last_only: bool) -> dict[str, Any]:
-        """``kwargs`` asking for the last column's logits alone where that saves work: a prefill's output
-        layer for its last token only."""
-        if last_only and input_ids.shape[1] > 1 and self._keeps_logits:
-            kwargs["logits_to_keep"] = 1
-        return kwargs
+    def _run(self, kwargs: dict[str, Any], input_ids: Any, last_only: bool) -> Any:
+        """The model on ``kwargs``. With ``last_only`` (every row ends at the last column) a prefill
+        computes its output layer for that column alone: ``logits_to_keep`` where the forward takes
+        it, else through :func:`mlmh.readout.output_at` (logits (rows, vocab) then)."""
+        import torch
+
+        rows, width = input_ids.shape
+        if not last_only or width == 1:
+            return self.model(**kwargs)
+        if self._keeps_logits:
+            return self.model(**kwargs, logits_to_keep=1)
+        last = torch.arange(rows, device=input_ids.device) * width + (width - 1)
+        return output_at(self.model, last, **kwargs)[0]
 
     def next_logits(self, chunks: Sequence[Sequence[int]], state: "PrefixState", rows: Sequence[int]) -> Any:
         """Feed each row's ``chunk`` and return (rows, vocab) logits of its last token.
@@ -462,7 +469,7 @@ class _IncrementalAdapter(BaseAdapter):
             state.width += width
             state.fed = [done + n for done, n in zip(state.fed, lengths)]
         if last_column:
-            last_logits = out.logits[:, -1, :]
+            last_logits = out.logits if out.logits.dim() == 2 else out.logits[:, -1, :]  # read at the last column already
         else:
             last = torch.as_tensor([n - 1 for n in lengths], device=out.logits.device)
             last_logits = out.logits[torch.arange(len(chunks), device=last.device), last, :]
@@ -516,7 +523,7 @@ class CausalLMAdapter(_IncrementalAdapter):
             kwargs["position_ids"] = position_ids
         if cache is not None:
             kwargs[self._cache_argument] = cache
-        return self.model(**self._keep_last(kwargs, input_ids, last_only))
+        return self._run(kwargs, input_ids, last_only)
 
 
 class Seq2SeqAdapter(_IncrementalAdapter):
@@ -620,7 +627,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         }
         if cache is not None:
             kwargs[self._cache_argument] = cache
-        return self.model(**self._keep_last(kwargs, input_ids, last_only))
+        return self._run(kwargs, input_ids, last_only)
 
 
 def cache_argument(model: Any) -> str:

@@ -12,14 +12,15 @@ Why it is built this way:
   allocates outside Python's heap, so ``tracemalloc`` would miss it.
 - The models have random weights (speed does not depend on what they learned) and are built in memory
   from configs of matched parameter count: BERT-style MLM, GPT-2-style CLM, BART-style seq2seq.
-- The bare baselines call the Hugging Face model directly with exactly the work a sampler needs
-  (e.g. T full passes for mask-predict; one prefill and one cached step per token for clm-infill), so
-  ``harness time / bare time`` is the harness's own overhead.
-- A third side, the lean bare loop, does the least a sampler's work needs: the passes with the output
-  layer computed only at the positions the sampler reads (a masked LM's hidden states there fed to its
-  head; a causal prefill's last token, ``logits_to_keep``), plus an exact greedy choice there (softmax
-  over the vocabulary and its max: what reporting each token's probability costs). The harness does
-  the same, so ``harness / lean`` is its own cost, while ``harness / bare`` may fall below 1.
+- The bare baselines call the Hugging Face model directly with exactly the passes a sampler needs
+  (e.g. T full passes for mask-predict; one prefill and one cached step per token for clm-infill),
+  as a user's own loop would: ``harness time / bare time`` is the overhead the goals judge.
+- A third side, the lean bare loop, does the least a sampler's work needs: the same passes with the
+  output layer computed only at the positions the sampler reads (a masked LM's hidden states there
+  fed to its head; a decoder prefill's last token: ``logits_to_keep``, or BART's head on it), plus an
+  exact greedy choice there (softmax over the vocabulary and its max: what reporting each token's
+  probability costs). The harness does the same, so ``harness / lean`` is its own cost, while
+  ``harness / bare`` may fall below 1.
 """
 
 from __future__ import annotations
@@ -453,10 +454,14 @@ def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, 
     from mlmh.adapters import cache_argument, returned_cache
 
     name = cache_name or cache_argument(model)
+    keep = last_only(model, lean)
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=source_ids, attention_mask=torch.ones_like(source_ids))
-        out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True,
-                    **last_only(model, lean))
+        if lean and not keep:  # BART takes no logits_to_keep: its decoder, then its head on the last position
+            out = model.model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True)
+            out.logits = model.lm_head(out.last_hidden_state[:, -1:]) + model.final_logits_bias
+        else:
+            out = model(encoder_outputs=encoded, decoder_input_ids=decoder_prefix_ids, use_cache=True, **keep)
         passes = 2
         for _ in range(new_tokens - 1):
             out = model(encoder_outputs=encoded, decoder_input_ids=next_token(out.logits[:, -1], lean),

@@ -64,21 +64,40 @@ def full_passes_only(model: Any) -> None:
     _READERS[model] = None
 
 
-def logits_at(model: Any, index: Any, **inputs: Any) -> Any:
-    """(len(index), vocab) logits of a masked LM at the flat (batch x length) positions ``index`` (a
-    long tensor on the model's device), for the model inputs ``inputs``: the same values as the full
-    logits' rows, computed where the model allows with the output layer at those rows only."""
+def output_at(model: Any, index: Any, **inputs: Any) -> tuple[Any, bool]:
+    """``model(**inputs)`` with its output layer fed only the flat (batch x length) rows ``index`` (a long
+    tensor on the model's device); returns (output, read): ``read`` says whether ``output.logits`` are
+    those rows alone, (len(index), vocab), or, for a head that does not end in its output layer, every
+    position's. The model runs once, so a decoder's cache grows once."""
     reader = reader_of(model)
-    if reader is not None:
-        reader.index = index
-        try:
-            logits = model(**inputs).logits
-        except RuntimeError:  # a head that reshapes after its output layer
-            logits = None
-        finally:
-            reader.index = None
-        if logits is not None and tuple(logits.shape[:-1]) == (len(index),):
-            return logits
+    if reader is None:
+        return model(**inputs), False
+    reader.index = index
+    try:
+        output = model(**inputs)
+    except RuntimeError:  # a head that reshapes after its output layer
         full_passes_only(model)
-    logits = model(**inputs).logits
+        raise
+    finally:
+        reader.index = None
+    if tuple(output.logits.shape[:-1]) == (len(index),):
+        return output, True
+    full_passes_only(model)
+    return output, False
+
+
+def logits_at(model: Any, index: Any, **inputs: Any) -> Any:
+    """(len(index), vocab) logits of a masked LM at the flat (batch x length) positions ``index``: the
+    same values as the full logits' rows, computed where the model allows with the output layer at
+    those rows only (a stateless pass, so a head that cannot be read in part is run again in full)."""
+    hooked = reader_of(model) is not None
+    try:
+        output, read = output_at(model, index, **inputs)
+    except RuntimeError:
+        if not hooked:  # a plain pass failed: nothing to fall back to
+            raise
+        output, read = model(**inputs), False
+    if read:
+        return output.logits
+    logits = output.logits
     return logits.reshape(-1, logits.shape[-1]).index_select(0, index)

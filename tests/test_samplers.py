@@ -332,11 +332,20 @@ def test_a_head_that_does_not_end_in_its_output_layer_is_read_from_full_passes(t
     assert reader_of(adapter.model) is None and not stray._forward_pre_hooks
 
 
-def test_a_causal_prefill_computes_the_output_layer_for_its_last_token_only(adapters):
-    adapter = adapters["clm"]
+@pytest.mark.parametrize("kind, spec", [("clm", "clm-infill"), ("seq2seq", "seq2seq-infill")])
+def test_a_decoder_prefill_computes_the_output_layer_for_its_last_token_only(adapters, tiny_clm, tiny_seq2seq,
+                                                                             kind, spec):
+    adapter = adapters[kind]
     items = [item for item in items_for("random:ratio=0.4") if item.plan.word_indices][:3]
     with output_rows(adapter.model) as rows:
-        cached = generate(adapter, build("sampler", "clm-infill"), items, batch_size=3)
-    uncached = generate(adapter, build("sampler", "clm-infill:use_cache=false"), items, batch_size=3)
-    assert rows and max(rows) <= len(items)  # a row per item and pass, prefills of many tokens included
-    assert [g.text for g in cached] == [g.text for g in uncached]
+        read = generate(adapter, build("sampler", spec), items, batch_size=3)
+    full_adapter = load_adapter(kind, {"clm": tiny_clm, "seq2seq": tiny_seq2seq}[kind], threads=1)
+    full_passes_only(full_adapter.model)
+    full_adapter.__dict__["_keeps_logits"] = False
+    with output_rows(full_adapter.model) as full_rows:
+        full = generate(full_adapter, build("sampler", spec), items, batch_size=3)
+    assert rows and max(rows) <= len(items) < max(full_rows)  # a row per item and pass, prefills of many tokens included
+    assert [g.text for g in read] == [g.text for g in full]
+    for a, b in zip(read, full):
+        for sa, sb in zip(a.steps, b.steps):
+            assert list(sa.confidences.values()) == pytest.approx(list(sb.confidences.values()), abs=1e-5)
