@@ -36,6 +36,8 @@ def inputs():
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
 def test_logits_at_equal_the_full_logits_rows_and_feed_the_output_layer_those_rows_only(name):
+    if not hasattr(transformers, f"{name}ForMaskedLM"):
+        pytest.skip(f"transformers {transformers.__version__} has no {name}")
     config = getattr(transformers, f"{name}Config")(**ARCHITECTURES[name])
     torch.manual_seed(0)
     model = getattr(transformers, f"{name}ForMaskedLM")(config).eval()
