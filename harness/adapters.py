@@ -397,8 +397,7 @@ class _IncrementalAdapter(BaseAdapter):
 
     @cached_property
     def _keeps_logits(self) -> bool:
-        """Whether the model's forward takes ``logits_to_keep`` (most causal LMs of transformers)."""
-        return "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        return keeps_logits(self.model)
 
     def _run(self, kwargs: dict[str, Any], input_ids: Any, last_only: bool) -> Any:
         """The model on ``kwargs``. With ``last_only`` (every row ends at the last column) a prefill
@@ -634,6 +633,11 @@ def cache_argument(model: Any) -> str:
     """The keyword under which ``model.forward`` takes a KV cache: ``cache`` where transformers has
     renamed it (5.x deprecates ``past_key_values`` and announces its removal), else ``past_key_values``."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def keeps_logits(model: Any) -> bool:
+    """Whether ``model.forward`` takes ``logits_to_keep`` (most causal LMs of transformers; not BART or T5)."""
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
 
 
 def returned_cache(output: Any) -> Any:

@@ -404,9 +404,9 @@ def next_token(last_logits, exact: bool):
 
 def last_only(model, lean: bool) -> dict[str, Any]:
     """Keywords of a lean pass that reads its last token only: ``logits_to_keep=1`` where the model takes it."""
-    import inspect
+    from mlmh.adapters import keeps_logits
 
-    return {"logits_to_keep": 1} if lean and "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    return {"logits_to_keep": 1} if lean and keeps_logits(model) else {}
 
 
 def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = True, cache_name: str = "",
@@ -945,13 +945,16 @@ def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length
                     "kept_ci": cell_ci(speedup_kept, (causal, "harness"), (causal, "bare"), (masked, "harness"),
                                        (masked, "bare"))},
         "batching": {"small_batch": small, "large_batch": large,
-                     "by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching.items()},
-                     "lean_by_sampler": {k: {str(length): v for length, v in per.items()}
-                                           for k, per in lean_batching.items()},
-                     "ci_by_sampler": {k: {str(length): v for length, v in per.items()} for k, per in batching_ci.items()},
+                     "by_sampler": _by_length_key(batching), "lean_by_sampler": _by_length_key(lean_batching),
+                     "ci_by_sampler": _by_length_key(batching_ci),
                      "worst": min(worst_batching) if worst_batching else None},
         "crossover": summarize_crossover(cells, speedup_length),
     }
+
+
+def _by_length_key(per_sampler: dict[str, dict[int, Any]]) -> dict[str, dict[str, Any]]:
+    """``{sampler: {length: value}}`` with the lengths as strings, as JSON keeps them."""
+    return {label: {str(length): value for length, value in per.items()} for label, per in per_sampler.items()}
 
 
 def interval_text(ci: Sequence[float | None] | None) -> str:
@@ -986,14 +989,14 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         ratios = block["ratios"]
         for label, over in ratios["overhead"].items():
             cpu = f", CPU-time ratio {over['median_cpu']:.3g}" if over.get("median_cpu") else ""
-            choice = ""
+            lean = ""
             if over.get("worst_lean_cost"):
                 cell = over["worst_cell"]
-                choice = (f"; worst cell (L={cell['length']}, B={cell['batch']}): lean bare "
-                          f"{over['worst_lean_cost']:.3g}{interval_text(over.get('worst_lean_ci'))}, "
-                          f"harness over it {over['worst_over_lean']:.3g}")
+                lean = (f"; worst cell (L={cell['length']}, B={cell['batch']}): lean bare "
+                        f"{over['worst_lean_cost']:.3g}{interval_text(over.get('worst_lean_ci'))}, "
+                        f"harness over it {over['worst_over_lean']:.3g}")
             add(f"overhead {size}", f"overhead {label} [{size}]", over["worst"],
-                f"median cell {over['median']:.3g}{cpu}{choice}", over.get("worst_ci"))
+                f"median cell {over['median']:.3g}{cpu}{lean}", over.get("worst_ci"))
         speedup = ratios["speedup"]
         add("speedup", f"speedup clm-infill/mask-predict T=4 [{size}]", speedup["value"],
             f"bare models {speedup['bare']:.3g}" if speedup["bare"] else "")
@@ -1002,10 +1005,10 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         batching = ratios["batching"]
         for label, per in batching["by_sampler"].items():
             for length, value in per.items():
-                choice = batching.get("lean_by_sampler", {}).get(label, {}).get(length)
+                lean = batching.get("lean_by_sampler", {}).get(label, {}).get(length)
                 add("batching", f"batching {label} L={length} [{size}]", value,
                     f"batch {batching['small_batch']} -> {batching['large_batch']}"
-                    + (f"; lean bare {choice:.3g}" if choice is not None else ""),
+                    + (f"; lean bare {lean:.3g}" if lean is not None else ""),
                     batching.get("ci_by_sampler", {}).get(label, {}).get(length))
         cross = ratios["crossover"]
         add("crossover", f"crossover batch [{size}]", cross["batch"], f"bare models: {cross['bare_batch']}")

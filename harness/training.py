@@ -636,8 +636,7 @@ def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"]) -> 
     if objective == "mlm":
         labels = batch["labels"]
         where = (labels != -100).flatten().nonzero().flatten()
-        logits = logits_at(model, where.to(labels.device), input_ids=batch["input_ids"],
-                           attention_mask=batch["attention_mask"])
+        logits = logits_at(model, where, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         nll = torch.nn.functional.cross_entropy(logits, labels.flatten().index_select(0, where), reduction="none")
         if "loss_weight" not in batch:
             return nll.sum(), len(where)
