@@ -1,9 +1,10 @@
 """The three roles of a corpus's documents, and the one rule that gives every corpus a validation split.
 
 Models learn from ``train``, checkpoints are selected on ``validation``, and ``test`` holds the unseen
-documents: never trained on, never selected on. Datasets ship train and test; :func:`with_validation`
-carves validation out of train by a hash of the document ids, so it does not depend on run seeds and
-every model, run and machine selects on the same documents.
+documents: never trained on, never selected on. A dataset declares each document's group (``Document.group``:
+an author, a patient, a source) and no group ever sits in two splits: datasets hold out test by
+:func:`hold_out`, and :func:`with_validation` carves validation out of train the same way, by a hash of the
+group keys, so it does not depend on run seeds and every model, run and machine selects on the same documents.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
 
 from mlmh.errors import DataError
-from mlmh.types import Corpus
+from mlmh.seeding import sample_seed
+from mlmh.types import Corpus, Document
 
 ROLES: dict[str, str] = {
     "train": "models learn from it; its regenerations become the synthetic training corpus",
@@ -23,37 +28,90 @@ ROLES: dict[str, str] = {
 VALIDATION_FRACTION = 0.1
 
 
+def group_key(document: Document) -> str:
+    """The unit a split never cuts: the document's ``group`` (author, patient, source), else itself."""
+    return f"group:{document.group}" if document.group is not None else f"document:{document.id}"
+
+
+def hold_out(documents: Sequence[Document], fraction: float, seed: int, salt: str) -> set[str]:
+    """Ids of the documents a dataset holds out as ``test``: whole groups (:func:`group_key`) taken in a
+    seeded order while that brings the held-out share of documents closer to ``fraction``; at least one
+    group, never all of them (none when there is only one)."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for document in documents:
+        members[group_key(document)].append(document.id)
+    if len(members) < 2:
+        return set()
+    ordered = sorted(members)
+    rng = np.random.default_rng(sample_seed(seed, salt, "split"))
+    held: set[str] = set()
+    total, taken = len(documents), 0
+    for index in rng.permutation(len(ordered)):
+        size = len(members[ordered[index]])
+        if held and abs(taken + size - fraction * total) >= abs(taken - fraction * total):
+            continue
+        if taken + size >= total:
+            continue
+        held.update(members[ordered[index]])
+        taken += size
+    return held
+
+
 def with_validation(corpus: Corpus, fraction: float = VALIDATION_FRACTION) -> Corpus:
     """``corpus`` with its ``validation`` split set; the same object when it already has one.
 
-    Otherwise the train documents whose id hash ranks lowest move to ``validation`` until they are
-    ``fraction`` of the train documents (at least one when there are two or more). Documents joined by
-    a train verification pair move together, and such pairs become validation pairs, so no train pair
-    loses a document. Test documents never move.
+    Validation is drawn the way test is: whole groups (:func:`group_key`: PAN's authors, MIMIC's patients)
+    that no model trains on, so early stopping measures generalisation to new authors, not to the train
+    authors' other texts. Groups are ranked by a hash of their key (no run seed: every model, run and
+    machine selects on the same documents) and move until they hold ``fraction`` of the train documents
+    (at least one group when there are two or more). Train verification pairs keep their documents
+    together where the groups allow it; where pairs link (almost) every group into one, as in real PAN
+    releases, the groups are taken alone and the train pairs that would cross are left out (counted in
+    the notes). Test documents never move.
     """
     if not 0 < fraction < 1:
         raise DataError(f"validation fraction must be between 0 and 1; got {fraction}")
     if corpus.split("validation"):
         return corpus
-    train_ids = [d.id for d in corpus.split("train")]
-    if len(train_ids) < 2:
+    train = corpus.split("train")
+    if len(train) < 2:
         return corpus
-    wanted = max(1, round(fraction * len(train_ids)))
-    moved: set[str] = set()
-    for group in sorted(_pair_groups(corpus, set(train_ids)), key=_group_rank):
-        if len(moved) >= wanted:
-            break
-        if len(moved) + len(group) >= len(train_ids):
-            continue  # keep at least one train document
-        moved.update(group)
+    wanted = max(1, round(fraction * len(train)))
+    moved = _take_groups(_groups(corpus, train, link_pairs=True), wanted, len(train))
+    crossing = 0
+    if not moved or abs(len(moved) - wanted) > max(1, wanted // 2):
+        moved = _take_groups(_groups(corpus, train, link_pairs=False), wanted, len(train))
     if not moved:
         return corpus
     documents = [dataclasses.replace(d, split="validation") if d.id in moved else d for d in corpus.documents]
-    pairs = [dataclasses.replace(p, split="validation") if p.split == "train" and p.a in moved else p
-             for p in corpus.pairs]
-    note = (f"validation split: {len(moved)} of {len(train_ids)} train documents, chosen by a hash of their ids "
-            "(checkpoint selection only)")
-    return dataclasses.replace(corpus, documents=documents, pairs=pairs, notes=[*corpus.notes, note])
+    pairs = []
+    for pair in corpus.pairs:
+        if pair.split == "train" and (pair.a in moved) != (pair.b in moved):
+            crossing += 1
+            continue
+        pairs.append(dataclasses.replace(pair, split="validation") if pair.split == "train" and pair.a in moved else pair)
+    grouped = any(d.group is not None for d in train)
+    unit = "whole groups (no group of train in validation)" if grouped else "documents"
+    note = (f"validation split: {len(moved)} of {len(train)} train documents, {unit} chosen by a hash of their "
+            "keys (checkpoint selection only)")
+    notes = [*corpus.notes, note]
+    if crossing:
+        notes.append(f"validation split: {crossing} train pair(s) joining train and validation groups left out")
+    return dataclasses.replace(corpus, documents=documents, pairs=pairs, notes=notes)
+
+
+def describe_validation(corpus: Corpus) -> str:
+    """One line on what the validation split holds, for training cards and report.md."""
+    validation = corpus.split("validation")
+    if not validation:
+        return "no validation split"
+    groups = {d.group for d in validation if d.group is not None}
+    train_groups = {d.group for d in corpus.split("train") if d.group is not None}
+    if groups:
+        shared = len(groups & train_groups)
+        return (f"{len(validation)} documents of {len(groups)} group(s) that no model trains on"
+                if not shared else f"{len(validation)} documents; {shared} of their {len(groups)} group(s) also in train")
+    return f"{len(validation)} documents not trained on (the dataset declares no groups)"
 
 
 def check_roles(corpus: Corpus) -> None:
@@ -73,9 +131,9 @@ def check_roles(corpus: Corpus) -> None:
                             f"{seen.get(pair.a)!r} and {seen.get(pair.b)!r}")
 
 
-def _pair_groups(corpus: Corpus, train_ids: set[str]) -> list[tuple[str, ...]]:
-    """Train documents grouped by the train pairs that join them (a lone document is its own group)."""
-    parent = {doc_id: doc_id for doc_id in train_ids}
+def _groups(corpus: Corpus, train: Sequence[Document], link_pairs: bool) -> list[tuple[str, ...]]:
+    """Train document ids grouped by :func:`group_key` and, with ``link_pairs``, by the train pairs that join them."""
+    parent = {d.id: d.id for d in train}
 
     def find(doc_id: str) -> str:
         while parent[doc_id] != doc_id:
@@ -83,13 +141,33 @@ def _pair_groups(corpus: Corpus, train_ids: set[str]) -> list[tuple[str, ...]]:
             doc_id = parent[doc_id]
         return doc_id
 
-    for pair in corpus.pairs:
-        if pair.split == "train" and pair.a in train_ids and pair.b in train_ids:
-            parent[find(pair.a)] = find(pair.b)
+    first_of: dict[str, str] = {}
+    for document in train:
+        parent[find(document.id)] = find(first_of.setdefault(group_key(document), document.id))
+    if link_pairs:
+        for pair in corpus.pairs:
+            if pair.split == "train" and pair.a in parent and pair.b in parent:
+                parent[find(pair.a)] = find(pair.b)
     groups: dict[str, list[str]] = defaultdict(list)
-    for doc_id in train_ids:
-        groups[find(doc_id)].append(doc_id)
+    for document in train:
+        groups[find(document.id)].append(document.id)
     return [tuple(sorted(members)) for members in groups.values()]
+
+
+def _take_groups(groups: list[tuple[str, ...]], wanted: int, total: int) -> set[str]:
+    """Groups in hash order, each taken while it brings the moved count closer to ``wanted`` (none over
+    twice ``wanted`` unless every group is); at least one train document stays."""
+    moved: set[str] = set()
+    for group in sorted(groups, key=_group_rank):
+        if len(moved) + len(group) >= total or len(group) > 2 * wanted:
+            continue
+        if moved and abs(len(moved) + len(group) - wanted) >= abs(len(moved) - wanted):
+            continue
+        moved.update(group)
+    if not moved:  # every group is large: the smallest one that leaves train a document
+        smallest = min((g for g in groups if len(g) < total), key=lambda g: (len(g), _group_rank(g)), default=())
+        moved.update(smallest)
+    return moved
 
 
 def _group_rank(group: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:

@@ -30,6 +30,9 @@ class Document:
     split: str = "train"  # "train" | "validation" | "test" (roles: mlmh.splits)
     labels: list[str] = field(default_factory=list)  # e.g. MPST tags
     author: str | None = None  # e.g. PAN author id
+    #: who or what the document belongs to (an author, a patient, a source); no group sits in two splits
+    #: (mlmh.splits); None = the document is a group of its own
+    group: str | None = None
     entities: list[EntitySpan] = field(default_factory=list)  # e.g. drug/dose spans
     meta: dict[str, Any] = field(default_factory=dict)
 

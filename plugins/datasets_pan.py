@@ -191,7 +191,8 @@ class PanDataset(Dataset):
                 doc_id = f"{pid}-{index + 1}"
                 ids.append(doc_id)
                 meta = {"pair": pid, "fandom": fandoms[index] if index < len(fandoms) else None}
-                documents.append(Document(id=doc_id, text=text, split=split, author=authors[index] if authors else None, meta=meta))
+                author = authors[index] if authors else None
+                documents.append(Document(id=doc_id, text=text, split=split, author=author, group=author, meta=meta))
             pairs.append(Pair(id=pid, a=ids[0], b=ids[1], same=same, split=split))
         for side in ("train", "test"):
             labels = {p.same for p in pairs if p.split == side}

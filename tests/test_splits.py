@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from mlmh.errors import DataError
-from mlmh.splits import check_roles, with_validation
+from mlmh.splits import check_roles, describe_validation, hold_out, with_validation
 from mlmh.types import Corpus, Document, Pair
 
 
@@ -96,11 +96,43 @@ def test_bad_fraction_is_one_clear_error():
         with_validation(_corpus(), 1.5)
 
 
-def test_bundled_pan_sample_gets_pair_whole_validation_disjoint_from_test():
+def test_bundled_pan_sample_gets_author_disjoint_validation():
     from mlmh.registry import get_registry
 
     corpus = with_validation(get_registry().build("dataset", "pan").load(None))
     check_roles(corpus)
     validation, test = _ids(corpus, "validation"), _ids(corpus, "test")
-    assert 30 <= len(validation) <= 40 and not validation & test
-    assert {x for p in corpus.pairs if p.split == "validation" for x in (p.a, p.b)} == validation
+    assert 30 <= len(validation) <= 72 and not validation & test
+    authors = {split: {d.author for d in corpus.split(split)} for split in ("train", "validation", "test")}
+    assert authors["validation"] and not authors["validation"] & (authors["train"] | authors["test"])
+    assert {x for p in corpus.pairs if p.split == "validation" for x in (p.a, p.b)} <= validation
+    assert describe_validation(corpus).endswith("group(s) that no model trains on")
+
+
+def _grouped(n_groups=12, per_group=5, linked=False) -> Corpus:
+    docs = [Document(id=f"g{g}d{i}", text=f"text {g} {i}", group=f"author{g}") for g in range(n_groups) for i in range(per_group)]
+    pairs = []
+    if linked:  # every author joined to the next one: one component, as in real PAN releases
+        pairs = [Pair(id=f"p{g}", a=f"g{g}d0", b=f"g{g + 1}d1", same=False) for g in range(n_groups - 1)]
+        pairs += [Pair(id=f"s{g}", a=f"g{g}d2", b=f"g{g}d3", same=True) for g in range(n_groups)]
+    return Corpus(dataset="made-up", documents=docs, source="test", pairs=pairs)
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_validation_holds_whole_groups_even_when_pairs_link_them_all(linked):
+    after = with_validation(_grouped(linked=linked))
+    check_roles(after)
+    groups = {split: {d.group for d in after.split(split)} for split in ("train", "validation")}
+    assert groups["validation"] and not groups["validation"] & groups["train"]
+    assert len(after.split("validation")) == 5  # one whole group of five: a tenth of 60 documents, rounded to groups
+    if linked:
+        assert any("pair(s) joining train and validation groups left out" in note for note in after.notes)
+
+
+def test_hold_out_takes_whole_groups_seeded_and_near_the_fraction():
+    documents = _grouped(n_groups=20, per_group=3).documents
+    held = hold_out(documents, 0.3, seed=0, salt="made-up")
+    assert len(held) == 18 and held == hold_out(documents[::-1], 0.3, seed=0, salt="made-up")
+    assert held != hold_out(documents, 0.3, seed=1, salt="made-up")
+    assert all({f"g{g}d{i}" for i in range(3)} <= held or not {f"g{g}d{i}" for i in range(3)} & held for g in range(20))
+    assert hold_out(documents[:3], 0.3, seed=0, salt="x") == set()  # one group: nothing can be held out
