@@ -43,6 +43,7 @@ class TrainingJob:
     dataset: str
     data_digest: str
     label: str = field(default="", compare=False)  # the model's short spec, for progress and errors
+    validation_holds: str = field(default="", compare=False)  # what validation holds, for the card
 
     def cached(self) -> bool:
         from mlmh.modelcache import ModelCache
@@ -53,7 +54,7 @@ class TrainingJob:
         """Torch threads this model trains with, alone or beside others (the weights depend on them)."""
         from mlmh.training import default_threads
 
-        return default_threads(self.config.shape)
+        return default_threads(self.config)
 
     def ensure(self, progress: ProgressFn | None = None) -> tuple[Path, bool]:
         """The cached model, trained into the cache first on a miss: ``(path, built)``."""
@@ -65,7 +66,8 @@ class TrainingJob:
         def build(tmp: Path) -> None:
             ensure_free_space(cache.root, estimated_bytes(self.config))
             train(self.texts, self.config, tmp, validation_texts=self.validation_texts, dataset=self.dataset,
-                  data_digest=self.data_digest, progress=progress, threads=self.threads())
+                  data_digest=self.data_digest, progress=progress, threads=self.threads(),
+                  validation_holds=self.validation_holds)
 
         return cache.get_or_build(self.key, build)
 

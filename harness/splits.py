@@ -34,26 +34,29 @@ def group_key(document: Document) -> str:
 
 
 def hold_out(documents: Sequence[Document], fraction: float, seed: int, salt: str) -> set[str]:
-    """Ids of the documents a dataset holds out as ``test``: whole groups (:func:`group_key`) taken in a
-    seeded order while that brings the held-out share of documents closer to ``fraction``; at least one
-    group, never all of them (none when there is only one)."""
+    """Ids of the documents a dataset holds out as ``test``: whole groups (:func:`group_key`) in a seeded
+    order, each taken while the held-out count is below ``round(fraction x documents)`` and it brings the
+    count closer to that; at least one group, never all of them (none when there is only one). Where every
+    document is its own group, this is a seeded ``fraction`` of the documents."""
     members: dict[str, list[str]] = defaultdict(list)
     for document in documents:
         members[group_key(document)].append(document.id)
     if len(members) < 2:
         return set()
+    total = len(documents)
+    target = min(total - 1, max(1, round(fraction * total)))
     ordered = sorted(members)
     rng = np.random.default_rng(sample_seed(seed, salt, "split"))
     held: set[str] = set()
-    total, taken = len(documents), 0
     for index in rng.permutation(len(ordered)):
-        size = len(members[ordered[index]])
-        if held and abs(taken + size - fraction * total) >= abs(taken - fraction * total):
+        if len(held) >= target:
+            break
+        group = members[ordered[index]]
+        if len(held) + len(group) >= total:
             continue
-        if taken + size >= total:
+        if held and abs(len(held) + len(group) - target) >= abs(len(held) - target):
             continue
-        held.update(members[ordered[index]])
-        taken += size
+        held.update(group)
     return held
 
 

@@ -2,9 +2,13 @@
 
 Design decision: train, select, never test. Models learn from the train texts, the weights kept are
 those of the lowest validation loss (evaluated every ``eval_every`` steps on fixed, seeded masks, so the
-curve is comparable across steps), and training stops after ``patience`` evaluations without a new
-best: a small model on a small corpus otherwise recites its training text (held-out loss rising from
-step 50 of 500). Test documents never reach this module through the trained models.
+curve is comparable across steps), and training stops once ``patience_tokens`` training tokens pass without
+a new best: a small model on a small corpus otherwise recites its training text (held-out loss rising from
+step 50 of 500). Patience counts tokens, not evaluations, so the rule does not depend on the budget or the
+evaluation grid, and no model stops while it sits on the unigram plateau (validation accuracy no better than
+always predicting the commonest token), where the loss creeps and a model that has learned nothing yet would
+otherwise be kept. The card says why training stopped. Test documents never reach this module through the
+trained models.
 
 Design decision: the budget is declared (``budget``). ``tokens``: every objective sees the same
 steps x batch x seq_len. ``targets``: the MLM (which supervises only its masked tokens) gets as many
@@ -60,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mlmh.devices import describe as describe_device
 from mlmh.errors import DataError, ModelError, SpecError
 from mlmh.modelcache import CARD_NAME, library_versions
 from mlmh.readout import logits_at
@@ -85,7 +90,9 @@ INFERENCE_RATIOS = (0.15, 0.5, 0.8)  # masking ratios at which the MLM card repo
 # can come within the first 25 steps, and a coarser grid keeps a checkpoint far from it ...
 EVALUATIONS_PER_BUDGET = 50
 MIN_EVAL_EVERY = 5  # ... but at least 5 steps: a validation pass costs about one training step
-PATIENCE = 4
+# Early stopping waits this many training tokens for a new best validation loss (about 60 tiny steps of real
+# text), whatever the budget and the evaluation grid, and only once the model has left the unigram plateau.
+PATIENCE_TOKENS = 100_000
 MEAN_SPAN = 3.0  # BART's Poisson lambda
 MINILM = "minilm"
 VOCABULARY_NOTE = (
@@ -93,7 +100,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 6
+RECIPE_VERSION = 7
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -147,10 +154,12 @@ class TrainingConfig:
     mask_ratio: float | None = MASK_RATIO  # fixed MLM and seq2seq infilling; None when drawn per sequence
     budget: str = "tokens"  # "tokens" | "targets" | "compute"
     eval_every: int = 0  # validation every this many steps; 0 = the step budget / EVALUATIONS_PER_BUDGET
-    patience: int = PATIENCE  # stop after this many evaluations without a new best; 0 = never stop early
+    patience_tokens: int = PATIENCE_TOKENS  # stop after this many training tokens without a new best; 0 = never
     warmup_ratio: float = 0.06
     weight_decay: float = 0.01
     eval_blocks: int = 64
+    device: str = "cpu"  # resolved by mlmh.devices: "cpu" | "cuda" | "cuda:N" (weights differ across devices)
+    precision: str = "float32"  # "float32" | "bf16" (autocast, CUDA only)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -162,10 +171,14 @@ class TrainingConfig:
 
 def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps: int = 0,
                 epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
-                mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0, patience: int = PATIENCE,
+                mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
+                patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
-    this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%."""
+    this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
+    ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran."""
+    from mlmh.devices import resolve_device, resolve_precision
+
     if objective not in OBJECTIVES:
         raise SpecError(f"unknown objective '{objective}' (valid: {', '.join(OBJECTIVES)})")
     if size not in SIZES:
@@ -178,8 +191,6 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
         raise SpecError(f"--epochs must be > 0; got {epochs}")
     if max_steps and epochs is not None:
         raise SpecError("give either --max-steps or --epochs, not both")
-    if init == MINILM and objective == "seq2seq":
-        raise SpecError("--init minilm supports the mlm and clm objectives (MiniLM is an encoder, it has no decoder)")
     if mask_schedule and objective != "mlm":
         raise SpecError(f"--mask-schedule applies to the mlm objective only; '{objective}' has its own corruption")
     if mask_schedule and mask_schedule not in MASK_SCHEDULES:
@@ -192,14 +203,16 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
         raise SpecError(f"--mask-ratio must be between 0 and 1; got {mask_ratio}")
     if budget not in BUDGETS:
         raise SpecError(f"unknown budget '{budget}' (valid: {', '.join(BUDGETS)})")
-    if eval_every < 0 or patience < 0:
-        raise SpecError(f"--eval-every and --patience must be >= 0; got {eval_every} and {patience}")
+    if eval_every < 0 or patience_tokens < 0:
+        raise SpecError(f"--eval-every and --patience-tokens must be >= 0; got {eval_every} and {patience_tokens}")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
     ratio = None if objective == "clm" or schedule in ("uniform", "mdlm") else (mask_ratio or default)
     shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
+    resolved = resolve_device(device)
     return TrainingConfig(objective=objective, size=size, shape=shape, seed=seed, max_steps=max_steps,
                           epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
-                          budget=budget, eval_every=eval_every, patience=patience)
+                          budget=budget, eval_every=eval_every, patience_tokens=patience_tokens, device=resolved,
+                          precision=resolve_precision(precision, resolved))
 
 
 # -- tokenizer -----------------------------------------------------------------------------------
@@ -399,40 +412,77 @@ def init_fingerprint(init: str) -> str:
 
 
 def load_init(init: str, objective: str):
-    """``(model, tokenizer)`` to continue pretraining from ``init`` with ``objective``.
+    """``(model, tokenizer)`` to fine-tune ``init`` with ``objective``: one pretrained start for every objective.
 
-    A checkpoint keeps its architecture and tokenizer, so the objective must be the one it was built
-    for. ``minilm`` puts a fresh tied MLM head on the pretrained MiniLM-L6 encoder (mlm), or uses it
-    as a causal decoder (``is_decoder=True``, clm).
+    A checkpoint trained with the objective continues as it is. An encoder (a masked LM, or a bare encoder
+    such as the packaged MiniLM) also starts the other two, as in the paper (one pretrained checkpoint
+    fine-tuned with MLM and with CLM): ``clm`` loads it as a causal decoder (``is_decoder=True``: the same
+    weights under a causal attention mask, with its MLM head as the next-token head), and ``seq2seq``
+    warm-starts an encoder-decoder from it on both sides (Rothe et al. 2020, transformers'
+    ``EncoderDecoderModel``: only the decoder's cross-attention starts fresh). A decoder-only or
+    encoder-decoder checkpoint trains with its own objective only.
     """
-    from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, BertLMHeadModel
+    from transformers import AutoConfig, AutoTokenizer
 
     source = init_source(init)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load its tokenizer: {exc}") from None
-    if init == MINILM:
-        cls = BertForMaskedLM if objective == "mlm" else BertLMHeadModel
-        extra = {} if objective == "mlm" else {"is_decoder": True}
-        model = cls.from_pretrained(source, **extra)
-        return model, tokenizer
+        raise ModelError(f"--init {init}: cannot load its tokenizer: {_first_line(exc)}") from None
     try:
-        config = AutoConfig.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot read config.json: {exc}") from None
+        raise ModelError(f"--init {init}: cannot read config.json: {_first_line(exc)}") from None
     built_for = checkpoint_objective(config)
-    if built_for != objective:
+    if built_for != objective and built_for != "mlm":
         arch = ", ".join(config.architectures or [config.model_type])
         hint = f"; use --objective {built_for}" if built_for else ""
-        raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint}")
+        raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
+                        "(only an encoder starts every objective)")
     if objective in ("mlm", "seq2seq") and tokenizer.mask_token_id is None:
         raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
     try:
-        model = _model_for(objective).from_pretrained(source)
+        if objective == "seq2seq" and built_for == "mlm":
+            model = _warm_started_seq2seq(source, tokenizer)
+        elif objective == "clm" and built_for == "mlm":
+            model = _model_for("clm").from_pretrained(source, is_decoder=True, trust_remote_code=False)
+        else:
+            model = _model_for(objective).from_pretrained(source, trust_remote_code=False)
+    except ValueError as exc:
+        if "Unrecognized configuration class" in str(exc):
+            raise SpecError(f"--init {init}: transformers has no {objective} model for a {config.model_type} "
+                            "checkpoint") from None
+        raise ModelError(f"--init {init}: cannot load the model: {_first_line(exc)}") from None
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load the model: {exc}") from None
+        raise ModelError(f"--init {init}: cannot load the model: {_first_line(exc)}") from None
     return model, tokenizer
+
+
+def _warm_started_seq2seq(source: Path, tokenizer: Any):
+    """An ``EncoderDecoderModel`` whose encoder and decoder both start from the encoder at ``source``; the
+    decoder starts from [CLS] (or BOS) and rebuilds ``[CLS] text [SEP]`` as BART does."""
+    import warnings
+
+    from transformers import EncoderDecoderModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "some weights ... newly initialized": the cross-attention, by design
+        model = EncoderDecoderModel.from_encoder_decoder_pretrained(str(source), str(source))
+    start = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    model.config.decoder_start_token_id = start
+    model.config.pad_token_id = tokenizer.pad_token_id
+    model.config.eos_token_id = end
+    model.config.vocab_size = model.config.decoder.vocab_size
+    model.generation_config.decoder_start_token_id = start
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = end
+    return model
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _model_for(objective: str):
@@ -631,20 +681,28 @@ def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"]) -> 
     The MLM's logits are computed at its supervised positions only (:func:`mlmh.readout.logits_at`):
     the loss is the same, and the output layer's share of a step shrinks to the masked tokens'.
     """
+    summed, count, _, _ = _loss_and_predictions(model, objective, batch)
+    return summed, count
+
+
+def _loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Tensor"]):
+    """:func:`loss_terms` plus the (predicted, gold) ids of the tokens the objective is judged on."""
     import torch
 
     if objective == "mlm":
         labels = batch["labels"]
         where = (labels != -100).flatten().nonzero().flatten()
         logits = logits_at(model, where, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        nll = torch.nn.functional.cross_entropy(logits, labels.flatten().index_select(0, where), reduction="none")
+        gold = labels.flatten().index_select(0, where)
+        nll = torch.nn.functional.cross_entropy(logits, gold, reduction="none")
+        predictions = (logits.detach().argmax(-1), gold)
         if "loss_weight" not in batch:
-            return nll.sum(), len(where)
+            return nll.sum(), len(where), *predictions
         weights = batch["loss_weight"].repeat_interleave(labels.shape[1]).index_select(0, where)  # 1/t of each row
-        return (nll * weights).sum(), int(batch["loss_tokens"])
+        return (nll * weights).sum(), int(batch["loss_tokens"]), *predictions
     out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
     count = supervised_targets(objective, batch)
-    return (out.loss * count if count else out.logits.sum() * 0.0), count
+    return (out.loss * count if count else out.logits.sum() * 0.0), count, *_targets(objective, batch, out.logits.detach())
 
 
 # -- evaluation -----------------------------------------------------------------------------------
@@ -668,11 +726,12 @@ def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, rati
     import torch
 
     maker = BatchMaker(objective, tokenizer, blocks, ratio=ratio, seed=seed + 7919, mask_only=True)
+    device = next(model.parameters()).device
     total_loss, total_weight, correct, baseline_hits, n = 0.0, 0, 0, 0, 0
     model.eval()
     with torch.inference_mode():
         for i in range(0, len(blocks.ids), batch_size):
-            batch = maker(blocks.ids[i:i + batch_size])
+            batch = on_device(maker(blocks.ids[i:i + batch_size]), device)
             out = model(**{k: v for k, v in batch.items() if k != "hidden"})
             pred, gold = _targets(objective, batch, out.logits)
             weight = int((batch["labels"] != -100).sum())
@@ -699,10 +758,11 @@ def most_frequent_token(blocks: Blocks) -> int | None:
 
 # -- training -------------------------------------------------------------------------------------
 
-def default_threads(shape: SizeSpec | None = None) -> int:
+def default_threads(config: TrainingConfig | None = None) -> int:
     """One thread for models of hidden size <= 128 (measured on 2 cores: a tiny 16x128 step takes
-    0.22 s on one thread but 0.9-1.5 s on two, lost to thread synchronisation); all cores otherwise."""
-    if shape is not None and shape.hidden <= 128:
+    0.22 s on one thread but 0.9-1.5 s on two, lost to thread synchronisation); all cores otherwise,
+    and always for a pretrained start (``init``), whose width is the checkpoint's, not the size's."""
+    if config is not None and not config.init and config.shape.hidden <= 128:
         return 1
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -751,18 +811,37 @@ def budget_steps(config: TrainingConfig, steps: int, vocab_size: int) -> tuple[i
             f"training FLOPs (6 x parameters x tokens) matched to the CLM's: {reference / own:.3f}x its steps")
 
 
-def validation_loss(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]]) -> float:
-    """The training objective's loss over fixed validation batches, in eval mode (no dropout)."""
+@dataclass(frozen=True)
+class Validation:
+    """One evaluation on the fixed validation batches: the training objective's loss and the accuracy of
+    the tokens it is judged on, beside always predicting the commonest train token (the unigram plateau)."""
+
+    loss: float
+    accuracy: float | None
+    baseline_accuracy: float | None
+
+    @property
+    def off_plateau(self) -> bool:
+        """Whether the model predicts better than the unigram baseline (it has learned some context)."""
+        return self.accuracy is not None and self.accuracy > (self.baseline_accuracy or 0.0)
+
+
+def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]],
+             baseline_token: int | None) -> Validation:
+    """The training objective's loss and accuracy over fixed validation batches, in eval mode (no dropout)."""
     import torch
 
-    total, count = 0.0, 0
+    total, count, correct, baseline_hits, n = 0.0, 0, 0, 0, 0
     model.eval()
     with torch.inference_mode():
         for batch in batches:
-            summed, n = loss_terms(model, objective, batch)
-            total, count = total + float(summed), count + n
+            summed, weight, predicted, gold = _loss_and_predictions(model, objective, batch)
+            total, count = total + float(summed), count + weight
+            correct += int((predicted == gold).sum())
+            baseline_hits += int((gold == baseline_token).sum()) if baseline_token is not None else 0
+            n += int(gold.numel())
     model.train()
-    return total / max(count, 1)
+    return Validation(total / max(count, 1), correct / n if n else None, baseline_hits / n if n else None)
 
 
 def estimated_bytes(config: TrainingConfig) -> int:
@@ -775,13 +854,14 @@ def estimated_bytes(config: TrainingConfig) -> int:
 
 def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
           validation_texts: Sequence[str] | None = None, dataset: str = "", data_digest: str = "",
-          progress: ProgressFn | None = None, threads: int | None = None) -> dict[str, Any]:
+          progress: ProgressFn | None = None, threads: int | None = None, validation_holds: str = "") -> dict[str, Any]:
     """Train one model on ``texts``, keep its best validation checkpoint, and save it (HF directory +
     ``training_card.json``) in ``out_dir``.
 
     ``validation_texts`` select the checkpoint (early stopping) and are never trained on; without
-    them ~10% of ``texts`` are set aside by :func:`split_validation`. Deterministic for a given seed
-    and thread count. Returns the training card.
+    them ~10% of ``texts`` are set aside by :func:`split_validation`. ``validation_holds`` says what they
+    are (:func:`mlmh.splits.describe_validation`) on the card. Deterministic for a given seed, thread
+    count and device. Returns the training card.
     """
     import torch
     from transformers.utils import logging as hf_logging
@@ -802,7 +882,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         data_digest = data_hash(texts)
     started = time.perf_counter()
     previous_threads = torch.get_num_threads()
-    torch.set_num_threads(threads or default_threads(config.shape))
+    torch.set_num_threads(threads or default_threads(config))
     try:
         torch.manual_seed(config.seed)
         shape = config.shape
@@ -827,6 +907,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, started)
         train_seconds = time.perf_counter() - started
         card_metrics = _final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
+        model.to("cpu")  # saved weights load anywhere
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out_dir)
@@ -859,7 +940,12 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "step_kept": run["step_kept"],
             "stopped_early": run["stopped_early"],
             "eval_every": eval_every,
-            "patience": config.patience,
+            "patience_tokens": config.patience_tokens,
+            "stop_reason": run["stop_reason"],
+            "left_plateau_at_step": run["left_plateau_at_step"],
+            "validation_holds": validation_holds or validation_source,
+            "device": describe_device(config.device),
+            "precision": config.precision,
             "validation_loss": run["best_validation_loss"],
             "tokens_seen": run["tokens_seen"],
             "supervised_targets": run["supervised_targets"],
@@ -886,14 +972,17 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
 
 def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
                 steps: int, eval_every: int, progress: ProgressFn | None, started: float) -> dict[str, Any]:
-    """AdamW steps with early stopping: validation loss every ``eval_every`` steps (and at the last),
-    the best weights kept in memory and restored at the end; stops after ``config.patience``
-    evaluations without a new best. Returns the counters and curves of the card."""
+    """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), the best
+    weights kept in memory and restored at the end; stops once ``config.patience_tokens`` training tokens
+    pass without a new best, but never while the model is on the unigram plateau. Returns the counters
+    and curves of the card."""
     import numpy as np
     import torch
     from transformers import get_linear_schedule_with_warmup
 
     shape = config.shape
+    device = torch.device(config.device)
+    model.to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     schedule = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * steps), steps)
@@ -902,16 +991,18 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
     # the validation masks are drawn once (their own seed), so every evaluation sees the same inputs
     validation_maker = BatchMaker(config.objective, tokenizer, eval_blocks, ratio=config.mask_ratio,
                                   seed=config.seed + 7919, schedule=config.mask_schedule)
-    validation_batches = [validation_maker(eval_blocks.ids[i:i + shape.batch_size])
+    validation_batches = [on_device(validation_maker(eval_blocks.ids[i:i + shape.batch_size]), device)
                           for i in range(0, len(eval_blocks.ids), shape.batch_size)]
+    baseline = most_frequent_token(train_blocks)
     order_rng = np.random.default_rng([config.seed, 0])
     order: list[int] = []
     losses: list[float] = []
     since_eval: list[float] = []
     train_curve: list[dict[str, float]] = []
-    validation_curve: list[dict[str, float]] = []
-    best_loss, best_state, step_kept, tokens_at_kept, evals_without_best = math.inf, None, 0, 0, 0
+    validation_curve: list[dict[str, Any]] = []
+    best_loss, best_state, step_kept, tokens_at_kept = math.inf, None, 0, 0
     tokens_seen = targets_seen = 0
+    left_plateau_at: int | None = None
     stopped_early = False
     step = 0
     for step in range(1, steps + 1):
@@ -919,9 +1010,10 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
             order.extend(order_rng.permutation(len(train_blocks.ids)).tolist())
         rows = [train_blocks.ids[i] for i in order[: shape.batch_size]]
         del order[: shape.batch_size]
-        batch = maker(rows)
-        summed, count = loss_terms(model, config.objective, batch)
-        loss = summed / max(count, 1)
+        batch = on_device(maker(rows), device)
+        with autocast(config):
+            summed, count = loss_terms(model, config.objective, batch)
+        loss = summed.float() / max(count, 1)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -937,15 +1029,18 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
             train_curve.append({"step": step, "loss": sum(since_eval) / len(since_eval)})
             since_eval = []
             if validation_batches:
-                current = validation_loss(model, config.objective, validation_batches)
-                validation_curve.append({"step": step, "loss": current})
-                event["validation_loss"] = current
-                if current < best_loss:
-                    best_loss, step_kept, tokens_at_kept, evals_without_best = current, step, tokens_seen, 0
+                with autocast(config):
+                    current = validate(model, config.objective, validation_batches, baseline)
+                validation_curve.append({"step": step, "tokens": tokens_seen, "loss": current.loss,
+                                         "accuracy": current.accuracy})
+                event["validation_loss"] = current.loss
+                if left_plateau_at is None and current.off_plateau:
+                    left_plateau_at = step
+                if current.loss < best_loss:
+                    best_loss, step_kept, tokens_at_kept = current.loss, step, tokens_seen
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-                else:
-                    evals_without_best += 1
-                    stopped_early = bool(config.patience) and evals_without_best >= config.patience and step < steps
+                stopped_early = (bool(config.patience_tokens) and left_plateau_at is not None and step < steps
+                                 and tokens_seen - tokens_at_kept >= config.patience_tokens)
         if progress is not None:
             elapsed = time.perf_counter() - started
             progress({**event, "eta": elapsed / step * (steps - step)})
@@ -957,11 +1052,45 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
         step_kept, tokens_at_kept = step, tokens_seen
     return {
         "steps_run": step, "step_kept": step_kept, "stopped_early": stopped_early,
+        "stop_reason": stop_reason(config, stopped_early, left_plateau_at, bool(validation_batches)),
+        "left_plateau_at_step": left_plateau_at,
         "best_validation_loss": best_loss if best_state is not None else None,
         "tokens_seen": tokens_seen, "supervised_targets": targets_seen, "tokens_at_kept_step": tokens_at_kept,
         "final_loss": sum(losses[-20:]) / len(losses[-20:]),
         "train_curve": train_curve, "validation_curve": validation_curve,
     }
+
+
+def stop_reason(config: TrainingConfig, stopped_early: bool, left_plateau_at: int | None, validated: bool) -> str:
+    """Why training ended, in a sentence for the card."""
+    if stopped_early:
+        return (f"stopped early: no better validation loss for {config.patience_tokens:,} training tokens, after the "
+                f"model left the unigram plateau at step {left_plateau_at}")
+    if not validated:
+        return "budget spent (no validation data: the last weights were kept)"
+    if not config.patience_tokens:
+        return "budget spent (early stopping off)"
+    if left_plateau_at is None:
+        return "budget spent while still on the unigram plateau (validation accuracy never beat the unigram baseline)"
+    return "budget spent before the patience ran out"
+
+
+def on_device(batch: dict[str, "torch.Tensor"], device: "torch.device") -> dict[str, "torch.Tensor"]:
+    """``batch`` with its tensors on ``device`` (a no-op on the CPU)."""
+    if device.type == "cpu":
+        return batch
+    return {k: v.to(device, non_blocking=True) if hasattr(v, "to") else v for k, v in batch.items()}
+
+
+def autocast(config: TrainingConfig):
+    """bf16 autocast on CUDA when the config asks for it; a null context otherwise."""
+    import contextlib
+
+    import torch
+
+    if config.precision == "bf16" and config.device.startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def _final_metrics(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks,

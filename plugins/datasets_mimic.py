@@ -8,7 +8,9 @@ fragments kept); relation, attribute and note lines are counted and skipped. Whe
 the ``.txt`` is its text (the offsets refer to it); a brat pair without a CSV row is a document too.
 MIMIC data cannot be redistributed: the bundled sample is synthetic, every note says so in its first line.
 
-Split rule: a seeded ``test_fraction`` of the notes (by ROW_ID) is the test split.
+Split rule: a note's group is its patient (SUBJECT_ID; a brat-only note is a group of its own), and a seeded
+``test_fraction`` of the notes, in whole patients, is the test split (:func:`mlmh.splits.hold_out`), so one
+patient's copy-forward notes never sit in train and test at once; validation is carved by patient too.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from mlmh.plugins.dataset_support import (
     data_root,
     read_text,
     require_file,
-    seeded_test_set,
     short_documents_note,
     split_params,
     text_lines,
 )
+from mlmh.splits import hold_out
 from mlmh.types import Corpus, Document, EntitySpan
 
 NOTES_FILES = ("NOTEEVENTS.csv", "NOTEEVENTS.csv.gz")
@@ -124,7 +126,7 @@ class MimicDataset(Dataset):
             raise DataError(f"{root}: no NOTEEVENTS.csv and no brat .ann files found")
         documents: dict[str, Document] = {}
         for row_id, (text, meta) in records.items():
-            documents[row_id] = Document(id=row_id, text=text, meta=meta)
+            documents[row_id] = Document(id=row_id, text=text, meta=meta, group=meta.get("subject_id") or None)
         skipped = brat_only = 0
         for ann_path in ann_files:
             txt_path = ann_path.with_suffix(".txt")
@@ -147,10 +149,12 @@ class MimicDataset(Dataset):
             where = f"without a row in {csv_path.name}" if csv_path else "(no NOTEEVENTS.csv)"
             notes.append(f"brat: {brat_only} note(s) read from their brat text files {where}")
         ordered = [documents[k] for k in sorted(documents, key=lambda k: (len(k), k))]
-        test = seeded_test_set([d.id for d in ordered], self.params["seed"], self.params["test_fraction"], "mimic-notes")
+        test = hold_out(ordered, self.params["test_fraction"], self.params["seed"], "mimic-notes")
         for doc in ordered:
             doc.split = "test" if doc.id in test else "train"
-        notes.append(f"split: seeded {self.params['test_fraction']:.0%} of notes held out")
+        patients = len({d.group for d in ordered if d.group})
+        by = f"whole patients ({patients} with SUBJECT_ID)" if patients else "notes (no SUBJECT_ID column)"
+        notes.append(f"split: seeded {self.params['test_fraction']:.0%} of notes held out, by {by}")
         short = short_documents_note(ordered, "notes")
         if short:
             notes.append(short)

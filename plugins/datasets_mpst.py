@@ -5,9 +5,10 @@ contain spaces such as "good versus evil"), split, synopsis_source. Each row bec
 imdb_id, labels = tags). An ``entities.jsonl`` next to the CSV (a project extension, not part of MPST)
 adds character/place spans for the ``ner`` masking; the bundled sample ships one.
 
-Split rule: the file's ``split`` column when present (MPST's own train/val/test; "val" joins train,
-since the downstream tasks train once and test once; the original value stays in ``meta``). Without the
-column, a seeded ``test_fraction`` of the films is the test split.
+Split rule: the file's ``split`` column when present (MPST's own train/val/test; its "val" rows are the
+validation split that selects checkpoints, never trained on; the original value stays in ``meta``). Without
+the column, a seeded ``test_fraction`` of the films is the test split (:func:`mlmh.splits.hold_out`, each
+film its own group) and validation is carved from train by the same rule.
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from mlmh.plugins.dataset_support import (
     checked_columns,
     data_root,
     require_file,
-    seeded_test_set,
     short_documents_note,
     split_params,
     text_lines,
 )
+from mlmh.splits import hold_out
 from mlmh.types import Corpus, Document
 
 MPST_FILE = "mpst_full_data.csv"
 REQUIRED_COLUMNS = ("imdb_id", "plot_synopsis", "tags")
-SPLIT_VALUES = {"train": "train", "val": "train", "validation": "train", "dev": "train", "test": "test"}
+SPLIT_VALUES = {"train": "train", "val": "validation", "validation": "validation", "dev": "validation", "test": "test"}
 
 
 def parse_tags(raw: str) -> list[str]:
@@ -108,9 +109,9 @@ class MpstDataset(Dataset):
         if len(distinct) < 2:
             raise DataError(f"{csv_path}: only {len(distinct)} distinct tag(s) ({', '.join(distinct) or 'none'}); classification needs at least two")
         if has_split:
-            notes.append("split: the file's split column (val joined train)")
+            notes.append("split: the file's split column (its val rows are the validation split)")
         else:
-            test = seeded_test_set([d.id for d in documents], self.params["seed"], self.params["test_fraction"], "mpst-films")
+            test = hold_out(documents, self.params["test_fraction"], self.params["seed"], "mpst-films")
             for doc in documents:
                 doc.split = "test" if doc.id in test else "train"
             notes.append(f"split: no split column, seeded {self.params['test_fraction']:.0%} of films held out")

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
+from mlmh.devices import DEVICE_HELP, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
 from mlmh.types import Corpus
@@ -20,6 +21,7 @@ from mlmh.types import Corpus
 BUDGETS = ("tokens", "targets", "compute")  # mlmh.training.BUDGETS (not imported here: it loads torch)
 MASK_SCHEDULES = ("fixed", "uniform", "mdlm")  # mlmh.training.MASK_SCHEDULES
 MLM_MASK_RATIO = 0.4  # mlmh.training.MLM_MASK_RATIO
+PATIENCE_TOKENS = 100_000  # mlmh.training.PATIENCE_TOKENS
 
 
 class TrainedModel(Model):
@@ -31,14 +33,23 @@ class TrainedModel(Model):
         Param("dataset", str, "", "dataset to train on; empty = the run's dataset"),
         Param("seed", int, 0, "training seed (weights, data order, masking)", min=0),
         Param("max_steps", int, 0, "training steps; 0 = the size default", min=0),
-        Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled MiniLM-L6 encoder, "
-              "or a checkpoint directory to continue pretraining"),
+        Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled pretrained MiniLM-L6 "
+              "encoder, or a checkpoint directory; an encoder starts every kind (its MLM, the same weights as a "
+              "causal decoder, an encoder-decoder warm-started from it on both sides)"),
         Param("positions", str, "rotary", "position encoding of the MLM and CLM: rotary (RoFormer / GPT-NeoX "
               "layers; learns context fast) or absolute (classic BERT / GPT-2); seq2seq is BART either way",
               choices=("rotary", "absolute")),
         Param("budget", str, "tokens", "what is matched across objectives: tokens (steps x batch x seq_len), "
               "targets (the MLM trains until it has supervised as many tokens as the CLM, at most 8x the steps) "
               "or compute (~6 x parameters x tokens)", choices=BUDGETS),
+        Param("patience_tokens", int, PATIENCE_TOKENS, "early stopping: training tokens without a better validation "
+              "loss before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0),
+        Param("seq_len", int, 0, "token block length; 0 = the size's (128 for tiny; a pretrained start is "
+              "capped by its position table)", min=0),
+        Param("batch_size", int, 0, "training batch in blocks; 0 = the size's (16)", min=0),
+        Param("device", str, "auto", DEVICE_HELP),
+        Param("precision", str, "auto", "training precision: auto (bf16 autocast on a CUDA GPU that has it, else "
+              "float32), float32 or bf16", choices=PRECISIONS),
     )
 
     def __init__(self, **params: Any) -> None:
@@ -52,10 +63,13 @@ class TrainedModel(Model):
         """The checked training config of this model's parameters."""
         from mlmh.training import make_config
 
+        shape = {k: self.params[k] for k in ("seq_len", "batch_size") if self.params[k]}
         return make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
                            max_steps=self.params["max_steps"], init=self.params["init"],
                            positions=self.params["positions"], budget=self.params["budget"],
-                           **self._objective_params())
+                           patience_tokens=self.params["patience_tokens"],
+                           device=resolve_device(self.params["device"], f"{self.name}:device"),
+                           precision=self.params["precision"], **self._objective_params(), **shape)
 
     def _objective_params(self) -> dict[str, Any]:
         """Training parameters only this kind declares (the MLM's masking schedule)."""
@@ -118,16 +132,19 @@ class TrainedModel(Model):
         from mlmh.pretrain import TrainingJob
 
         recipe, corpus = self._prepare(context)
+        from mlmh.splits import describe_validation
+
         return TrainingJob(self.cache_name(context), str(ModelCache().root.resolve()), [d.text for d in corpus.split("train")],
                            [d.text for d in corpus.split("validation")], self._config(), corpus.dataset,
-                           recipe["train_hash"], label=self.short_spec)
+                           recipe["train_hash"], label=self.short_spec, validation_holds=describe_validation(corpus))
 
     def load(self, context: LoadContext) -> Any:
         """Train on first use (progress through ``context.progress``), then load the cached model."""
         from mlmh.adapters import load_adapter
 
         path, _ = self.training_job(context).ensure(context.progress)
-        return load_adapter(self.model_kind, path, identity=self.identity(context))
+        return load_adapter(self.model_kind, path, identity=self.identity(context),
+                            device=resolve_device(self.params["device"], f"{self.name}:device"))
 
     def training_card(self, context: LoadContext) -> dict[str, Any]:
         """The card :func:`mlmh.training.train` wrote beside the weights (empty before training)."""

@@ -186,7 +186,7 @@ def test_mpst_loads_tags_with_spaces_and_the_split_column(tmp_path):
     assert docs["tt0000001"].labels == ["good versus evil", "action", "cult"]
     assert docs["tt0000001"].text == "A hero fights evil,\n\"again\"."
     assert docs["tt0000003"].labels == ["murder", "good versus evil"] and docs["tt0000003"].split == "test"
-    assert docs["tt0000002"].split == "train" and docs["tt0000002"].meta["original_split"] == "val"
+    assert docs["tt0000002"].split == "validation" and docs["tt0000002"].meta["original_split"] == "val"
     assert "tt0000004" not in docs and any("1 row(s) with an empty plot_synopsis dropped (first: row 5)" in n for n in corpus.notes)
     assert docs["tt0000005"].labels == [] and any("1 synopsis(es) have no tags" in n for n in corpus.notes)
     assert MpstDataset().load(str(path)).by_id().keys() == docs.keys()
@@ -232,8 +232,8 @@ NOTE_HEADER = ["ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STO
 NOTE = "Pt given Vitamin D and B12.\nAspirin 81 mg PO daily for CAD.\n"
 
 
-def note_row(row_id: int, text: str, category: str = "Discharge summary", error: str = "") -> list:
-    return [row_id, 1, 2, "2150-01-01", "", "", category, "Report", "", error, text]
+def note_row(row_id: int, text: str, category: str = "Discharge summary", error: str = "", subject: int | None = None) -> list:
+    return [row_id, row_id if subject is None else subject, 2, "2150-01-01", "", "", category, "Report", "", error, text]
 
 
 def write_brat(directory: Path, name: str, text: str, ann: str) -> None:
@@ -255,7 +255,7 @@ def test_mimic_reads_noteevents_and_brat_with_discontinuous_spans(tmp_path):
     b12 = docs["10"].entities[1]
     assert (b12.label, b12.start, b12.end, b12.fragments, b12.text) == ("Drug", 9, 26, ((9, 16), (23, 26)), "Vitamin B12")
     assert [e.label for e in docs["10"].entities] == ["Drug", "Drug", "Drug", "Strength"]
-    assert docs["13"].entities == [] and docs["10"].meta["subject_id"] == "1"
+    assert docs["13"].entities == [] and docs["10"].meta["subject_id"] == "10" == docs["10"].group
     joined = " ".join(corpus.notes)
     assert "1 note(s) of other categories skipped" in joined and "1 discharge summary row(s) marked ISERROR=1 dropped" in joined
     assert "2 relation/attribute line(s) not used" in joined
@@ -478,3 +478,24 @@ def test_very_short_documents_are_noted(tmp_path):
     assert any(n.startswith("mpst_full_data.csv: 2 document(s) have fewer than 4 words (first: tt0)") for n in notes)
     pairs, truth = pan_rows()
     assert not any("fewer than" in n for n in PanDataset().load(str(write_pan(tmp_path / "pan", pairs, truth))).notes)
+
+
+def test_mimic_keeps_each_patient_on_one_side(tmp_path):
+    """Copy-forward notes of one patient never sit in train and test at once (issue: split by note)."""
+    import csv
+
+    from mlmh.plugins.datasets_mimic import MimicDataset
+    from mlmh.splits import with_validation
+
+    path = tmp_path / "NOTEEVENTS.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STORETIME", "CATEGORY",
+                         "DESCRIPTION", "CGID", "ISERROR", "TEXT"])
+        writer.writerows([note_row(i, f"patient {i % 9} was seen again on day {i} and is doing well", subject=i % 9)
+                          for i in range(1, 46)])
+    corpus = with_validation(MimicDataset().configured(test_fraction=0.3).load(str(path)))
+    patients = {split: {d.group for d in corpus.split(split)} for split in ("train", "validation", "test")}
+    assert all(patients.values())
+    assert not patients["train"] & patients["test"] and not patients["validation"] & (patients["train"] | patients["test"])
+    assert len(corpus.split("test")) == 15 and any("whole patients (9 with SUBJECT_ID)" in n for n in corpus.notes)

@@ -12,7 +12,7 @@ import pytest
 from mlmh.errors import SpecError
 from mlmh.training import (MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES, BatchMaker, budget_steps, build_model,
                            count_parameters, infill_example, infill_spans, load_init, loss_terms, make_blocks,
-                           make_config, split_validation, train, train_tokenizer)
+                           make_config, most_frequent_token, split_validation, train, train_tokenizer)
 from tiny_models import output_rows
 
 WORDS = ("the old captain walked along the quiet harbour and counted the boats while gulls circled "
@@ -152,8 +152,8 @@ def test_unknown_objective_and_size_are_usage_errors():
         make_config("mlm", "huge")
     with pytest.raises(SpecError, match="either --max-steps or --epochs"):
         make_config("mlm", max_steps=3, epochs=1)
-    with pytest.raises(SpecError, match="minilm supports the mlm and clm"):
-        make_config("seq2seq", init="minilm")
+    with pytest.raises(SpecError, match="--patience-tokens must be >= 0"):
+        make_config("mlm", patience_tokens=-1)
 
 
 def test_init_rejects_a_directory_that_is_not_a_model(tmp_path):
@@ -169,6 +169,32 @@ def test_init_rejects_an_objective_the_architecture_does_not_have(tiny_clm, tiny
         load_init(str(tiny_clm), "mlm")
     with pytest.raises(SpecError, match="BartForConditionalGeneration checkpoint cannot be trained with objective 'mlm'"):
         load_init(str(tiny_seq2seq), "mlm")
+    with pytest.raises(SpecError, match="GPT2LMHeadModel checkpoint cannot be trained with objective 'seq2seq'.*only an encoder"):
+        load_init(str(tiny_clm), "seq2seq")
+
+
+@pytest.mark.parametrize("objective,auto,architecture", [
+    ("clm", "AutoModelForCausalLM", "LMHeadModel"),
+    ("seq2seq", "AutoModelForSeq2SeqLM", "EncoderDecoderModel"),
+])
+def test_a_masked_lm_checkpoint_starts_the_other_objectives(tiny_mlm, tmp_path, objective, auto, architecture):
+    """The paper's pairing: one pretrained masked LM fine-tuned as a causal LM, and warm-starting both sides of
+    an encoder-decoder (Rothe et al. 2020); each result loads with the matching AutoModelFor... class."""
+    import torch
+    import transformers
+    from transformers import AutoModelForMaskedLM
+
+    card = train(TEXTS, micro(objective, init=str(tiny_mlm), max_steps=3), tmp_path, threads=1)
+    assert card["init"] == str(tiny_mlm) and card["objective"] == objective and card["steps_run"] == 3
+    loaded = getattr(transformers, auto).from_pretrained(tmp_path)
+    assert type(loaded).__name__.endswith(architecture)
+    start = AutoModelForMaskedLM.from_pretrained(tiny_mlm).state_dict()
+    query = next(k for k in start if k.endswith("layer.0.attention.self.query.weight"))
+    encoder = loaded.encoder if objective == "seq2seq" else loaded
+    started = encoder.state_dict()[next(k for k in encoder.state_dict() if k.endswith("layer.0.attention.self.query.weight"))]
+    assert started.shape == start[query].shape and not torch.equal(started, start[query])  # started there, then trained
+    if objective == "seq2seq":
+        assert loaded.config.decoder.is_decoder and loaded.config.decoder.add_cross_attention
 
 
 def test_init_continues_pretraining_a_checkpoint_with_its_tokenizer(tiny_mlm, tmp_path):
@@ -184,7 +210,7 @@ def test_init_continues_pretraining_a_checkpoint_with_its_tokenizer(tiny_mlm, tm
     assert any(not torch.equal(before[k], after[k]) for k in before)  # it trained
 
 
-@pytest.mark.parametrize("objective", ["mlm", "clm"])
+@pytest.mark.parametrize("objective", ["mlm", "clm", "seq2seq"])
 def test_init_minilm_keeps_the_pretrained_encoder(objective):
     import torch
     from safetensors.torch import load_file
@@ -192,10 +218,17 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
     from mlmh.training import minilm_dir
 
     model, tokenizer = load_init("minilm", objective)
-    assert type(model).__name__ == ("BertForMaskedLM" if objective == "mlm" else "BertLMHeadModel")
-    assert model.config.is_decoder == (objective == "clm")
     pretrained = load_file(minilm_dir() / "model.safetensors")
     key = next(k for k in pretrained if k.endswith("encoder.layer.0.attention.self.query.weight"))
+    if objective == "seq2seq":  # both sides start from MiniLM; the decoder's cross-attention is new
+        assert type(model).__name__ == "EncoderDecoderModel"
+        for side in (model.encoder, model.decoder.bert):
+            assert torch.equal(side.encoder.layer[0].attention.self.query.weight, pretrained[key])
+        assert model.config.decoder_start_token_id == tokenizer.cls_token_id
+        assert model.decoder.bert.encoder.layer[0].crossattention is not None
+        return
+    assert type(model).__name__ == ("BertForMaskedLM" if objective == "mlm" else "BertLMHeadModel")
+    assert model.config.is_decoder == (objective == "clm")
     assert torch.equal(model.bert.encoder.layer[0].attention.self.query.weight, pretrained[key])
     head = model.cls.predictions.decoder.weight
     assert head.data_ptr() == model.bert.embeddings.word_embeddings.weight.data_ptr()  # tied head
@@ -368,7 +401,7 @@ def test_each_schedule_trains_deterministically(schedule, tmp_path):
     (dict(objective="seq2seq", mask_ratio=0.3), "--mask-ratio applies to the mlm objective's fixed"),
     (dict(objective="mlm", mask_ratio=1.5), "--mask-ratio must be between 0 and 1"),
     (dict(objective="mlm", budget="flops"), "unknown budget 'flops'"),
-    (dict(objective="mlm", patience=-1), "must be >= 0"),
+    (dict(objective="mlm", patience_tokens=-1), "must be >= 0"),
 ])
 def test_bad_schedule_ratio_and_budget_are_usage_errors(kwargs, message):
     with pytest.raises(SpecError, match=message):
@@ -421,32 +454,90 @@ def test_fallback_validation_is_a_tenth_of_the_texts_and_seed_free():
     assert split_validation(TEXTS) == (train_texts, validation)
 
 
-def test_early_stopping_restores_the_best_step_and_stops_on_patience(tmp_path, monkeypatch):
-    """A scripted validation curve (best at the 3rd evaluation, then worse): training stops after
-    ``patience`` evaluations without a new best and saves the weights of the 3rd evaluation."""
+def _scripted_validation(monkeypatch, script, snapshots=None):
+    """Replace validation by a script of (loss, accuracy) with a unigram baseline accuracy of 0.1."""
+    from mlmh import training
+
+    script = iter(script)
+
+    def scripted(model, objective, batches, baseline_token):
+        if snapshots is not None:
+            snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
+        loss, accuracy = next(script)
+        return training.Validation(loss, accuracy, 0.1)
+
+    monkeypatch.setattr(training, "validate", scripted)
+
+
+def _tokens_per_step(tmp_path):
+    card = train(TEXTS, micro("clm", max_steps=8, eval_every=8), tmp_path / "probe", threads=1)
+    return card["tokens_seen"] / 8
+
+
+def _stopped_by_the_token_rule(card):
+    """The run stopped at the first evaluation ``patience_tokens`` tokens after the kept one (off the plateau)."""
+    curve = card["validation_curve"]
+    kept = next(p["tokens"] for p in curve if p["step"] == card["step_kept"])
+    waited = [p["tokens"] - kept for p in curve if p["step"] >= max(card["step_kept"], card["left_plateau_at_step"])]
+    return waited[-1] >= card["patience_tokens"] > max(waited[:-1], default=-1)
+
+
+def test_early_stopping_restores_the_best_step_and_stops_on_patience_in_tokens(tmp_path, monkeypatch):
+    """A scripted validation curve (best at the 3rd evaluation, then worse): training stops once
+    ``patience_tokens`` training tokens pass without a new best and saves the weights of the 3rd evaluation."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from mlmh import training
-
-    script = iter([5.0, 4.0, 3.0, 3.5, 3.2, 3.1, 3.4, 2.0])
+    per_step = _tokens_per_step(tmp_path)
     snapshots = {}
-
-    def scripted(model, objective, batches):
-        snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
-        return next(script)
-
-    monkeypatch.setattr(training, "validation_loss", scripted)
-    card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience=4), tmp_path, threads=1)
-    assert card["stopped_early"] and card["steps_run"] == 14 and card["step_kept"] == 6
+    _scripted_validation(monkeypatch, [(5.0, 0.3), (4.0, 0.3), (3.0, 0.3), (3.5, 0.3), (3.2, 0.3), (3.1, 0.3),
+                                       (3.4, 0.3), (2.0, 0.3)], snapshots)
+    card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience_tokens=int(7 * per_step)), tmp_path, threads=1)
+    assert card["stopped_early"] and 10 <= card["steps_run"] <= 16 and card["step_kept"] == 6
+    assert _stopped_by_the_token_rule(card)
+    assert card["stop_reason"].startswith("stopped early: no better validation loss for") and card["left_plateau_at_step"] == 2
     assert card["validation_loss"] == 3.0 and card["steps"] == 40
-    assert [p["step"] for p in card["validation_curve"]] == [2, 4, 6, 8, 10, 12, 14]
-    assert [p["step"] for p in card["train_curve"]] == [2, 4, 6, 8, 10, 12, 14]
+    assert [p["step"] for p in card["validation_curve"]] == list(range(2, card["steps_run"] + 1, 2))
+    assert [p["step"] for p in card["train_curve"]] == list(range(2, card["steps_run"] + 1, 2))
     assert 0 < card["tokens_seen_at_kept_step"] < card["tokens_seen"]
     saved = AutoModelForCausalLM.from_pretrained(tmp_path).state_dict()
     for key, value in saved.items():
         assert torch.equal(value, snapshots[3][key]), key
-    assert any(not torch.equal(snapshots[3][k], snapshots[7][k]) for k in saved)  # it did train on after
+    assert any(not torch.equal(snapshots[3][k], snapshots[5][k]) for k in saved)  # it did train on after
+
+
+def test_no_model_stops_early_on_the_unigram_plateau(tmp_path, monkeypatch):
+    """The same falling-then-flat loss, but the accuracy stays at the unigram baseline's until the 6th evaluation:
+    the patience only starts to count there (the gmlm MLMs stopped on the plateau under the old rule)."""
+    per_step = _tokens_per_step(tmp_path)
+    on_plateau = [(5.0, 0.1), (4.0, 0.05), (4.1, 0.1), (4.2, 0.1), (4.3, 0.1), (4.4, 0.2)]
+    _scripted_validation(monkeypatch, on_plateau + [(4.5, 0.2)] * 20)
+    card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience_tokens=int(4 * per_step)), tmp_path, threads=1)
+    assert card["left_plateau_at_step"] == 12 and card["step_kept"] == 4
+    assert card["stopped_early"] and card["steps_run"] == 12  # 8 steps since the best, and off the plateau only now
+    assert _stopped_by_the_token_rule(card)
+    _scripted_validation(monkeypatch, [(5.0 - i / 100, 0.1) for i in range(20)])
+    card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience_tokens=int(1.5 * per_step)), tmp_path / "b", threads=1)
+    assert not card["stopped_early"] and card["steps_run"] == 40
+    assert card["stop_reason"].startswith("budget spent while still on the unigram plateau")
+
+
+def test_validation_accuracy_counts_the_judged_tokens_beside_the_unigram_baseline():
+    import torch
+
+    from mlmh.training import Validation, validate
+
+    tok, blocks = _blocks(8)
+    torch.manual_seed(0)
+    model = build_model("clm", dataclasses.replace(SIZES["tiny"], **MICRO), tok)
+    batches = [BatchMaker("clm", tok, blocks, ratio=None, seed=0)(blocks.ids[:4])]
+    baseline = most_frequent_token(blocks)
+    result = validate(model, "clm", batches, baseline)
+    gold = batches[0]["labels"][:, 1:]
+    gold = gold[gold != -100]
+    assert result.baseline_accuracy == pytest.approx(float((gold == baseline).float().mean()))
+    assert 0 <= result.accuracy <= 1 and result.loss > 0
+    assert Validation(1.0, 0.2, 0.1).off_plateau and not Validation(1.0, 0.1, 0.1).off_plateau
 
 
 def test_a_validation_curve_that_keeps_falling_trains_the_whole_budget(tmp_path):

@@ -17,12 +17,12 @@ CARD_ROWS = (
     ("dataset", "dataset"), ("parameters", "parameters"), ("vocab_size", "vocabulary"),
     ("mask_schedule", "mask schedule"), ("mask_ratio", "mask ratio"), ("budget", "budget"),
     ("budget_note", "budget rule"), ("steps", "step budget"), ("steps_run", "steps run"),
-    ("step_kept", "step kept (best validation)"), ("stopped_early", "stopped early"),
+    ("step_kept", "step kept (best validation)"), ("stopped_early", "stopped early"), ("stop_reason", "why it stopped"),
     ("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
     ("approx_train_flops", "approx. training FLOPs"), ("final_loss", "final train loss"),
     ("validation_loss", "best validation loss"), ("heldout_accuracy", "validation accuracy"),
-    ("unigram_baseline_accuracy", "unigram baseline accuracy"), ("heldout_source", "validation data"),
-    ("wall_seconds", "wall time (s)"), ("seconds_per_step", "s / step"),
+    ("unigram_baseline_accuracy", "unigram baseline accuracy"), ("validation_holds", "validation data"),
+    ("device", "device"), ("precision", "precision"), ("wall_seconds", "wall time (s)"), ("seconds_per_step", "s / step"),
     ("threads", "threads"), ("seed", "seed"), ("data_hash", "data sha256"),
 )
 
@@ -40,9 +40,10 @@ CARD_ROWS = (
 @click.option("--size", type=click.Choice(SIZE_CHOICES), default="tiny", show_default=True,
               help="Matched sizes: tiny ~1.2M, small ~6M, base ~27M parameters (with a full vocabulary).")
 @click.option("--init", default="", metavar="CHECKPOINT",
-              help="Continue pretraining a saved model directory (keeps its tokenizer), or 'minilm' for the "
-                   "bundled pretrained MiniLM-L6 encoder with a fresh MLM head (mlm) or as a causal decoder (clm); "
-                   "MiniLM (22M parameters) costs about 5 s of CPU per 16x128 step on 2 cores.")
+              help="Fine-tune a pretrained start: a saved model directory (keeps its tokenizer) or 'minilm' (the "
+                   "bundled MiniLM-L6 encoder). An encoder starts every objective: mlm (its MLM head; fresh for "
+                   "MiniLM), clm (the same weights as a causal decoder), seq2seq (an encoder-decoder warm-started "
+                   "from it on both sides, Rothe et al. 2020).")
 @click.option("--max-steps", type=int, default=0, help="Training steps (default: the size's default).")
 @click.option("--mask-schedule", type=click.Choice(MASK_SCHEDULE_CHOICES), default=None,
               help="MLM training masks: fixed = BERT (--mask-ratio of the tokens, 80/10/10; the default), "
@@ -54,8 +55,13 @@ CARD_ROWS = (
                    "the steps to supervise as many tokens as the CLM, at most 8x); compute (~6 x params x tokens).")
 @click.option("--eval-every", type=int, default=0,
               help="Validation loss every N steps (default: the size's step budget / 20).")
-@click.option("--patience", type=int, default=None,
-              help="Stop after this many evaluations without a better validation loss (default 4; 0 = never).")
+@click.option("--patience-tokens", type=int, default=None,
+              help="Stop once this many training tokens pass without a better validation loss, never while the "
+                   "model is still on the unigram plateau (default 100000; 0 = train the whole budget).")
+@click.option("--device", default="auto", show_default=True,
+              help="Where to train: auto (CUDA when available, else the CPU), cpu, cuda or cuda:N.")
+@click.option("--precision", type=click.Choice(("auto", "float32", "bf16")), default="auto", show_default=True,
+              help="auto = bf16 autocast on a CUDA GPU that supports it, float32 elsewhere.")
 @click.option("--epochs", type=float, default=None, help="Train for this many passes over the data instead.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of weights, data order and masking.")
 @click.option("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
@@ -64,14 +70,14 @@ CARD_ROWS = (
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
 def train(dataset: str, data_path: str | None, objective: str, positions: str, size: str, init: str,
           max_steps: int, mask_schedule: str | None, mask_ratio: float, budget: str, eval_every: int,
-          patience: int | None, epochs: float | None, seed: int, threads: int | None, out_dir: str, overwrite: bool,
-          as_json: bool) -> None:
+          patience_tokens: int | None, device: str, precision: str, epochs: float | None, seed: int,
+          threads: int | None, out_dir: str, overwrite: bool, as_json: bool) -> None:
     """Train a tokenizer and a small MLM, CLM or seq2seq model on a dataset's train split.
 
     All objectives share one cased WordPiece vocabulary and see the same token blocks, so models of
     one size have matched parameter counts and a declared training budget (--budget). The checkpoint
-    kept is the one of the lowest loss on the validation split (~10% of the train documents when the
-    dataset has none); the test split is never read. The model is written to a temporary directory and
+    kept is the one of the lowest loss on the validation split (whole groups of the dataset, e.g. PAN
+    authors, that no model trains on); the test split is never read. The model is written to a temporary directory and
     moved to --out only when complete; it loads with
     AutoModelForMaskedLM / AutoModelForCausalLM / AutoModelForSeq2SeqLM.from_pretrained(DIR), and
     training_card.json records data hash, budget, steps run and kept, training and validation curves,
@@ -85,6 +91,7 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
       mlmh train --dataset pan --objective mlm --positions absolute --out models/pan-bert
       mlmh train --dataset mpst --data ~/mpst.csv --objective seq2seq --epochs 2 --out models/mpst-bart
       mlmh train --dataset pan --objective mlm --init minilm --max-steps 200 --out models/pan-minilm
+      mlmh train --dataset pan --objective seq2seq --init models/pan-minilm --max-steps 50 --out models/pan-bert2bert
       mlmh train --dataset pan --objective mlm --mask-schedule mdlm --budget targets --out models/pan-mdlm
     """
     from pathlib import Path
@@ -92,13 +99,15 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     from mlmh.errors import DataError, SpecError
     from mlmh.modelcache import atomic_directory, ensure_free_space
     from mlmh.registry import get_registry
-    from mlmh.splits import with_validation
-    from mlmh.training import PATIENCE, estimated_bytes, init_source, make_config
+    from mlmh.devices import resolve_device
+    from mlmh.splits import describe_validation, with_validation
+    from mlmh.training import PATIENCE_TOKENS, estimated_bytes, init_source, make_config
     from mlmh.training import train as train_model
 
     config = make_config(objective, size, seed=seed, max_steps=max_steps, epochs=epochs, init=init, positions=positions,
                          mask_schedule=mask_schedule or "", mask_ratio=mask_ratio, budget=budget, eval_every=eval_every,
-                         patience=PATIENCE if patience is None else patience)
+                         patience_tokens=PATIENCE_TOKENS if patience_tokens is None else patience_tokens,
+                         device=resolve_device(device, "--device"), precision=precision)
     if init:
         init_source(init)  # fail on a bad --init before loading any data
     if threads is not None and threads < 1:
@@ -114,7 +123,8 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     with atomic_directory(out, overwrite=True) as tmp:
         with _ProgressBar(f"training {objective} ({size})") as bar:
             card = train_model(train_texts, config, tmp, validation_texts=[d.text for d in corpus.split("validation")],
-                               dataset=corpus.dataset, progress=bar.update, threads=threads)
+                               dataset=corpus.dataset, progress=bar.update, threads=threads,
+                               validation_holds=describe_validation(corpus))
     card = {"path": str(out), **card}
     if as_json:
         click.echo(json.dumps(card, indent=2))

@@ -1,0 +1,63 @@
+"""Where models run: the one rule that turns a ``device`` parameter into a torch device.
+
+``auto`` (the default of trained models and ``mlmh train``) is CUDA when torch sees a GPU, else the CPU.
+A device that this machine does not have is refused in one line naming the parameter, instead of the
+assertion torch raises deep inside its first allocation. ``precision="auto"`` trains in bf16 autocast
+where the GPU supports it (weights and optimiser state stay float32) and in float32 on the CPU.
+"""
+
+from __future__ import annotations
+
+from mlmh.errors import SpecError
+
+DEVICE_HELP = "where the model runs: auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
+PRECISIONS = ("auto", "float32", "bf16")
+
+
+def resolve_device(spec: str, where: str = "device") -> str:
+    """The torch device string ``spec`` names on this machine: ``cpu``, ``cuda`` or ``cuda:N``.
+
+    ``where`` names the parameter in the error (e.g. ``trained-mlm:device``).
+    """
+    value = (spec or "auto").strip().lower()
+    if value == "cpu":
+        return "cpu"
+    import torch
+
+    if value == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    kind, _, index = value.partition(":")
+    if kind != "cuda" or (index and not index.isdigit()):
+        raise SpecError(f"{where}={spec}: not a device this build of mlmh runs on (valid: auto, cpu, cuda, cuda:N)")
+    if not torch.cuda.is_available():
+        build = "a CPU-only build of torch" if torch.version.cuda is None else "no GPU visible"
+        raise SpecError(f"{where}={spec}: CUDA is not available on this machine ({build}); use {where.split(':')[-1]}=auto or cpu")
+    if index and int(index) >= torch.cuda.device_count():
+        raise SpecError(f"{where}={spec}: this machine has {torch.cuda.device_count()} CUDA device(s) (cuda:0.."
+                        f"cuda:{torch.cuda.device_count() - 1})")
+    return value
+
+
+def resolve_precision(precision: str, device: str, where: str = "precision") -> str:
+    """``float32`` or ``bf16`` for training on ``device``: ``auto`` is bf16 on a CUDA device that supports it."""
+    if precision not in PRECISIONS:
+        raise SpecError(f"{where}={precision}: unknown precision (valid: {', '.join(PRECISIONS)})")
+    if not device.startswith("cuda"):
+        if precision == "bf16":
+            raise SpecError(f"{where}=bf16: bf16 autocast is for CUDA devices; this model trains on {device}")
+        return "float32"
+    if precision != "auto":
+        return precision
+    import torch
+
+    return "bf16" if torch.cuda.is_bf16_supported() else "float32"
+
+
+def describe(device: str) -> str:
+    """A line for cards and reports: the device and, on CUDA, the GPU's name."""
+    if not device.startswith("cuda"):
+        return "cpu"
+    import torch
+
+    index = int(device.partition(":")[2] or 0)
+    return f"{device} ({torch.cuda.get_device_name(index)})"
