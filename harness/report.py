@@ -353,7 +353,8 @@ def training_section(results: RunResults) -> list[str]:
         if not card:
             continue
         lines += [f"### {spec}", ""]
-        facts = [f"objective {card.get('objective', model.get('model_kind', '?'))}"]
+        facts = [f"objective {card.get('objective', model.get('model_kind', '?'))}",
+                 f"started from {card['init']}" if card.get("init") else "trained from scratch"]
         if card.get("mask_schedule"):
             ratio = f" {card['mask_ratio']}" if card.get("mask_schedule") == "fixed" and card.get("mask_ratio") else ""
             facts.append(f"mask schedule {card['mask_schedule']}{ratio}")
@@ -367,9 +368,14 @@ def training_section(results: RunResults) -> list[str]:
             if card.get(key) is not None:
                 value = card[key]
                 facts.append(f"{label} {value:.3f}" if isinstance(value, float) else f"{label} {value:,}")
-        if card.get("stopped_early"):
-            facts.append("stopped early on validation loss")
+        if card.get("train_seconds") is not None:
+            facts.append(f"trained in {card['train_seconds']:.0f} s on {card.get('device', 'cpu')}")
         lines += ["; ".join(facts) + ".", ""]
+        why = [f"Validation held {card['validation_holds']}." if card.get("validation_holds") else "",
+               f"Training ended: {card['stop_reason']}." if card.get("stop_reason") else
+               ("Stopped early on validation loss." if card.get("stopped_early") else "")]
+        if any(why):
+            lines += [" ".join(w for w in why if w), ""]
         accuracy = card.get("accuracy_at_ratio")
         if isinstance(accuracy, dict) and accuracy:
             lines += ["Masked-token accuracy on validation, by inference masking ratio (unigram baseline): " + ", ".join(

@@ -458,6 +458,10 @@ def load_init(init: str, objective: str):
     return model, tokenizer
 
 
+#: EncoderDecoderModel warns on every labelled forward that its loss moved out of the decoder in 2021
+_ENCODER_DECODER_NOTICE = "Version v4.12.0 introduces a better way to train encoder-decoder models"
+
+
 def _warm_started_seq2seq(source: Path, tokenizer: Any):
     """An ``EncoderDecoderModel`` whose encoder and decoder both start from the encoder at ``source``; the
     decoder starts from [CLS] (or BOS) and rebuilds ``[CLS] text [SEP]`` as BART does."""
@@ -700,7 +704,11 @@ def _loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Te
             return nll.sum(), len(where), *predictions
         weights = batch["loss_weight"].repeat_interleave(labels.shape[1]).index_select(0, where)  # 1/t of each row
         return (nll * weights).sum(), int(batch["loss_tokens"]), *predictions
-    out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_ENCODER_DECODER_NOTICE, category=FutureWarning)
+        out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
     count = supervised_targets(objective, batch)
     return (out.loss * count if count else out.logits.sum() * 0.0), count, *_targets(objective, batch, out.logits.detach())
 
@@ -846,8 +854,8 @@ def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tens
 
 def estimated_bytes(config: TrainingConfig) -> int:
     """Disk space a saved model needs (float32 weights + tokenizer + slack)."""
-    if config.init:
-        return 200_000_000
+    if config.init:  # a pretrained start: its size, twice for an encoder-decoder warm-started on both sides
+        return 400_000_000 if config.objective == "seq2seq" else 200_000_000
     params = count_parameters(config.objective, config.shape, positions=config.positions)
     return int(params * 4 * 1.2) + 20_000_000
 

@@ -44,6 +44,7 @@ class TrainedModel(Model):
               "or compute (~6 x parameters x tokens)", choices=BUDGETS),
         Param("patience_tokens", int, PATIENCE_TOKENS, "early stopping: training tokens without a better validation "
               "loss before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0),
+        Param("eval_every", int, 0, "validation every N steps; 0 = the step budget / 50 (at least 5)", min=0),
         Param("seq_len", int, 0, "token block length; 0 = the size's (128 for tiny; a pretrained start is "
               "capped by its position table)", min=0),
         Param("batch_size", int, 0, "training batch in blocks; 0 = the size's (16)", min=0),
@@ -67,7 +68,7 @@ class TrainedModel(Model):
         return make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
                            max_steps=self.params["max_steps"], init=self.params["init"],
                            positions=self.params["positions"], budget=self.params["budget"],
-                           patience_tokens=self.params["patience_tokens"],
+                           patience_tokens=self.params["patience_tokens"], eval_every=self.params["eval_every"],
                            device=resolve_device(self.params["device"], f"{self.name}:device"),
                            precision=self.params["precision"], **self._objective_params(), **shape)
 

@@ -85,7 +85,9 @@ def test_help_has_examples(capsys):
 @pytest.mark.parametrize("args,message,code", [
     (["--objective", "xlm"], "Invalid value for '--objective'", 2),
     (["--objective", "mlm", "--max-steps", "2", "--epochs", "1"], "either --max-steps or --epochs", 2),
-    (["--objective", "seq2seq", "--init", "minilm"], "minilm supports the mlm and clm", 2),
+    (["--objective", "mlm", "--device", "cuda"], "--device=cuda: CUDA is not available on this machine", 2),
+    (["--objective", "mlm", "--device", "tpu"], "--device=tpu: not a device", 2),
+    (["--objective", "mlm", "--device", "cpu", "--precision", "bf16"], "bf16 autocast is for CUDA devices", 2),
     (["--objective", "mlm", "--init", "NOTADIR"], "no such directory", 2),
     (["--objective", "clm", "--mask-schedule", "uniform"], "--mask-schedule applies to the mlm objective only", 2),
     (["--objective", "mlm", "--mask-schedule", "mdlm", "--mask-ratio", "0.5"], "uniform and mdlm draw it per sequence", 2),
@@ -165,3 +167,17 @@ def test_train_never_sees_test_documents(tmp_path, capsys, monkeypatch):
     test_texts = {d.text for d in get_registry().build("dataset", "pan").load(None).split("test")}
     assert seen["validation"] and not test_texts & set(seen["validation"]) and not test_texts & set(seen["train"])
     assert not set(seen["train"]) & set(seen["validation"])
+
+
+@pytest.mark.parametrize("objective,auto", [("clm", "AutoModelForCausalLM"), ("seq2seq", "AutoModelForSeq2SeqLM")])
+def test_a_masked_lm_checkpoint_trains_with_the_other_objectives(objective, auto, tmp_path, tiny_mlm, capsys):
+    import transformers
+
+    out = tmp_path / objective
+    code, stdout, err = run(capsys, "--dataset", "made-up", "--objective", objective, "--init", str(tiny_mlm),
+                            "--max-steps", "2", "--device", "auto", "--out", str(out), "--json")
+    assert code == 0, err
+    card = json.loads(stdout)
+    assert card["init"] == str(tiny_mlm) and card["device"] == "cpu" and card["precision"] == "float32"
+    assert card["stop_reason"] and card["validation_holds"]
+    getattr(transformers, auto).from_pretrained(out)

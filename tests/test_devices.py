@@ -1,0 +1,71 @@
+"""Where models run: ``auto`` picks CUDA only where torch sees it, a device the machine lacks is one clear
+line naming the parameter, and bf16 autocast is a CUDA-only choice. Runs on the CPU: CUDA is simulated by
+patching torch's own availability checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlmh.devices import resolve_device, resolve_precision
+from mlmh.errors import SpecError
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+
+
+def test_auto_is_the_cpu_without_cuda_and_cuda_with_it(no_cuda):
+    assert resolve_device("auto") == "cpu" and resolve_device("") == "cpu" and resolve_device("CPU") == "cpu"
+    assert resolve_precision("auto", "cpu") == "float32"
+
+
+def test_a_device_the_machine_lacks_is_one_clear_line(no_cuda):
+    with pytest.raises(SpecError, match=r"^trained-mlm:device=cuda:0: CUDA is not available on this machine .*use device=auto or cpu$"):
+        resolve_device("cuda:0", "trained-mlm:device")
+    with pytest.raises(SpecError, match="device=mps: not a device"):
+        resolve_device("mps")
+    with pytest.raises(SpecError, match="bf16 autocast is for CUDA devices"):
+        resolve_precision("bf16", "cpu")
+
+
+def test_cuda_is_chosen_and_checked_where_there_is_one(two_gpus):
+    assert resolve_device("auto") == "cuda" and resolve_device("cuda:1") == "cuda:1"
+    assert resolve_precision("auto", "cuda") == "bf16" and resolve_precision("float32", "cuda:1") == "float32"
+    with pytest.raises(SpecError, match="has 2 CUDA device"):
+        resolve_device("cuda:2")
+
+
+def test_trained_models_resolve_their_device_parameter(no_cuda):
+    from mlmh.registry import get_registry
+
+    model = get_registry().build("model", "trained-mlm:device=cuda")
+    with pytest.raises(SpecError, match="^trained-mlm:device=cuda: CUDA is not available"):
+        model._config()
+    config = get_registry().build("model", "trained-clm").configured()._config()
+    assert (config.device, config.precision) == ("cpu", "float32")
+
+
+def test_a_config_on_cuda_trains_in_bf16_autocast_and_moves_batches(two_gpus):
+    import torch
+
+    from mlmh.training import autocast, make_config, on_device
+
+    config = make_config("mlm", device="auto")
+    assert (config.device, config.precision) == ("cuda", "bf16")
+    context = autocast(config)
+    assert isinstance(context, torch.autocast) and context.fast_dtype == torch.bfloat16
+    cpu = make_config("mlm", device="cpu")
+    batch = {"input_ids": torch.ones(2, 3, dtype=torch.long)}
+    assert on_device(batch, torch.device("cpu")) is batch and not isinstance(autocast(cpu), torch.autocast)
