@@ -100,7 +100,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 7
+RECIPE_VERSION = 8
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -827,11 +827,17 @@ class Validation:
     loss: float
     accuracy: float | None
     baseline_accuracy: float | None
+    targets: int = 0  # judged tokens
 
     @property
     def off_plateau(self) -> bool:
-        """Whether the model predicts better than the unigram baseline (it has learned some context)."""
-        return self.accuracy is not None and self.accuracy > (self.baseline_accuracy or 0.0)
+        """Whether the model predicts clearly better than the unigram baseline (it has learned some context):
+        its accuracy exceeds the baseline's by more than two binomial standard errors of the baseline's rate
+        over the judged tokens, so a few lucky tokens on a flat curve do not count."""
+        if self.accuracy is None or not self.targets:
+            return False
+        base = self.baseline_accuracy or 0.0
+        return self.accuracy - base > 2 * math.sqrt(max(base * (1 - base), 1e-12) / self.targets)
 
 
 def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]],
@@ -849,7 +855,7 @@ def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tens
             baseline_hits += int((gold == baseline_token).sum()) if baseline_token is not None else 0
             n += int(gold.numel())
     model.train()
-    return Validation(total / max(count, 1), correct / n if n else None, baseline_hits / n if n else None)
+    return Validation(total / max(count, 1), correct / n if n else None, baseline_hits / n if n else None, n)
 
 
 def estimated_bytes(config: TrainingConfig) -> int:

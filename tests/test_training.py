@@ -464,7 +464,7 @@ def _scripted_validation(monkeypatch, script, snapshots=None):
         if snapshots is not None:
             snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
         loss, accuracy = next(script)
-        return training.Validation(loss, accuracy, 0.1)
+        return training.Validation(loss, accuracy, 0.1, 10_000)
 
     monkeypatch.setattr(training, "validate", scripted)
 
@@ -537,7 +537,10 @@ def test_validation_accuracy_counts_the_judged_tokens_beside_the_unigram_baselin
     gold = gold[gold != -100]
     assert result.baseline_accuracy == pytest.approx(float((gold == baseline).float().mean()))
     assert 0 <= result.accuracy <= 1 and result.loss > 0
-    assert Validation(1.0, 0.2, 0.1).off_plateau and not Validation(1.0, 0.1, 0.1).off_plateau
+    assert result.targets == gold.numel()
+    assert Validation(1.0, 0.2, 0.1, 1000).off_plateau and not Validation(1.0, 0.1, 0.1, 1000).off_plateau
+    # 0.0335 against 0.033 over 2,500 tokens is noise (the gmlm MLMs on real text), 0.05 is not
+    assert not Validation(1.0, 0.0335, 0.033, 2500).off_plateau and Validation(1.0, 0.05, 0.033, 2500).off_plateau
 
 
 def test_a_validation_curve_that_keeps_falling_trains_the_whole_budget(tmp_path):
