@@ -192,4 +192,7 @@ def print_summary(results: Any, out: Any) -> None:
             f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))
     if results.errors:
         console.print(f"[yellow]{len(results.errors)} component(s) failed; the rest completed (see report.md).[/]")
-    console.print(f"Results: {out}/results.json  report: {out}/report.md")
+    from mlmh.rundir import RunDir
+
+    run = RunDir(out)
+    console.print(f"Results: {run.results}  report: {run.report}")
