@@ -40,8 +40,10 @@ CACHE_COMPANIONS = ("-wal", "-shm", "-journal")
 FIGURES = ("quality_by_masking", "quality_by_masking_seen", "quality_vs_steps", "quality_vs_downstream")
 #: the temp files behind the atomic writes: ``.<name>.<random>.tmp``
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
-OWN_NAMES = frozenset({RESULTS, CONFIG, GENERATIONS, SAMPLES, REPORT, HUMAN, HUMAN_KEY, HUMAN_SHEET, PRIVATE_CACHE,
-                       *(PRIVATE_CACHE + c for c in CACHE_COMPANIONS), *(f + ".png" for f in FIGURES)})
+#: what ``mlmh eval`` writes; human evaluation adds the rest of the run's own names
+EVAL_NAMES = frozenset({RESULTS, CONFIG, GENERATIONS, SAMPLES, REPORT, PRIVATE_CACHE,
+                        *(PRIVATE_CACHE + c for c in CACHE_COMPANIONS), *(f + ".png" for f in FIGURES)})
+OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET}
 #: the fields of a generations.jsonl row that must be text (``role`` may be null)
 GENERATION_FIELDS = ("sample", "condition", "doc_id", "original", "masked_text", "text")
 
@@ -321,9 +323,9 @@ class RunDir:
             raise RunDirError(f"output path {self.path} cannot be listed ({exc.strerror or exc})") from None
 
     def check_no_links(self) -> None:
-        """Refuse a run directory where any of the run's own names is a symlink, before any work is done."""
-        for path in self.own_files():
-            refuse_link(path)
+        """Refuse a run directory where a file ``mlmh eval`` writes is a symlink, before any work is done."""
+        for name in sorted(EVAL_NAMES | {self._results_name}):
+            refuse_link(self.path / name)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self, record: dict[str, Any], resume_hint: str) -> None:

@@ -192,7 +192,9 @@ class Runner:
         self.bus.emit(StageFinished(stage=name, seconds=seconds))
 
     def resume_hint(self) -> str:
-        return f"mlmh eval --resume --output-path {self.out}"
+        """The command that continues this run (with --no-cache when its cache is the run directory's own)."""
+        private = not self.use_cache and not self.cache_path
+        return f"mlmh eval --resume --output-path {self.out}" + (" --no-cache" if private else "")
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():

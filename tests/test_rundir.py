@@ -124,7 +124,7 @@ def test_an_empty_or_missing_directory_takes_a_run_and_one_holding_a_run_says_re
     assert RunDir(empty).finished and RunDir(empty).holds_run()
     run(tmp_path / "new" / "deeper")
     with pytest.raises(SpecError, match=rf"{empty} already holds a run; continue it with `mlmh eval --resume "
-                                        rf"--output-path {empty}`"):
+                                        rf"--output-path {empty} --no-cache`"):
         run(empty)
     half = tmp_path / "half"
     cut_run(half)
@@ -334,7 +334,8 @@ def test_a_run_that_hits_a_full_disk_resumes_to_the_same_results(tmp_path, monke
     if name == "config.json":  # nothing was written, and the directory it made is gone
         assert not out.exists()
         return
-    assert "--resume" in str(failed.value) and RunDir(out).unfinished and not (out / name).exists()
+    assert str(failed.value).endswith(f"continue with `mlmh eval --resume --output-path {out} --no-cache`")
+    assert RunDir(out).unfinished and not (out / name).exists()
     assert comparable(run(out, resume=True)) == comparable(reference)
 
 
