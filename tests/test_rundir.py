@@ -21,7 +21,7 @@ import runner_fakes
 from mlmh import rundir
 from mlmh.cli import main
 from mlmh.config import from_table
-from mlmh.errors import DataError, MlmhError, SpecError
+from mlmh.errors import DataError, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.rundir import RunDir, RunDirError, write_atomic
 from mlmh.runner import RunCancelled, run_experiment, strip_timings
@@ -520,7 +520,3 @@ def test_only_mlmh_rundir_spells_the_run_file_names():
                 if any(name in node.value for name in names):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not found, found
-
-
-def test_errors_are_mlmh_errors():
-    assert issubclass(RunDirError, MlmhError)
