@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,16 @@ from typing import Any
 import numpy as np
 
 from mlmh.errors import DataError, SpecError
+from mlmh.rundir import HUMAN_KEY as KEY_FILE
+from mlmh.rundir import RunDir, write_atomic
 
 CRITERIA = ("coherence", "grammar")
-KEY_FILE = "human_key.json"
-SHEET_FILE = "human_sheet.csv"
-RESULT_FILE = "human.json"
 ORIGINAL = "original (human-written)"
 #: Leading characters a spreadsheet may read as the start of a formula (OWASP CSV injection), and the
 #: quote that marks a cell as text; a text starting with the quote itself is escaped the same way.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 TEXT_MARK = "'"
+#: what a sheet needs of each generations.jsonl row
 GENERATION_FIELDS = ("condition", "doc_id", "original", "text")
 
 
@@ -59,30 +58,16 @@ def _read_utf8(path: Path) -> str:
         raise DataError(f"{path}:{line}: not valid UTF-8 (byte {exc.start}); save it as CSV UTF-8") from None
 
 
-def _generations(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "generations.jsonl"
-    if not path.is_file():
-        raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval")
-    rows = []
-    for number, line in enumerate(_read_utf8(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            raise DataError(f"{path}:{number}: not valid JSON") from None
-        missing = [f for f in GENERATION_FIELDS if not isinstance(row, dict) or not isinstance(row.get(f), str)]
-        if missing:
-            raise DataError(f"{path}:{number}: missing or non-text field(s) {', '.join(missing)}")
-        rows.append(row)
+def _generations(run: RunDir) -> list[dict[str, Any]]:
+    rows = run.read_generations(GENERATION_FIELDS)
     if not rows:
-        raise DataError(f"{path}: no generations to rate")
+        raise DataError(f"{run.generations}: no generations to rate")
     return rows
 
 
 def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | Path | None = None) -> Path:
     """Write a shuffled, blinded sheet of ``n`` texts drawn evenly across conditions plus the originals."""
-    run = Path(run_dir)
+    run = RunDir(run_dir)
     if n < 1:
         raise SpecError(f"--n must be >= 1, got {n}")
     if seed < 0:
@@ -104,17 +89,17 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
                 chosen.append((condition, queues[condition].pop()))
     order = rng.permutation(len(chosen))
     key: dict[str, dict[str, str]] = {}
-    sheet = Path(out) if out else run / SHEET_FILE
-    with open(sheet, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["item", "text", *CRITERIA, "comment"])
-        for position, index in enumerate(order, 1):
-            condition, sample = chosen[index]
-            item = f"h{position:04d}"
-            key[item] = {"condition": condition, "doc_id": sample["doc_id"], "text_digest": text_digest(sample["text"])}
-            writer.writerow([item, spreadsheet_safe(sample["text"]), "", "", ""])
-    (run / KEY_FILE).write_text(json.dumps({"seed": seed, "criteria": list(CRITERIA), "items": key}, indent=2),
-                                encoding="utf-8")
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(["item", "text", *CRITERIA, "comment"])
+    for position, index in enumerate(order, 1):
+        condition, sample = chosen[index]
+        item = f"h{position:04d}"
+        key[item] = {"condition": condition, "doc_id": sample["doc_id"], "text_digest": text_digest(sample["text"])}
+        writer.writerow([item, spreadsheet_safe(sample["text"]), "", "", ""])
+    sheet = write_atomic(Path(out), lambda fh: fh.write(text.getvalue().encode("utf-8"))) if out else \
+        run.write_text(run.human_sheet, text.getvalue())
+    run.write_json(run.human_key, {"seed": seed, "criteria": list(CRITERIA), "items": key})
     return sheet
 
 
@@ -164,11 +149,9 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
 
     from mlmh.stats import mean_ci
 
-    run = Path(run_dir)
-    key_path = run / KEY_FILE
-    if not key_path.is_file():
-        raise SpecError(f"{key_path} does not exist: run `mlmh human export {run}` first")
-    key = json.loads(key_path.read_text(encoding="utf-8"))["items"]
+    run = RunDir(run_dir)
+    key = run.read_human_key()
+    results = run.read_results_data() if run.results.is_file() else None  # checked before anything is written
     raters: dict[str, dict[str, dict[str, int]]] = {}
     for sheet in sheets:
         name, ratings, _ = read_sheet(sheet, key)
@@ -200,13 +183,11 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
     human = {"criteria": list(CRITERIA), "n_raters": len(raters), "raters": sorted(raters), "n_items": len(items),
              "conditions": conditions, "agreement": agreement,
              "agreement_method": "Krippendorff's alpha, ordinal (krippendorff package); None with fewer than 2 raters"}
-    (run / RESULT_FILE).write_text(json.dumps(human, indent=2), encoding="utf-8")
-    results_path = run / "results.json"
-    if results_path.is_file():
+    run.write_json(run.human, human)
+    if results is not None:
         from mlmh.report import write_report
 
-        results = json.loads(results_path.read_text(encoding="utf-8"))
         results["human"] = human
-        results_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        run.write_results(results)
         write_report(results, run)
     return human

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mlmh.report import higher_is_better, main_metrics
+from mlmh.rundir import RunDir, write_atomic
 from mlmh.types import ConditionResult, RunResults, Score
 
 #: colour family (a matplotlib colormap) per model kind; unknown kinds share the grey one
@@ -234,9 +235,9 @@ def _styles(rows: list[ConditionResult], several_seeds: bool, sampler_family: bo
 
 
 # -- drawing ---------------------------------------------------------------------------------------
-def write_plots(results: RunResults, out_dir: Path) -> list[Path]:
-    """Write the PNG figures (matplotlib, Agg) of ``results`` into ``out_dir``; returns their paths."""
-    out_dir = Path(out_dir)
+def write_plots(results: RunResults, out_dir: Path | RunDir) -> list[Path]:
+    """Write the PNG figures (matplotlib, Agg) of ``results`` into the run directory ``out_dir``; returns their paths."""
+    run = out_dir if isinstance(out_dir, RunDir) else RunDir(out_dir)
     written = []
     metrics = main_metrics(results)
     headline = results.headline
@@ -248,22 +249,23 @@ def write_plots(results: RunResults, out_dir: Path) -> list[Path]:
                         "on seen (training) documents"))
     for name, panels, subtitle in figures:
         if panels:
-            written.append(draw_panels(panels, out_dir / f"{name}.png", subtitle))
+            written.append(run.write_with(run.figure(name), lambda handle: draw_panels(panels, handle, subtitle)))
     steps = steps_data(results, metrics[0]) if metrics else None
     if steps:
-        written.append(draw_panels([steps], out_dir / "quality_vs_steps.png"))
+        written.append(run.write_with(run.figure("quality_vs_steps"), lambda handle: draw_panels([steps], handle)))
     # the downstream tasks train on the seen regenerations, so their quality is the one to set against them
     scatter = downstream_data(results, metrics[0], "seen" if has_seen else None) if metrics else None
     if scatter:
         panel, _, baseline = scatter
-        written.append(draw_panels([panel], out_dir / "quality_vs_downstream.png", baseline=baseline))
+        written.append(run.write_with(run.figure("quality_vs_downstream"),
+                                      lambda handle: draw_panels([panel], handle, baseline=baseline)))
     return written
 
 
-def draw_panels(panels: list[Panel], path: Path, subtitle: str = "", baseline: float | None = None) -> Path:
+def draw_panels(panels: list[Panel], out: Path | IO[bytes], subtitle: str = "", baseline: float | None = None) -> Any:
     """A grid of panels with one legend outside, on the right. With both a ratio and a fixed-masking
     panel, each metric is one row sharing its y scale (ratio left, fixed maskings right); otherwise
-    the metrics wrap three to a row."""
+    the metrics wrap three to a row. ``out`` is a PNG path (written whole or not at all) or an open binary file."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -300,10 +302,18 @@ def draw_panels(panels: list[Panel], path: Path, subtitle: str = "", baseline: f
     fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7,
                frameon=False, title="model / sampler" if len(handles) > 1 else None, title_fontsize=7)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+
+    def save(handle: IO[bytes]) -> None:
+        fig.savefig(handle, format="png", dpi=110, bbox_inches="tight")
+
+    try:
+        if isinstance(out, (str, Path)):  # a PNG file, written whole or not at all
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            return write_atomic(out, save)
+        save(out)
+        return out
+    finally:
+        plt.close(fig)
 
 
 def _width(panel: Panel) -> float:

@@ -7,12 +7,11 @@ trained on (``unseen``); the ``seen`` ones follow, and the report says where the
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from mlmh.errors import DataError, SpecError
+from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
 
 #: the metrics the comparison tables lead with, when a run has them
@@ -27,26 +26,14 @@ def as_results(results: RunResults | dict[str, Any]) -> RunResults:
 
 
 def results_path(path: str | Path) -> Path:
-    """``path`` itself when it is a file, else the ``results.json`` inside the run directory."""
-    p = Path(path).expanduser()
-    return p / "results.json" if p.is_dir() else p
+    """``path`` itself when it is a file, else the results file inside the run directory."""
+    return RunDir.of(path).results
 
 
 def load_results(run_dir: str | Path) -> RunResults:
-    """The typed results of a run directory (or of its results.json), for the report, the CLI and the TUI."""
-    path = results_path(run_dir)
-    if not path.is_file():
-        raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval, or its results.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: not a readable results.json ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("conditions"), list):
-        raise DataError(f"{path}: no 'conditions' list; is this an mlmh results.json?")
-    try:
-        return RunResults.from_dict(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"{path}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
+    """The typed results of a run directory (or of its results file), for the report, the CLI and the TUI;
+    every reader comes here, and a bad file is one line naming it and the key (:class:`~mlmh.rundir.RunDir`)."""
+    return RunDir.of(run_dir).read_results()
 
 
 def roles(results: RunResults) -> list[str]:
@@ -542,14 +529,11 @@ def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> s
     return "\n".join(lines)
 
 
-def write_report(results: RunResults | dict[str, Any], out_dir: str | Path) -> Path:
-    """Write report.md and the plots into ``out_dir``; returns the report's path."""
+def write_report(results: RunResults | dict[str, Any], out_dir: str | Path | RunDir) -> Path:
+    """Write report.md and the plots into the run directory ``out_dir``; returns the report's path."""
     results = as_results(results)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    run = out_dir if isinstance(out_dir, RunDir) else RunDir(out_dir)
     from mlmh.plots import write_plots  # matplotlib is imported only when a report is written
 
-    plots = write_plots(results, out)
-    path = out / "report.md"
-    path.write_text(render_markdown(results, plots), encoding="utf-8")
-    return path
+    plots = write_plots(results, run)
+    return run.write_text(run.report, render_markdown(results, plots))

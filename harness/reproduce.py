@@ -10,12 +10,12 @@ sampler, seed and masked words as in the run: the mask and the sampler's random 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlmh.errors import SpecError
+from mlmh.rundir import RunDir
 from mlmh.types import Generation
 
 
@@ -36,42 +36,33 @@ class Reproduction:
         return self.generation.text == self.recorded.get("text") and self.generation.masked_text == self.recorded.get("masked_text")
 
 
-def recorded_sample(run_dir: Path, sample: str) -> dict[str, Any]:
+def recorded_sample(run_dir: Path | RunDir, sample: str) -> dict[str, Any]:
     """The generations.jsonl row of ``sample``; a SpecError naming the run when there is none."""
-    path = run_dir / "generations.jsonl"
-    if not path.is_file():
-        raise SpecError(f"--run {run_dir}: no generations.jsonl (not a finished mlmh eval run)")
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row.get("sample") == sample:
-                return row
-    raise SpecError(f"--sample {sample}: no such sample in {path} (ids are CONDITION:DOC_ID, e.g. "
-                    f"{_first_id(path)})")
-
-
-def _first_id(path: Path) -> str:
-    with path.open(encoding="utf-8") as handle:
-        first = handle.readline()
-    return json.loads(first).get("sample", "?") if first.strip() else "?"
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+    if not run.generations.is_file():
+        raise SpecError(f"--run {run.path}: no {run.generations.name} (not a finished mlmh eval run)")
+    rows = run.read_generations()
+    found = next((row for row in rows if row["sample"] == sample), None)
+    if found is None:
+        raise SpecError(f"--sample {sample}: no such sample in {run.generations} (ids are CONDITION:DOC_ID, e.g. "
+                        f"{rows[0]['sample'] if rows else '?'})")
+    return found
 
 
 def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
     """Rebuild the run's plan, mask the sample's document as the run did, and generate it again."""
     from mlmh.generation import generate, prepare_items
     from mlmh.plan import build_plan, load_context
-    from mlmh.runner import saved_config
-
-    run = Path(run_dir)
+    run = RunDir(run_dir)
     recorded = recorded_sample(run, sample)
-    config = saved_config(run)
+    config = run.saved_config()
     plan = build_plan(config)
     corpus = plan.load_corpus()
     plan.check(corpus)
     condition = next((c for c in plan.conditions if c.id == recorded["condition"]), None)
     if condition is None:
         raise SpecError(f"--sample {sample}: condition {recorded['condition']!r} is not in the plan this mlmh builds "
-                        f"from {run}/config.json (were plugins removed?)")
+                        f"from {run.config} (were plugins removed?)")
     document = next((d for d in corpus.documents if d.id == recorded["doc_id"]), None)
     if document is None:
         raise SpecError(f"--sample {sample}: document {recorded['doc_id']!r} is not in dataset {config.dataset} "

@@ -22,14 +22,12 @@ comes from :mod:`mlmh.seeding`, so results do not depend on batch size or on wha
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -37,14 +35,11 @@ from mlmh.config import RunConfig
 from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
+from mlmh.rundir import RunDir, RunDirError
 from mlmh.seeding import sample_seed
 from mlmh.types import (RESULTS_SCHEMA, Corpus, Document, Generation, MaskedItem, MetricResult, RunResults, TaskResult,
                         to_dict)
 
-RESULTS_FILE = "results.json"
-CONFIG_FILE = "config.json"
-SAMPLES_FILE = "samples.jsonl"
-GENERATIONS_FILE = "generations.jsonl"
 #: result fields that measure time, not outcome: resume and batch-size checks ignore them
 TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
 
@@ -108,20 +103,13 @@ def latest_run(preset: str, root: str | Path = "runs") -> Path | None:
     root = Path(root)
     if not root.is_dir():
         return None
-    runs = sorted(p for p in root.glob(f"*-{preset}") if (p / CONFIG_FILE).is_file() and not (p / RESULTS_FILE).is_file())
+    runs = sorted(p for p in root.glob(f"*-{preset}") if RunDir(p).unfinished)
     return runs[-1] if runs else None
 
 
 def saved_config(out: str | Path) -> RunConfig:
     """The configuration an interrupted run saved in its directory (what ``--resume`` continues)."""
-    saved = Path(out) / CONFIG_FILE
-    if not saved.is_file():
-        raise SpecError(f"--resume: {out} holds no interrupted run (no {CONFIG_FILE})")
-    try:
-        data = json.loads(saved.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"--resume: {saved} is not a readable run configuration: {exc}") from None
-    return RunConfig.from_dict(data.get("config", data))
+    return RunDir(out).saved_config()
 
 
 def run_experiment(config: RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None, *,
@@ -144,6 +132,7 @@ class Runner:
         self.bus = bus
         self.cancel = cancel
         self.out = out
+        self.run_dir = RunDir(out)
         self.resume = resume
         self.use_cache = use_cache
         self.cache_path = cache_path
@@ -165,8 +154,11 @@ class Runner:
         self._prepare_output()
         try:
             return self._run(started)
-        except BaseException:
-            self._forget_if_nothing_generated()
+        except RunDirError as exc:  # a run file could not be written (a full disk): what is done stays
+            raise RunDirError(f"{exc}; continue with `{self.resume_hint()}`") from None
+        except MlmhError as exc:
+            if not isinstance(exc, RunCancelled):
+                self._forget_if_nothing_generated()
             raise
 
     def _run(self, started: float) -> RunResults:
@@ -200,7 +192,9 @@ class Runner:
         self.bus.emit(StageFinished(stage=name, seconds=seconds))
 
     def resume_hint(self) -> str:
-        return f"mlmh eval --resume --output-path {self.out}"
+        """The command that continues this run (with --no-cache when its cache is the run directory's own)."""
+        private = not self.use_cache and not self.cache_path
+        return f"mlmh eval --resume --output-path {self.out}" + (" --no-cache" if private else "")
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -223,9 +217,10 @@ class Runner:
 
     # -- setup ---------------------------------------------------------------------------------
     def _prepare_output(self) -> None:
-        saved = self.out / CONFIG_FILE
+        record = {"config": self.config.to_dict(), "experiment": self.config.experiment()}
         if self.resume:
-            before = saved_config(self.out)
+            self.run_dir.resume()
+            before = self.run_dir.saved_config()
             if before.experiment() != self.config.experiment():
                 after = self.config.experiment()
                 changed = sorted(k for k in set(before.experiment()) | set(after)
@@ -233,24 +228,16 @@ class Runner:
                 raise SpecError(f"--resume: the configuration differs from the run in {self.out} "
                                 f"(changed: {', '.join(changed)}); resume with `{self.resume_hint()}` alone, "
                                 "or start a new run")
-        elif (self.out / RESULTS_FILE).exists() or saved.exists():
-            raise SpecError(f"output path {self.out} already holds a run; continue it with `{self.resume_hint()}` "
-                            "or choose another --output-path")
-        self.out.mkdir(parents=True, exist_ok=True)
-        _write_json(saved, {"config": self.config.to_dict(), "experiment": self.config.experiment()})
+            self.run_dir.write_config(record)
+        else:
+            self.run_dir.start(record, self.resume_hint())
 
     def _forget_if_nothing_generated(self) -> None:
-        """A run that failed or stopped before generating anything leaves no run behind, so the corrected
-        retry can use the same output path."""
-        if self.resume or self._generated_any or (self.out / RESULTS_FILE).exists():
-            return
-        (self.out / CONFIG_FILE).unlink(missing_ok=True)
-        for leftover in ("samples.sqlite", "samples.sqlite-wal", "samples.sqlite-shm"):
-            (self.out / leftover).unlink(missing_ok=True)
-        try:
-            self.out.rmdir()  # only when empty
-        except OSError:
-            pass
+        """A new run that failed on its input before generating anything leaves no run behind, so the
+        corrected command can use the same output path. An interrupted one (Ctrl-C, SIGTERM, cancel) or one
+        that could not write stays, so its ``--resume`` hint works."""
+        if not self._generated_any and not self.run_dir.finished:
+            self.run_dir.forget()
 
     def _open_cache(self):
         from mlmh.cache import SampleCache
@@ -259,7 +246,7 @@ class Runner:
         if self.cache_path:
             return SampleCache(self.cache_path)
         # --no-cache: a private cache in the run directory, so the run is still resumable
-        return SampleCache(samples_db() if self.use_cache else self.out / "samples.sqlite")
+        return SampleCache(samples_db() if self.use_cache else self.run_dir.private_cache_path())
 
     # -- stages --------------------------------------------------------------------------------
     def _load_data(self) -> None:
@@ -612,25 +599,26 @@ class Runner:
         from mlmh.reproduce import sample_id
 
         self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
-        with open(self.out / GENERATIONS_FILE, "w", encoding="utf-8") as fh:
-            for index, condition in enumerate(self.conditions):
-                for g in self.state.generations[condition.id]:
-                    fh.write(json.dumps({"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
-                                         "role": self.state.role_of.get(g.doc_id), "original": g.original,
-                                         "masked_text": g.masked_text, "text": g.text}, ensure_ascii=False) + "\n")
+        run = self.run_dir
+        run.write_lines(run.generations, (
+            {"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
+             "role": self.state.role_of.get(g.doc_id), "original": g.original, "masked_text": g.masked_text, "text": g.text}
+            for index, condition in enumerate(self.conditions) for g in self.state.generations[condition.id]))
         if self.config.log_samples:
-            with open(self.out / SAMPLES_FILE, "w", encoding="utf-8") as fh:
-                for condition in self.conditions:
-                    by_doc = _per_sample(self.state.metric_results[condition.id],
-                                         [g for g in self.state.generations[condition.id] if g.masked_words
-                                          and self.state.role_of.get(g.doc_id) == results.headline])
-                    for g in self.state.generations[condition.id]:
-                        fh.write(json.dumps({"condition": condition.id, "role": self.state.role_of.get(g.doc_id),
-                                             "generation": to_dict(g), "metrics": by_doc.get(g.doc_id, {})},
-                                            ensure_ascii=False) + "\n")
-        write_report(results, self.out)
-        _write_json(self.out / RESULTS_FILE, results.to_dict())
+            run.write_lines(run.samples, self._sample_rows(results.headline))
+        write_report(results, run)
+        run.write_results(results)  # last: a run with results.json is finished
         self.bus.emit(Progress(stage="report", completed=1, total=1))
+
+    def _sample_rows(self, headline: str) -> Iterator[dict[str, Any]]:
+        """samples.jsonl's rows: each generation with its step trace and per-sample scores."""
+        for condition in self.conditions:
+            by_doc = _per_sample(self.state.metric_results[condition.id],
+                                 [g for g in self.state.generations[condition.id] if g.masked_words
+                                  and self.state.role_of.get(g.doc_id) == headline])
+            for g in self.state.generations[condition.id]:
+                yield {"condition": condition.id, "role": self.state.role_of.get(g.doc_id), "generation": to_dict(g),
+                       "metrics": by_doc.get(g.doc_id, {})}
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -732,13 +720,6 @@ def versions() -> dict[str, Any]:
     out: dict[str, Any] = {"mlmh": __version__, **dict(library_versions())}
     out["plugins"] = {p["name"]: p.get("version") for p in describe_plugins()}
     return out
-
-
-def _write_json(path: Path, data: Any) -> None:
-    """Write through a temp file and rename, so a kill never leaves half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def strip_timings(results: Any) -> Any:

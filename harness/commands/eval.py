@@ -30,7 +30,7 @@ from mlmh.executors import BACKENDS
 @click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
               help="Run seed; repeat or separate with commas (one condition per seed).")
 @click.option("--batch-size", type=int, help="Generation batch size (results do not depend on it).")
-@click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/).")
+@click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/); a new run needs a new or empty one.")
 @click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations, metric and task results with other runs (a private cache in the run dir).")
@@ -192,4 +192,7 @@ def print_summary(results: Any, out: Any) -> None:
             f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))
     if results.errors:
         console.print(f"[yellow]{len(results.errors)} component(s) failed; the rest completed (see report.md).[/]")
-    console.print(f"Results: {out}/results.json  report: {out}/report.md")
+    from mlmh.rundir import RunDir
+
+    run = RunDir(out)
+    console.print(f"Results: {run.results}  report: {run.report}")

@@ -15,12 +15,9 @@ def report(run_dir: str) -> None:
       mlmh report runs/20260101-120000-pan
       mlmh report runs/20260101-120000-pan/results.json
     """
-    from pathlib import Path
+    from mlmh.report import write_report
+    from mlmh.rundir import RunDir
 
-    from mlmh.report import load_results, write_report
-
-    results = load_results(run_dir)
-    target = Path(run_dir)
-    out = target if target.is_dir() else target.parent
-    path = write_report(results, out)
+    run = RunDir.of(run_dir)
+    path = write_report(run.read_results(), run)
     click.echo(f"wrote {path}")

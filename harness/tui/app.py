@@ -80,14 +80,14 @@ class MlmhApp(App):
 
     def open_results(self, path: str | Path) -> None:
         """Switch to the results screen and load ``path`` (a run directory or results.json)."""
-        from mlmh.report import results_path
+        from mlmh.rundir import RunDir
         from mlmh.tui.screens.results import ResultsScreen
 
         self.options.run_dir = str(path)  # a results screen made now loads it when it mounts
 
         def load_into_existing() -> None:
             screen = self.screen
-            if isinstance(screen, ResultsScreen) and (screen.run_files is None or screen.run_files.path != results_path(path)):
+            if isinstance(screen, ResultsScreen) and (screen.run_files is None or screen.run_files.path != RunDir.of(path).results):
                 screen.load(str(path))
 
         self.switch_mode("results")

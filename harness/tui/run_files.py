@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlmh.errors import DataError
-from mlmh.report import load_results, results_path
+from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, Generation, RunResults, from_dict
 
 
@@ -23,7 +22,7 @@ class Sample:
 
 @dataclass
 class RunFiles:
-    path: Path  # the results.json
+    path: Path  # the results file
     results: RunResults
     samples: list[Sample]
 
@@ -36,19 +35,14 @@ class RunFiles:
 
 
 def load_run(path: str | Path) -> RunFiles:
-    """Load a run from its directory or its results.json; samples.jsonl next to it is optional."""
-    results_file = results_path(path)
-    results = load_results(results_file)
+    """Load a run from its directory or its results file; samples.jsonl next to it is optional."""
+    run = RunDir.of(path)
+    results = run.read_results()
     samples: list[Sample] = []
-    samples_file = results_file.with_name("samples.jsonl")
-    if samples_file.is_file():
-        with samples_file.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {}))
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise DataError(f"{samples_file}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
-    return RunFiles(path=results_file, results=results, samples=samples)
+    if run.samples.is_file():
+        for number, row in run.read_lines(run.samples):
+            try:
+                samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {}))
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise DataError(f"{run.samples}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
+    return RunFiles(path=run.results, results=results, samples=samples)

@@ -14,6 +14,7 @@ from textual.widgets import (Button, DataTable, Footer, Header, Input, Label, Op
 from textual.widgets.option_list import Option
 
 from mlmh.errors import MlmhError
+from mlmh.rundir import RESULTS
 from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.run_files import RunFiles, load_run
 from mlmh.tui.widgets.plots import MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
@@ -49,7 +50,7 @@ class ResultsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(classes="form-row", id="res-open"):
-            yield Input(self.app.options.run_dir or "", placeholder="run directory or results.json",  # type: ignore[attr-defined]
+            yield Input(self.app.options.run_dir or "", placeholder=f"run directory or {RESULTS}",  # type: ignore[attr-defined]
                         compact=True, id="res-path")
             yield Button("Load", id="res-load", compact=True, variant="primary")
         yield Label("", id="res-status")

@@ -4,7 +4,6 @@ generated samples, and cancel. The runner is the CLI's; this screen only listens
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
@@ -17,6 +16,7 @@ from textual.widgets import Button, Footer, Header, Label, RichLog, Select
 
 from mlmh.errors import MlmhError
 from mlmh.events import Message, RunEvent, RunFinished, RunStarted, SampleGenerated
+from mlmh.rundir import RunDir
 from mlmh.tui.labels import short_condition
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 
@@ -129,7 +129,7 @@ class RunScreen(Screen):
 
     @on(Button.Pressed, "#run-open")
     def action_open_results(self) -> None:
-        if self.output_path and not self.running and (Path(self.output_path) / "results.json").is_file():
+        if self.output_path and not self.running and RunDir(self.output_path).finished:
             self.app.open_results(self.output_path)  # type: ignore[attr-defined]
 
     def _set_buttons(self) -> None:

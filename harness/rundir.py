@@ -1,0 +1,487 @@
+"""A run directory: the files one ``mlmh eval`` run owns, and the one place that reads and writes them.
+
+The runner, the report, human evaluation, ``mlmh generate --run``, the CLI and the TUI all go through
+:class:`RunDir`, so each rule below is kept in one place (docs/ARCHITECTURE.md, "The run directory"):
+
+- A new run starts only in a missing or empty directory. A directory that holds an mlmh run (a
+  ``config.json`` or ``results.json`` that reads as one) is continued with ``--resume`` or refused with
+  that hint; any other content is refused, naming the directory, before anything is written.
+- Every write goes to a private temp file created in the directory (``mkstemp``: ``O_EXCL``, no-follow,
+  mode 0600) and is renamed onto its name with ``os.replace``, so a failed write (a full disk) leaves the
+  previous file whole. A name that is a symlink is refused, never followed. New run directories are 0700.
+- Only the run's own names are ever written or deleted; a run that fails on its input before generating
+  anything removes just the files it created (and the directory, if it made it).
+- Every file is validated where it is read; a bad one is one line naming the file (and line or key).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator
+
+from mlmh.errors import DataError, MlmhError, SpecError
+
+RESULTS = "results.json"
+CONFIG = "config.json"
+GENERATIONS = "generations.jsonl"
+SAMPLES = "samples.jsonl"
+REPORT = "report.md"
+HUMAN = "human.json"
+HUMAN_KEY = "human_key.json"
+HUMAN_SHEET = "human_sheet.csv"
+#: the sample cache a ``--no-cache`` run keeps to itself, and the files SQLite puts beside it
+PRIVATE_CACHE = "samples.sqlite"
+CACHE_COMPANIONS = ("-wal", "-shm", "-journal")
+#: the report's figures (PNG), by name without the suffix (mlmh.plots draws them)
+FIGURES = ("quality_by_masking", "quality_by_masking_seen", "quality_vs_steps", "quality_vs_downstream")
+#: the temp files behind the atomic writes: ``.<name>.<random>.tmp``
+TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
+#: what ``mlmh eval`` writes; human evaluation adds the rest of the run's own names
+EVAL_NAMES = frozenset({RESULTS, CONFIG, GENERATIONS, SAMPLES, REPORT, PRIVATE_CACHE,
+                        *(PRIVATE_CACHE + c for c in CACHE_COMPANIONS), *(f + ".png" for f in FIGURES)})
+OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET}
+#: the fields of a generations.jsonl row that must be text (``role`` may be null)
+GENERATION_FIELDS = ("sample", "condition", "doc_id", "original", "masked_text", "text")
+
+
+class RunDirError(MlmhError):
+    """A run directory that cannot be used as asked, or a run file that cannot be written; names the path."""
+
+
+# -- writing one file ---------------------------------------------------------------------------------
+def refuse_link(path: Path) -> None:
+    """Run files are never written through a symlink: someone else's file may be at its end."""
+    if path.is_symlink():
+        raise RunDirError(f"{path} is a symbolic link; mlmh does not write through links (remove it or choose "
+                          "another directory)")
+
+
+def _open_temp(path: Path) -> tuple[IO[bytes], str]:
+    """A new private (0600) temp file beside ``path``, created exclusively and without following links."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX)
+    return os.fdopen(fd, "wb"), tmp
+
+
+def write_atomic(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
+    """Write ``path`` whole or not at all: ``write(handle)`` fills a private temp file that then replaces it.
+
+    An OSError (disk full, permissions) leaves the previous file as it was and becomes one line naming the path.
+    """
+    path = Path(path)
+    refuse_link(path)
+    tmp = None
+    try:
+        handle, tmp = _open_temp(path)
+        with handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise RunDirError(f"cannot write {path}: {exc.strerror or exc}; the previous file, if any, is unchanged") from None
+        raise
+    return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    return write_atomic(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def _json_text(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+# -- reading and checking -----------------------------------------------------------------------------
+# What a JSON value must look like: a type (or tuple of types), or one of these; _problem says where it is not.
+class _Optional:
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+
+class _ListOf:
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+
+class _MapOf:
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+
+class _Object:
+    """An object with these keys (others are free); ``required`` ones must be there."""
+
+    def __init__(self, keys: dict[str, Any], required: Iterable[str] = ()) -> None:
+        self.keys = keys
+        self.required = tuple(required)
+
+
+NUMBER = (int, float)
+TYPE_NAMES = {dict: "an object", list: "a list", str: "text", int: "an integer", bool: "true or false",
+              NUMBER: "a number"}
+
+
+def _problem(value: Any, shape: Any, where: str) -> str | None:
+    """None when ``value`` has ``shape``; else ``"KEY: must be ..."`` for the first place it does not."""
+    if isinstance(shape, _Optional):
+        return None if value is None else _problem(value, shape.shape, where)
+    if isinstance(shape, _ListOf):
+        if not isinstance(value, list):
+            return f"{where}: must be a list, not {_kind(value)}"
+        return next((p for n, v in enumerate(value) if (p := _problem(v, shape.shape, f"{where}[{n}]"))), None)
+    if isinstance(shape, _MapOf):
+        if not isinstance(value, dict):
+            return f"{where}: must be an object, not {_kind(value)}"
+        return next((p for k, v in value.items() if (p := _problem(v, shape.shape, f"{where}.{k}"))), None)
+    if isinstance(shape, _Object):
+        if not isinstance(value, dict):
+            return f"{where}: must be an object, not {_kind(value)}"
+        missing = [k for k in shape.required if k not in value]
+        if missing:
+            return f"{where}: missing key(s) {', '.join(missing)}"
+        return next((p for k, s in shape.keys.items() if k in value and (p := _problem(value[k], s, f"{where}.{k}"))),
+                    None)
+    wrong = isinstance(value, bool) and shape is not bool and bool not in (shape if isinstance(shape, tuple) else ())
+    if wrong or not isinstance(value, shape):
+        return f"{where}: must be {TYPE_NAMES.get(shape, shape)}, not {_kind(value)}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else {dict: "an object", list: "a list", str: "text", bool: "true/false"}.get(
+        type(value), type(value).__name__)
+
+
+def _located(problem: str) -> str:
+    """``$.a.b: ...`` -> ``key a.b ...``: where in the file, in the words of the message."""
+    where, _, what = problem.partition(": ")
+    return what if where == "$" else f"key {where.removeprefix('$.')} {what}"
+
+
+SCORE = _Object({"value": _Optional(NUMBER), "ci_low": _Optional(NUMBER), "ci_high": _Optional(NUMBER),
+                 "higher_is_better": bool, "info": dict})
+SCORES = _Optional(_MapOf(_Optional(SCORE)))
+ROLE_QUALITY = _Optional(_Object({"documents": int, "scored": int, "metrics": SCORES, "verbatim_recall": _Optional(SCORE),
+                                  "filler": SCORES, "deletion": SCORES}))
+CONDITION = _Object({"id": str, "model": str, "model_kind": str, "masking": str, "sampler": str, "seed": int,
+                     "masking_ratio": _Optional(NUMBER), "steps": _Optional(int), "seen": ROLE_QUALITY,
+                     "unseen": ROLE_QUALITY, "gap": SCORES, "metrics": SCORES,
+                     "downstream": _Optional(_MapOf(_Optional(_MapOf(_Optional(NUMBER))))),
+                     "generation": _Optional(dict)},
+                    required=("id", "model", "model_kind", "masking", "sampler", "seed"))
+#: results.json as the report, the CLI summary and the TUI read it (docs/RESULTS.md); null means absent
+#: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into
+RESULTS_SHAPE = _Object({
+    "schema_version": int, "run_id": _Optional(str), "config": dict, "conditions": _ListOf(CONDITION),
+    "versions": _Optional(dict), "dataset": _Optional(dict), "documents": _Optional(_MapOf(dict)),
+    "headline": _Optional(str), "filler_word": _Optional(str), "n_samples": _Optional(int),
+    "baseline": _Optional(_MapOf(_Optional(_MapOf(_Optional(NUMBER))))), "correlations": _Optional(_ListOf(dict)),
+    "models": _Optional(_MapOf(dict)), "findings": _Optional(_ListOf(dict)), "notes": _Optional(_ListOf(str)),
+    "errors": _Optional(_ListOf(dict)), "started_at": _Optional(str), "timings": _Optional(_MapOf(NUMBER)),
+    "human": _Optional(dict)}, required=("conditions",))
+#: config.json: the resolved configuration (mlmh.config.RunConfig) a run saved for ``--resume``
+CONFIG_SHAPE = _Object({"config": _Object({
+    "preset": str, "source": str, "dataset": str, "data": _Optional(str), "models": _ListOf(str),
+    "maskings": _ListOf(str), "samplers": _ListOf(str), "metrics": _ListOf(str), "tasks": _ListOf(str),
+    "seeds": _ListOf(int), "limit": NUMBER, "batch_size": int, "log_samples": bool, "description": str},
+    required=("preset", "source", "dataset", "models", "maskings", "samplers"))}, required=("config",))
+HUMAN_KEY_SHAPE = _Object({"seed": int, "criteria": _ListOf(str), "items": _MapOf(_Object(
+    {"condition": str, "doc_id": str, "text_digest": str}, required=("condition", "doc_id")))}, required=("items",))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{path}:{line}: not valid UTF-8 (byte {exc.start})") from None
+
+
+def _read_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | None = None) -> Any:
+    """``path``'s JSON, checked against ``shape``; a DataError naming the file (and key) when it is not.
+    ``wrap`` turns an older layout of the file's object into the current one before the check."""
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not a readable {what} (invalid JSON at line {exc.lineno}: {exc.msg})") from None
+    if wrap is not None and isinstance(data, dict):
+        data = wrap(data)
+    problem = _problem(data, shape, "$")
+    if problem:
+        raise DataError(f"{path}: not a readable {what}: {_located(problem)}")
+    return data
+
+
+# -- the directory ------------------------------------------------------------------------------------
+class RunDir:
+    """The files of one run, by name, and every read and write of them."""
+
+    def __init__(self, path: str | Path, *, results_name: str = RESULTS) -> None:
+        self.path = Path(path).expanduser()
+        self._results_name = results_name
+        self._started_here = False  # this object began a new run in a missing or empty directory
+        self._made_directory = False
+
+    @classmethod
+    def of(cls, path: str | Path) -> "RunDir":
+        """The run of a directory, or of a results file given by its own path (any name)."""
+        p = Path(path).expanduser()
+        return cls(p) if p.is_dir() else cls(p.parent, results_name=p.name)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # -- names --------------------------------------------------------------------------------------
+    @property
+    def results(self) -> Path:
+        return self.path / self._results_name
+
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def generations(self) -> Path:
+        return self.path / GENERATIONS
+
+    @property
+    def samples(self) -> Path:
+        return self.path / SAMPLES
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    @property
+    def human(self) -> Path:
+        return self.path / HUMAN
+
+    @property
+    def human_key(self) -> Path:
+        return self.path / HUMAN_KEY
+
+    @property
+    def human_sheet(self) -> Path:
+        return self.path / HUMAN_SHEET
+
+    @property
+    def private_cache(self) -> Path:
+        return self.path / PRIVATE_CACHE
+
+    def figure(self, name: str) -> Path:
+        if name not in FIGURES:
+            raise ValueError(f"{name!r} is not one of the report's figures {FIGURES}")
+        return self.path / f"{name}.png"
+
+    def own_files(self) -> list[Path]:
+        """The paths this run may write (present or not)."""
+        return [self.path / name for name in sorted(OWN_NAMES | {self._results_name})]
+
+    def is_own_name(self, name: str) -> bool:
+        """A name the run writes, or the temp file of one (``.<name>.<random>.tmp``)."""
+        names = OWN_NAMES | {self._results_name}
+        return name in names or (name.endswith(TEMP_SUFFIX) and any(name.startswith(f"{TEMP_PREFIX}{n}.") for n in names))
+
+    # -- state --------------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        """Whether the run wrote its results (the last file a run writes)."""
+        return self.results.is_file()
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether this is a run that started and did not finish (what ``--resume`` continues)."""
+        return self.config.is_file() and not self.results.is_file()
+
+    def holds_run(self) -> bool:
+        """Whether the directory holds an mlmh run: a config.json or results.json that reads as one."""
+        for path, check in ((self.config, self.read_config_record), (self.results, self.read_results_data)):
+            if path.is_file() and not path.is_symlink():
+                try:
+                    check()
+                    return True
+                except MlmhError:
+                    pass
+        return False
+
+    def _entries(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self.path.iterdir())
+        except OSError as exc:
+            raise RunDirError(f"output path {self.path} cannot be listed ({exc.strerror or exc})") from None
+
+    def check_no_links(self) -> None:
+        """Refuse a run directory where a file ``mlmh eval`` writes is a symlink, before any work is done."""
+        for name in sorted(EVAL_NAMES | {self._results_name}):
+            refuse_link(self.path / name)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self, record: dict[str, Any], resume_hint: str) -> None:
+        """Begin a new run here: only in a missing or empty directory; writes ``config.json`` first."""
+        if self.path.is_symlink() and not self.path.exists():
+            raise RunDirError(f"output path {self.path} is a dangling symbolic link; choose another --output-path")
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"output path {self.path} is a file, not a directory; choose another --output-path")
+        if self.path.is_dir():
+            entries = self._entries()
+            if entries:
+                if self.holds_run():
+                    raise SpecError(f"output path {self.path} already holds a run; continue it with `{resume_hint}` "
+                                    "or choose another --output-path")
+                shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+                raise RunDirError(f"output path {self.path} is not empty and holds no mlmh run ({shown}); a new run "
+                                  "goes only into a new or empty directory: choose another --output-path")
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.mkdir(mode=0o700)
+            except OSError as exc:
+                raise RunDirError(f"cannot create output path {self.path}: {exc.strerror or exc}") from None
+            self._made_directory = True
+        self._started_here = True
+        try:
+            self.write_config(record)
+        except BaseException:
+            self.forget()
+            raise
+
+    def resume(self) -> dict[str, Any]:
+        """Continue the run here: its saved configuration record; refused when a run file is a symlink."""
+        record = self.read_config_record()
+        self.check_no_links()
+        return record
+
+    def forget(self) -> None:
+        """Undo a new run that stopped on its input before generating anything: remove the run's own files
+        (the directory was empty when it began, so they are all this run's) and the directory if it made it."""
+        if not self._started_here:
+            return
+        for path in self.own_files():
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+        for leftover in self.path.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):
+            if self.is_own_name(leftover.name) and leftover.is_file() and not leftover.is_symlink():
+                leftover.unlink(missing_ok=True)
+        if self._made_directory:
+            with contextlib.suppress(OSError):
+                self.path.rmdir()  # only when empty: anything someone else put there stays
+
+    def private_cache_path(self) -> Path:
+        """The ``--no-cache`` run's own sample cache, created private (0600; SQLite gives its -wal and -shm
+        files the same mode) and never opened through a symlink."""
+        for name in (PRIVATE_CACHE, *(PRIVATE_CACHE + c for c in CACHE_COMPANIONS)):
+            refuse_link(self.path / name)
+        try:
+            fd = os.open(self.private_cache, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass  # a resumed run's cache
+        except OSError as exc:
+            raise RunDirError(f"cannot create {self.private_cache}: {exc.strerror or exc}") from None
+        return self.private_cache
+
+    # -- reads --------------------------------------------------------------------------------------
+    def read_config_record(self) -> dict[str, Any]:
+        """config.json as the run saved it (``{"config": ..., "experiment": ...}``), checked."""
+        if not self.config.is_file():
+            raise SpecError(f"--resume: {self.path} holds no interrupted run (no {CONFIG})")
+        return _read_json(self.config, "run configuration", CONFIG_SHAPE, wrap=lambda d: d if "config" in d else {"config": d})
+
+    def saved_config(self) -> Any:
+        """The configuration the run saved (a RunConfig): what ``--resume`` and ``generate --run`` rebuild."""
+        from mlmh.config import RunConfig
+
+        return RunConfig.from_dict(self.read_config_record()["config"])
+
+    def read_results_data(self) -> dict[str, Any]:
+        """results.json as checked JSON (what ``human import`` adds its block to)."""
+        if not self.results.is_file():
+            raise SpecError(f"{self.results} does not exist: pass a run directory written by mlmh eval, or its "
+                            f"{RESULTS}")
+        return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", RESULTS_SHAPE)
+
+    def read_results(self) -> Any:
+        """The typed results (RunResults) of the run, for the report, the CLI and the TUI."""
+        from mlmh.types import RunResults
+
+        data = self.read_results_data()
+        try:
+            return RunResults.from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DataError(f"{self.results}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
+
+    def read_lines(self, path: Path) -> Iterator[tuple[int, Any]]:
+        """(line number, JSON value) of each non-blank line of a JSON-lines run file."""
+        for number, line in enumerate(_read_text(path).splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+
+    def read_generations(self, fields: Iterable[str] = GENERATION_FIELDS) -> list[dict[str, Any]]:
+        """The rows of generations.jsonl; ``fields`` must be text in every row."""
+        if not self.generations.is_file():
+            raise SpecError(f"{self.generations} does not exist: pass a run directory written by mlmh eval")
+        rows = []
+        for number, row in self.read_lines(self.generations):
+            missing = [f for f in fields if not isinstance(row, dict) or not isinstance(row.get(f), str)]
+            if missing:
+                raise DataError(f"{self.generations}:{number}: missing or non-text field(s) {', '.join(missing)}")
+            rows.append(row)
+        return rows
+
+    def read_human_key(self) -> dict[str, dict[str, str]]:
+        """The items of human_key.json (item id -> condition, document, text digest), checked."""
+        if not self.human_key.is_file():
+            raise SpecError(f"{self.human_key} does not exist: run `mlmh human export {self.path}` first")
+        return _read_json(self.human_key, "human evaluation key", HUMAN_KEY_SHAPE)["items"]
+
+    # -- writes -------------------------------------------------------------------------------------
+    def _target(self, path: Path) -> Path:
+        if path.parent != self.path or path.name not in OWN_NAMES | {self._results_name}:
+            raise ValueError(f"{path} is not a file of run {self.path}")
+        if not self.path.is_dir():
+            try:
+                self.path.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise RunDirError(f"cannot create {self.path}: {exc.strerror or exc}") from None
+        return path
+
+    def write_json(self, path: Path, data: Any) -> Path:
+        return write_text_atomic(self._target(path), _json_text(data))
+
+    def write_lines(self, path: Path, rows: Iterable[Any]) -> Path:
+        """A JSON-lines file, one row per line, written whole or not at all."""
+        def write(handle: IO[bytes]) -> None:
+            for row in rows:
+                handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+
+        return write_atomic(self._target(path), write)
+
+    def write_text(self, path: Path, text: str) -> Path:
+        return write_text_atomic(self._target(path), text)
+
+    def write_with(self, path: Path, write: Callable[[IO[bytes]], Any]) -> Path:
+        """``path`` filled by ``write(handle)`` (a figure's savefig, a CSV writer), atomically."""
+        return write_atomic(self._target(path), write)
+
+    def write_config(self, record: dict[str, Any]) -> Path:
+        return self.write_json(self.config, record)
+
+    def write_results(self, results: Any) -> Path:
+        """results.json (a RunResults or its dict): the last file a run writes."""
+        return self.write_json(self.results, results if isinstance(results, dict) else results.to_dict())
