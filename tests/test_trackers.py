@@ -74,24 +74,13 @@ def install_test_trackers():
         pm.register(TestTrackers(), name="test-trackers")
 
 
-@pytest.fixture(scope="module")
-def tracked(tmp_path_factory):
+def tracked_run(root: Path) -> dict:
     """The run, through the command line: a broken tracker first, then the three real ones."""
-    root = tmp_path_factory.mktemp("tracked")
     (root / "tracked.toml").write_text(PRESET, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLMH_CACHE_DIR", str(root / "cache"))
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
-        patch.delenv("WANDB_MODE", raising=False)
-        from mlmh import plugin_manager
-
-        plugin_manager.reset()
-        install_test_trackers()
-        Broken.calls = 0
-        result = CliRunner().invoke(cli, ["eval", "--preset", str(root / "tracked.toml"), "--tracker", "broken,wandb",
-                                          "--tracker", "mlflow,tensorboard", "--output-path", str(root / "run")])
-        plugin_manager.reset()
+    install_test_trackers()
+    Broken.calls = 0
+    result = CliRunner().invoke(cli, ["eval", "--preset", str(root / "tracked.toml"), "--tracker", "broken,wandb",
+                                      "--tracker", "mlflow,tensorboard", "--output-path", str(root / "run")])
     assert result.exit_code == 0, (result.output, result.exception)
     out = root / "run"
     return {"dir": out, "results": load_results(out), "stderr": result.stderr, "broken_calls": Broken.calls}
@@ -131,7 +120,20 @@ def same_curve(logged, points) -> bool:
             and [value for _, value in logged] == pytest.approx([value for _, value in points], rel=1e-6))
 
 
-def test_the_run_has_two_conditions_a_finding_and_a_trained_model(tracked):
+def test_one_run_logged_to_all_three_trackers_reads_back_from_each(tmp_path, monkeypatch):
+    """One test, so the run is made once even when the suite is spread over workers."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    tracked = tracked_run(tmp_path)
+    check_the_run(tracked)
+    check_the_failing_tracker(tracked)
+    check_mlflow(tracked)
+    check_tensorboard(tracked)
+    check_wandb(tracked)
+
+
+def check_the_run(tracked):
+    """Two conditions, a finding and a trained model with two validation points: something to log."""
     results = tracked["results"]
     assert len(results.conditions) == 2 and all(row.unseen.metrics["bleu"].has_ci for row in results.conditions)
     assert [p[0] for p in expected_curves(results)["validation_loss"]] == [5, 10]
@@ -139,7 +141,8 @@ def test_the_run_has_two_conditions_a_finding_and_a_trained_model(tracked):
     assert results.config["trackers"] == ["broken", "wandb", "mlflow", "tensorboard"]
 
 
-def test_a_failing_tracker_is_said_once_by_name_and_the_others_log(tracked):
+def check_the_failing_tracker(tracked):
+    """Said once, by name; still offered every event; the three after it logged (checked below)."""
     lines = [line for line in tracked["stderr"].splitlines() if "tracker '" in line]
     assert lines == ["mlmh: tracker 'broken' failed on a run_started event: ConnectionError: tracking server "
                      "unreachable (further failures of it in this run are not shown)"]
@@ -148,7 +151,8 @@ def test_a_failing_tracker_is_said_once_by_name_and_the_others_log(tracked):
 
 
 # -- MLflow ----------------------------------------------------------------------------------------
-def test_mlflow_run_read_back_with_mlflows_client(tracked):
+def check_mlflow(tracked):
+    """Read back with MLflow's client from the SQLite store in the run directory."""
     from mlflow import MlflowClient
 
     run_dir, results = tracked["dir"], tracked["results"]
@@ -178,7 +182,8 @@ def test_mlflow_run_read_back_with_mlflows_client(tracked):
 
 
 # -- TensorBoard -----------------------------------------------------------------------------------
-def test_tensorboard_event_files_read_back_with_the_event_accumulator(tracked):
+def check_tensorboard(tracked):
+    """Read back with TensorBoard's event accumulator from <run dir>/tensorboard."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.util import tensor_util
 
@@ -230,7 +235,8 @@ def wandb_records(path: Path) -> list:
     return records
 
 
-def test_wandb_offline_run_read_back_from_its_run_file(tracked):
+def check_wandb(tracked):
+    """Read back from the offline run's .wandb file (W&B's records) and its table file."""
     run_dir, results = tracked["dir"], tracked["results"]
     (offline,) = (run_dir / "wandb").glob("offline-run-*")
     (run_file,) = offline.glob("run-*.wandb")
