@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,6 +169,5 @@ def _add_score(scores: dict[str, float], name: str, score: Score) -> None:
 
 def _add_value(scores: dict[str, float], name: str, value: Any) -> None:
     """Only finite numbers: a metric that failed has no value, and no tracker takes None or NaN."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
-        return
-    scores[name] = float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        scores[name] = float(value)

@@ -10,9 +10,12 @@ artifacts report.md, results.json, findings.json and the plots. MLflow's usage t
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
 from pathlib import Path
+from typing import Iterator
 
 from mlmh import hookimpl
 from mlmh.components import Tracker
@@ -41,10 +44,13 @@ class MlflowTracker(Tracker):
         from mlflow.entities import Metric, Param as MlflowParam, RunTag
 
         uri = self.tracking_uri(run)
-        client = mlflow.MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name(self.params["experiment"])
-        experiment_id = (experiment.experiment_id if experiment is not None
-                         else client.create_experiment(self.params["experiment"], artifact_location=_artifact_root(uri)))
+        with _quiet("mlflow.store.db.utils"):  # "Creating initial MLflow database tables..." amid the progress bars
+            client = mlflow.MlflowClient(tracking_uri=uri)
+            experiment = client.get_experiment_by_name(self.params["experiment"])
+        if experiment is not None:
+            experiment_id = experiment.experiment_id
+        else:
+            experiment_id = client.create_experiment(self.params["experiment"], artifact_location=_artifact_root(uri))
         tags = {"mlmh.run_dir": str(run.directory.resolve()), "mlmh.preset": str(run.config.get("preset", ""))}
         tags |= {f"finding.{safe_name(f['claim'])}": str(f.get("verdict")) for f in run.findings}
         run_id = client.create_run(experiment_id, run_name=run.run_id, tags=tags).info.run_id
@@ -62,6 +68,18 @@ class MlflowTracker(Tracker):
             client.set_terminated(run_id, "FAILED")
             raise
         client.set_terminated(run_id, "FINISHED")
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Logger ``name`` says only warnings and errors while inside."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(max(before, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def _artifact_root(uri: str) -> str | None:

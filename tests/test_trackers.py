@@ -1,8 +1,8 @@
 """Experiment trackers (``--tracker``, a preset's ``trackers``): one real run on the bundled PAN sample with a
-tiny MLM trained ten steps (validated at 5 and 10), logged to W&B (offline), MLflow (SQLite) and TensorBoard at once, each read
-back with that tracker's own reader: MLflow's client, TensorBoard's event accumulator, and W&B's record
-type over the offline run's ``.wandb`` file. A tracker that raises or whose library is missing is said once,
-by name, and the run completes; trackers see only the runs that enabled them."""
+tiny MLM trained ten steps (validated at 5 and 10), logged to W&B (offline), MLflow (SQLite) and TensorBoard
+at once, each read back with that tracker's own reader: MLflow's client, TensorBoard's event accumulator, and
+W&B's record type over the offline run's ``.wandb`` file. A tracker that raises or whose library is missing
+is said once, by name, and the run completes; trackers see only the runs that enabled them."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ class Recorder(Tracker):
         type(self).runs[-1].append(event.kind)
 
 
-class TestTrackers:
+class TrackersPlugin:
+    """Registers the two trackers above, as a third-party plugin would."""
+
     @hookimpl
     def register_trackers(self, register):
         register(Broken())
@@ -71,7 +73,7 @@ class TestTrackers:
 def install_test_trackers():
     pm = get_plugin_manager()
     if pm.get_plugin("test-trackers") is None:
-        pm.register(TestTrackers(), name="test-trackers")
+        pm.register(TrackersPlugin(), name="test-trackers")
 
 
 def tracked_run(root: Path) -> dict:
@@ -325,3 +327,17 @@ def test_ls_trackers_lists_the_three_with_their_extras():
     assert set(rows) == {"wandb", "mlflow", "tensorboard"}
     assert all(row["install"] == f"pip install 'mlmh[{name}]'" and row["installed"] for name, row in rows.items())
     assert {p["name"] for p in rows["mlflow"]["parameters"]} == {"tracking_uri", "experiment"}
+
+
+def test_a_metric_that_failed_is_left_out_not_logged_as_nothing(tmp_path, capsys):
+    """A score without a value (its metric failed) is not a number to log: the tracker logs the others."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    results, _ = fake_run(tmp_path, "failing", metrics=["word-match", "always-fails"], trackers=["tensorboard"])
+    assert "tracker" not in capsys.readouterr().err
+    events = EventAccumulator(str(tmp_path / "failing" / "tensorboard"))
+    events.Reload()
+    scalars = events.Tags()["scalars"]
+    assert {f"unseen/{safe_name(row.id)}/word-match" for row in results.conditions} <= set(scalars)
+    assert not [tag for tag in scalars if "always-fails" in tag]
+    assert all(row.unseen.metrics["always-fails"].value is None for row in results.conditions)
