@@ -13,6 +13,8 @@ from mlmh.params import Component
 if TYPE_CHECKING:
     import numpy as np
 
+    from mlmh.events import RunEvent
+    from mlmh.tracking import TrackedRun
     from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, Words
 
 
@@ -139,6 +141,34 @@ class Task(Cached, Component):
         raise NotImplementedError
 
 
+class Tracker(Component):
+    """An experiment tracker: an observer of the runs that enable it (``--tracker NAME``, a preset's
+    ``trackers``). A run builds its own, so an instance's state is that run's.
+
+    ``observe`` gets every event of the run, in order, from the runner's thread. The default checks that
+    ``library`` is installed when the run starts (a missing one is said then, naming
+    ``pip install 'mlmh[EXTRA]'``) and logs the finished run once, as a :class:`mlmh.tracking.TrackedRun`,
+    through ``log``.
+    """
+
+    kind: ClassVar[str] = "tracker"
+    #: the module the tracker logs through, and the pip extra of mlmh that installs it
+    library: ClassVar[str] = ""
+    extra: ClassVar[str] = ""
+
+    def observe(self, event: "RunEvent") -> None:
+        from mlmh.tracking import check_library, tracked_run
+
+        if event.kind == "run_started" and self.library:
+            check_library(self.library, self.extra)
+        elif event.kind == "run_finished":
+            self.log(tracked_run(event.results, event.output_path))
+
+    def log(self, run: "TrackedRun") -> None:
+        """Log a finished run: its configuration, scores, training curves, findings and files."""
+        raise NotImplementedError
+
+
 @dataclass
 class Preset:
     """A named experiment: the parsed TOML table plus where it came from."""
@@ -162,5 +192,6 @@ KINDS: dict[str, type] = {
     "sampler": Sampler,
     "metric": Metric,
     "task": Task,
+    "tracker": Tracker,
     "preset": Preset,
 }

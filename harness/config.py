@@ -15,6 +15,7 @@ Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``sampl
     samplers    = ["one-shot", "mask-predict:steps=4", "clm-infill"]
     metrics     = ["bleu", "rouge"]
     tasks       = ["authorship-verification"]
+    trackers    = ["tensorboard", "mlflow:experiment=pan"]   # experiment trackers (mlmh.tracking)
     seeds       = [0]
     limit       = 40                 # documents per condition: N, a fraction 0.x, or 0 for all
     batch_size  = 8
@@ -33,7 +34,8 @@ from mlmh.errors import SpecError
 from mlmh.params import unknown_message
 
 #: list keys holding component specs, with the registry kind of each
-COMPONENT_LISTS = {"models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric", "tasks": "task"}
+COMPONENT_LISTS = {"models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric", "tasks": "task",
+                   "trackers": "tracker"}
 KEYS = {"description", "dataset", "data", "seeds", "limit", "batch_size", "log_samples", *COMPONENT_LISTS}
 REQUIRED_LISTS = ("models", "maskings", "samplers")
 
@@ -51,6 +53,7 @@ class RunConfig:
     samplers: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
+    trackers: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=lambda: [0])
     limit: int | float = 0
     batch_size: int = 8
@@ -65,9 +68,9 @@ class RunConfig:
         return out
 
     def experiment(self) -> dict[str, Any]:
-        """The keys that decide results (batch size and logging do not), for resume checks."""
+        """The keys that decide results (batch size, logging and trackers do not), for resume checks."""
         out = self.to_dict()
-        for key in ("batch_size", "log_samples", "source", "description"):
+        for key in ("batch_size", "log_samples", "trackers", "source", "description"):
             out.pop(key)
         return out
 

@@ -1,12 +1,14 @@
-"""The one event stream of a run. The runner emits; the CLI, the TUI and observer plugins listen.
+"""The one event stream of a run. The runner emits; the CLI, the TUI, observer plugins and the run's
+trackers listen.
 
 Nothing in the runner knows which face is listening: a listener is any callable taking a RunEvent.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from mlmh.types import Generation
 
@@ -74,12 +76,32 @@ class RunFinished(RunEvent):
 Listener = Callable[[RunEvent], None]
 
 
+def notify(name: str, observe: Callable[[RunEvent], Any], event: RunEvent, failed: set[str]) -> None:
+    """Give ``event`` to one onlooker of a run (an observer plugin, a tracker). One that raises is reported
+    once per run on stderr, by ``name`` with its first error, and the run goes on: it is an onlooker, and a
+    warning per event would bury the run's own output. ``failed`` holds the names already reported."""
+    try:
+        observe(event)
+    except Exception as exc:
+        if name in failed:
+            return
+        failed.add(name)
+        from mlmh.errors import MlmhError
+
+        said = str(exc) if isinstance(exc, MlmhError) else f"{type(exc).__name__}: {exc}"
+        print(f"mlmh: {name} failed on a {getattr(event, 'kind', 'run')} event: {said} "
+              "(further failures of it in this run are not shown)", file=sys.stderr)
+
+
 class EventBus:
-    """Fans one event out to every listener and to plugins' ``mlmh_run_event`` hooks."""
+    """Fans one event out to every listener, to plugins' ``mlmh_run_event`` hooks and to the trackers the
+    run enabled (:class:`mlmh.components.Tracker`, set by the runner from the run's plan)."""
 
     def __init__(self, *listeners: Listener, plugins: bool = True) -> None:
         self.listeners = [listener for listener in listeners if listener is not None]
         self.plugins = plugins
+        self.trackers: Sequence[Any] = ()
+        self._failed_trackers: set[str] = set()
 
     def emit(self, event: RunEvent) -> None:
         for listener in self.listeners:
@@ -88,5 +110,7 @@ class EventBus:
             from mlmh.plugin_manager import emit_event
 
             emit_event(event)
+        for tracker in self.trackers:
+            notify(f"tracker '{tracker.short_spec}'", tracker.observe, event, self._failed_trackers)
 
     __call__ = emit

@@ -38,6 +38,11 @@ def register_tasks(register):
 
 
 @hookspec
+def register_trackers(register):
+    """Register experiment trackers: ``register(MyTracker())`` with a :class:`mlmh.components.Tracker`."""
+
+
+@hookspec
 def register_presets(register):
     """Register presets: ``register(name, path_or_toml_text)`` for an experiment preset."""
 

@@ -35,7 +35,7 @@ DEFAULT_SAMPLERS = {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2
 MANY_STEPS = 256
 #: where each component list of a config comes from, for error messages: preset key -> command-line flag
 FLAGS = {"models": "--model", "maskings": "--masking", "samplers": "--sampler", "metrics": "--metric",
-         "tasks": "--task"}
+         "tasks": "--task", "trackers": "--tracker"}
 
 
 def fits(sampler: Any, model_kind: str) -> bool:
@@ -120,6 +120,7 @@ class RunPlan:
     samplers: list[Any]
     metrics: list[Any]
     tasks: list[Any]
+    trackers: list[Any] = field(default_factory=list)  # observers of this run (mlmh.components.Tracker)
     conditions: list[Condition] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -261,7 +262,8 @@ def build_plan(config: "RunConfig") -> RunPlan:
 
     plan = RunPlan(config=config, dataset=build("dataset", config.dataset), models=built("models", "model"),
                    maskings=built("maskings", "masking"), samplers=built("samplers", "sampler"),
-                   metrics=built("metrics", "metric"), tasks=built("tasks", "task"))
+                   metrics=built("metrics", "metric"), tasks=built("tasks", "task"),
+                   trackers=built("trackers", "tracker"))
     plan.warnings.extend(registry.errors)
     for component in (*plan.models, *plan.maskings, *plan.samplers, *plan.metrics, *plan.tasks):
         plan.owners[(component.kind, component.name)] = registry.owner(component.kind, component.name)

@@ -200,19 +200,13 @@ def describe_plugins() -> list[dict[str, Any]]:
 
 
 def emit_event(event: Any) -> None:
-    """Send a run event to every plugin implementing ``mlmh_run_event``. An observer that raises is
-    reported once per run on stderr, by name and with its first error, and the run goes on: it is an
-    onlooker, and a warning per event would bury the run's own output."""
+    """Send a run event to every plugin implementing ``mlmh_run_event``, each by the observers' rule
+    (:func:`mlmh.events.notify`: one that raises is reported once per run and the run goes on)."""
+    from mlmh.events import notify
+
     if getattr(event, "kind", None) == "run_started":
         _failed_observers.clear()
     pm = get_plugin_manager()
     for impl in pm.hook.mlmh_run_event.get_hookimpls():
-        try:
-            impl.function(event=event)
-        except Exception as exc:
-            label = plugin_label(impl.plugin_name)
-            if label not in _failed_observers:
-                _failed_observers.add(label)
-                print(f"mlmh: observer plugin '{label}' failed on a {getattr(event, 'kind', 'run')} event: "
-                      f"{type(exc).__name__}: {exc} (further failures of it in this run are not shown)",
-                      file=sys.stderr)
+        notify(f"observer plugin '{plugin_label(impl.plugin_name)}'", lambda e, f=impl.function: f(event=e), event,
+               _failed_observers)

@@ -22,6 +22,7 @@ HOOK_OF_KIND = {
     "sampler": "register_samplers",
     "metric": "register_metrics",
     "task": "register_tasks",
+    "tracker": "register_trackers",
     "preset": "register_presets",
 }
 PLURAL = {f"{k}s": k for k in HOOK_OF_KIND}

@@ -151,6 +151,7 @@ class Runner:
 
         started = time.time()
         self.plan = build_plan(self.config)
+        self.bus.trackers = self.plan.trackers
         self._prepare_output()
         try:
             return self._run(started)

@@ -17,4 +17,7 @@ BUILTIN_MODULES = [
     "mlmh.plugins.metrics_bertscore",
     "mlmh.plugins.metrics_diversity",
     "mlmh.plugins.metrics_ppl",
+    "mlmh.plugins.trackers_wandb",
+    "mlmh.plugins.trackers_mlflow",
+    "mlmh.plugins.trackers_tensorboard",
 ]

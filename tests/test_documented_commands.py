@@ -260,6 +260,8 @@ def test_documented_command_runs(where, command, prepared, few_training_steps, f
         if not (output / "config.json").exists():
             _run([a for a in args if a != "--resume"])
     output = _run(args, where=where, command=command)
+    if "--tracker" in args:  # a tracker that fails is only said (the run completes): every one must have logged
+        assert "tracker '" not in output, output
     if "--data" in args:  # the official files were read, and every condition generated
         assert "bundled sample" not in output
         results = json.loads((Path(args[args.index("--output-path") + 1]) / "results.json").read_text(encoding="utf-8"))

@@ -107,6 +107,22 @@ def check_commands(module):
     assert result.output.strip() == "4"
 
 
+def check_trackers(module, tmp_path):
+    import csv
+
+    import runner_fakes
+    from mlmh.config import from_table
+    from mlmh.runner import run_experiment
+
+    runner_fakes.install()
+    config = from_table({**runner_fakes.FAKE_PRESET, "trackers": ["csv"]}, name="fake", source="fake.toml")
+    results = run_experiment(config, output_path=tmp_path / "run", cache_path=tmp_path / "cache.sqlite")
+    with open(tmp_path / "run" / "scores.csv", encoding="utf-8") as handle:
+        rows = {name: float(value) for name, value in csv.reader(handle)}
+    unseen = {name: value for name, value in rows.items() if name.startswith("unseen/") and name.endswith("/word-match")}
+    assert sorted(unseen.values()) == sorted(row.unseen.metrics["word-match"].value for row in results.conditions)
+
+
 def check_run_event(module):
     EventBus().emit(Message(text="hi"))
     assert module.SEEN == ["message"]
@@ -121,6 +137,7 @@ CHECKS = {
     "register_tasks": check_tasks,
     "register_presets": check_presets,
     "register_commands": check_commands,
+    "register_trackers": check_trackers,
     "mlmh_run_event": check_run_event,
 }
 

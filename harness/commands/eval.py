@@ -26,6 +26,9 @@ from mlmh.executors import BACKENDS
               help="Metric spec; repeat or separate with commas ('none' for no metrics).")
 @click.option("--task", "tasks", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("task", none=True),
               help="Downstream task; repeat or separate with commas ('none' to skip downstream).")
+@click.option("--tracker", "trackers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("tracker", none=True),
+              help="Log the run to an experiment tracker: wandb, mlflow, tensorboard (see mlmh ls trackers); "
+                   "repeat or separate with commas ('none' for none).")
 @click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
 @click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
               help="Run seed; repeat or separate with commas (one condition per seed).")
@@ -41,7 +44,7 @@ from mlmh.executors import BACKENDS
 @click.option("--ray-address", metavar="ADDR", help="An existing Ray cluster (default: a local Ray started for the run).")
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
 def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
-                 maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str],
+                 maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str], trackers: list[str],
                  limit: int | float | None, seeds: list[int], batch_size: int | None, output_path: str | None,
                  log_samples: bool | None, resume: bool, no_cache: bool, workers: int, backend: str,
                  ray_address: str | None, show_config: bool) -> None:
@@ -61,6 +64,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
       mlmh eval --preset quick --workers 2          # generate on two local worker processes
       mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
+      mlmh eval --preset quick --tracker wandb,mlflow,tensorboard   # also log to trackers (README: Trackers)
     """
     from pathlib import Path
 
@@ -72,7 +76,8 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     overrides: dict[str, Any] = {
         "dataset": dataset, "data": data, "limit": limit, "batch_size": batch_size, "log_samples": log_samples,
         "models": list(models) or None, "maskings": list(maskings) or None, "samplers": list(samplers) or None,
-        "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "seeds": list(seeds) or None,
+        "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "trackers": _optional_list(trackers),
+        "seeds": list(seeds) or None,
     }
     if resume and output_path and not preset:  # the run directory knows its own configuration
         given = sorted(k for k, v in overrides.items() if v is not None)

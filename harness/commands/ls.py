@@ -6,7 +6,7 @@ import json
 
 import click
 
-KIND_CHOICES = ["models", "datasets", "maskings", "samplers", "metrics", "tasks", "presets"]
+KIND_CHOICES = ["models", "datasets", "maskings", "samplers", "metrics", "tasks", "trackers", "presets"]
 
 
 @click.command(name="ls")
@@ -19,8 +19,10 @@ def ls(kind: str, as_json: bool) -> None:
     Examples:
       mlmh ls samplers
       mlmh ls maskings --json
+      mlmh ls trackers
     """
     from mlmh.registry import PLURAL, get_registry
+    from mlmh.tracking import library_installed
 
     registry = get_registry()
     singular = PLURAL[kind]
@@ -37,11 +39,15 @@ def ls(kind: str, as_json: bool) -> None:
             row["model_kinds"] = sorted(item.model_kinds)
         if singular == "model":
             row["model_kind"] = item.model_kind
+        if singular == "tracker" and item.extra:
+            row["installed"] = library_installed(item.library)
+            row["install"] = f"pip install 'mlmh[{item.extra}]'"
         rows.append(row)
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"{kind} ({len(rows)})", show_lines=False)
@@ -61,5 +67,8 @@ def ls(kind: str, as_json: bool) -> None:
             extra = f" [dim]({', '.join(row['model_kinds'])})[/dim]"
         if "model_kind" in row:
             extra = f" [dim]({row['model_kind']})[/dim]"
+        if row.get("installed") is False:
+            extra = f" [yellow](needs: {escape(row['install'])})[/yellow]"
         table.add_row(row["name"], row["description"] + extra, params or "-", row["plugin"])
     Console().print(table)
+

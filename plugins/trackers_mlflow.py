@@ -1,0 +1,96 @@
+"""Builtin tracker ``mlflow``: a finished run as an MLflow run, in a local SQLite store by default.
+
+The store is ``sqlite:///<run dir>/mlflow.db`` unless ``tracking_uri=`` (or ``$MLFLOW_TRACKING_URI``) names
+another, e.g. one database for every run: ``mlflow:tracking_uri=sqlite:///runs/mlflow.db``; a SQLite store's
+artifacts are kept beside its database, in ``mlflow-artifacts/``. Parameters are the run configuration,
+metrics the scores (step 0) and the loss curves (by training step), tags the findings' verdicts, and
+artifacts report.md, results.json, findings.json and the plots. MLflow's usage telemetry is off unless
+``MLFLOW_DISABLE_TELEMETRY`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Iterator
+
+from mlmh import hookimpl
+from mlmh.components import Tracker
+from mlmh.params import Param
+from mlmh.tracking import TrackedRun, import_library, safe_name
+
+
+class MlflowTracker(Tracker):
+    name = "mlflow"
+    description = "MLflow: a local SQLite store in the run directory (mlflow.db) unless tracking_uri names another."
+    library = "mlflow"
+    extra = "mlflow"
+    parameters = (
+        Param("tracking_uri", str, "", "where runs go; empty = $MLFLOW_TRACKING_URI if set, else "
+              "sqlite:///<run dir>/mlflow.db"),
+        Param("experiment", str, "mlmh", "MLflow experiment the run goes under"),
+    )
+
+    def tracking_uri(self, run: TrackedRun) -> str:
+        return (self.params["tracking_uri"] or os.environ.get("MLFLOW_TRACKING_URI")
+                or f"sqlite:///{(run.directory / 'mlflow.db').resolve()}")
+
+    def log(self, run: TrackedRun) -> None:
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # read when mlflow is imported
+        mlflow = import_library("mlflow", self.extra)
+        from mlflow.entities import Metric, Param as MlflowParam, RunTag
+
+        uri = self.tracking_uri(run)
+        with _quiet("mlflow.store.db.utils"):  # "Creating initial MLflow database tables..." amid the progress bars
+            client = mlflow.MlflowClient(tracking_uri=uri)
+            experiment = client.get_experiment_by_name(self.params["experiment"])
+        if experiment is not None:
+            experiment_id = experiment.experiment_id
+        else:
+            experiment_id = client.create_experiment(self.params["experiment"], artifact_location=_artifact_root(uri))
+        tags = {"mlmh.run_dir": str(run.directory.resolve()), "mlmh.preset": str(run.config.get("preset", ""))}
+        tags |= {f"finding.{safe_name(f['claim'])}": str(f.get("verdict")) for f in run.findings}
+        run_id = client.create_run(experiment_id, run_name=run.run_id, tags=tags).info.run_id
+        try:
+            now = int(time.time() * 1000)
+            metrics = [Metric(name, value, now, 0) for name, value in run.scores.items()]
+            metrics += [Metric(name, value, now, step) for name, points in run.curves.items() for step, value in points]
+            params = [MlflowParam(key, value[:6000]) for key, value in run.params().items()]  # MLflow's longest value
+            client.log_batch(run_id, metrics=metrics, params=params, tags=[RunTag("mlmh.run_id", run.run_id)])
+            if run.findings:
+                client.log_dict(run_id, run.findings, "findings.json")
+            for path in run.files:
+                client.log_artifact(run_id, str(path), artifact_path="plots" if path.suffix == ".png" else None)
+        except BaseException:
+            client.set_terminated(run_id, "FAILED")
+            raise
+        client.set_terminated(run_id, "FINISHED")
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Logger ``name`` says only warnings and errors while inside."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(max(before, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+def _artifact_root(uri: str) -> str | None:
+    """Artifacts of a new experiment in a local SQLite store: beside the database (MLflow's own default is
+    ``./mlruns`` in whatever directory the run was started from); elsewhere, the server's choice."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix) or uri == prefix + ":memory:":
+        return None
+    return (Path(uri[len(prefix):]).parent / "mlflow-artifacts").resolve().as_uri()
+
+
+@hookimpl
+def register_trackers(register):
+    register(MlflowTracker())
