@@ -364,10 +364,12 @@ def training_section(results: RunResults) -> list[str]:
         if any(why):
             lines += [" ".join(w for w in why if w), ""]
         accuracy = card.get("accuracy_at_ratio")
-        if isinstance(accuracy, dict) and accuracy:
-            lines += ["Masked-token accuracy on validation, by inference masking ratio (unigram baseline): " + ", ".join(
-                f"{k}: {_num(v.get('accuracy', 0))} ({_num(v.get('unigram_baseline_accuracy', 0))})"
-                for k, v in accuracy.items() if isinstance(v, dict)) + ".", ""]
+        measured = [f"{k}: {_num(v['accuracy'])} ({_num(v.get('unigram_baseline_accuracy') or 0)})"
+                    for k, v in (accuracy.items() if isinstance(accuracy, dict) else [])
+                    if isinstance(v, dict) and v.get("accuracy") is not None]  # None: no validation targets
+        if measured:
+            lines += ["Masked-token accuracy on validation, by inference masking ratio (unigram baseline): "
+                      + ", ".join(measured) + ".", ""]
         curve = _curve_rows(card.get("train_curve") or [], card.get("validation_curve") or [])
         if curve:
             lines += _table(["step", "training loss", "validation loss"], curve) + [""]
