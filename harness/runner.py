@@ -682,7 +682,7 @@ def _training_facts(loaded: LoadedModel) -> dict[str, Any]:
             "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss", "final_loss",
             "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve",
             "heldout_source", "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters",
-            "init", "architecture", "device", "precision", "train_seconds")
+            "init", "init_path", "architecture", "device", "precision", "train_seconds")
     card = loaded.training
     return {"training": {k: card[k] for k in keep if k in card}} if card else {}
 
