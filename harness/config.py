@@ -168,7 +168,7 @@ def check_components(config: RunConfig) -> None:
     from mlmh.registry import get_registry
 
     try:
-        get_registry().get("dataset", config.dataset)
+        get_registry().build("dataset", config.dataset)  # a spec: NAME or NAME:key=value,...
     except SpecError as exc:
         where = "--dataset" if "dataset" in config.overridden else f"{config.source}: key 'dataset'"
         raise SpecError(f"{where}: {exc}") from None

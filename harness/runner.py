@@ -592,7 +592,7 @@ class Runner:
             "notes": self.state.notes,
             "errors": self.state.errors,
             "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-            "timings": self.state.timings,
+            "timings": dict(self.state.timings),  # as written: the report stage that writes it is timed after
         })
 
     def _write(self, results: RunResults) -> None:

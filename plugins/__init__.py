@@ -10,6 +10,7 @@ BUILTIN_MODULES = [
     "mlmh.plugins.datasets_pan",
     "mlmh.plugins.datasets_mpst",
     "mlmh.plugins.datasets_mimic",
+    "mlmh.plugins.datasets_text",
     "mlmh.plugins.tasks_av",
     "mlmh.plugins.tasks_classification",
     "mlmh.plugins.tasks_ner",

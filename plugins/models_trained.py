@@ -89,8 +89,8 @@ class TrainedModel(Model):
         wanted = self.params["dataset"] or context.dataset or (context.corpus.dataset if context.corpus else "")
         if not wanted:
             raise SpecError(f"model '{self.name}' needs a dataset: set {self.name}:dataset=NAME or run it with a dataset")
-        if context.corpus is not None and context.corpus.dataset == wanted:
-            return context.corpus
+        if context.corpus is not None and wanted in (context.dataset, context.corpus.dataset):
+            return context.corpus  # the run's own corpus, also when its dataset spec has parameters
         path = context.data_path if wanted == context.dataset else None
         return get_registry().build("dataset", wanted).load(path)
 

@@ -5,7 +5,7 @@ The prose is what every test machine already holds offline: the package descript
 descriptions of the installed Python distributions (author = their author, tags = their ``Topic ::``
 classifiers). Each builder is deterministic on one machine and takes a size argument.
 
-By hand: ``python tests/realdata.py pan|mpst|mimic OUTDIR [SIZE]``.
+By hand: ``python tests/realdata.py pan|mpst|mimic|text-jsonl|... OUTDIR [SIZE]``.
 """
 
 from __future__ import annotations
@@ -189,7 +189,66 @@ def install_entity_tagger(model: Path, cache: Path) -> None:
     shutil.copyfile(model, Path(cache) / "taggers" / model.name)
 
 
-BUILDERS = {"pan": pan_dir, "mpst": mpst_csv, "mimic": mimic_dir}
+#: the files and folders the ``text`` dataset reads, by the name of their format
+TEXT_FORMATS = ("jsonl", "csv", "tsv", "txt", "parquet", "save_to_disk")
+
+
+def text_records(n: int = 48) -> list[dict[str, str]]:
+    """``n`` real texts as rows of a user's corpus: text, author (the group) and section (a label), from
+    authors with two texts or more (up to four each), so that a group split has groups to keep together."""
+    several = [texts[:4] for texts in _by_author(real_prose()).values() if len(texts) >= 2]
+    rows: list[Prose] = []
+    for texts in several:
+        rows += texts[: n - len(rows)]
+    if len(rows) < n:
+        raise RuntimeError(f"only {len(rows)} real texts; asked for {n}")
+    return [{"text": p.text, "author": p.author, "section": p.tags[0], "name": p.name} for p in rows]
+
+
+def folder_name(author: str) -> str:
+    """The subfolder an author's ``.txt`` files go to: the name with runs of other characters as one dash."""
+    return re.sub(r"\W+", "-", author).strip("-")
+
+
+def text_corpus(tmp_path: Path, fmt: str, n: int = 48) -> Path:
+    """:func:`text_records` written as ``fmt`` (one of :data:`TEXT_FORMATS`) under ``tmp_path``: a file, a folder
+    of ``.txt`` files with one subfolder per author, or a Hugging Face ``save_to_disk`` folder."""
+    records = text_records(n)
+    Path(tmp_path).mkdir(parents=True, exist_ok=True)
+    out = Path(tmp_path) / f"corpus-{fmt}"
+    if fmt == "jsonl":
+        path = out.with_suffix(".jsonl")
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        return path
+    if fmt in ("csv", "tsv"):
+        path = out.with_suffix("." + fmt)
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(records[0]), delimiter="," if fmt == "csv" else "\t")
+            writer.writeheader()
+            writer.writerows(records)
+        return path
+    if fmt == "txt":
+        for record in records:
+            folder = out / folder_name(record["author"])
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{record['name']}.txt").write_text(record["text"] + "\n", encoding="utf-8")
+        return out
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = out.with_suffix(".parquet")
+        pq.write_table(pa.Table.from_pylist(records), path)
+        return path
+    if fmt == "save_to_disk":
+        from datasets import Dataset
+
+        Dataset.from_list(records).save_to_disk(str(out))
+        return out
+    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(TEXT_FORMATS)}")
+
+
+BUILDERS = {"pan": pan_dir, "mpst": mpst_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in BUILDERS:

@@ -89,15 +89,28 @@ def test_builtin_metric_keeps_the_contract(name, generations, tiny_clm):
     assert results
 
 
+@pytest.fixture(scope="module")
+def data_paths(tmp_path_factory) -> dict[str, str | None]:
+    """What each builtin dataset loads: its bundled sample (None), or for ``text``, which has none, a jsonl
+    file of real prose with authors and labels (tests/realdata.py)."""
+    from realdata import text_corpus
+
+    text = text_corpus(tmp_path_factory.mktemp("text"), "jsonl", 40)
+    return {name: str(text) if name == "text" else None for name in builtin_names("dataset")}
+
+
+DATASET_SPECS = {"text": "text:group_field=author,label_field=section"}
+
+
 @pytest.mark.parametrize("name", builtin_names("dataset"))
-def test_builtin_dataset_keeps_the_contract(name):
-    corpus = check_dataset(build("dataset", name))
+def test_builtin_dataset_keeps_the_contract(name, data_paths):
+    corpus = check_dataset(build("dataset", DATASET_SPECS.get(name, name)), data_paths[name])
     assert corpus.dataset == name
 
 
 @pytest.mark.parametrize("name", builtin_names("task"))
-def test_builtin_task_keeps_the_contract(name):
-    corpora = [build("dataset", d).load(None) for d in builtin_names("dataset")]
+def test_builtin_task_keeps_the_contract(name, data_paths):
+    corpora = [build("dataset", DATASET_SPECS.get(d, d)).load(data_paths[d]) for d in builtin_names("dataset")]
     task = build("task", name)
     fitting = [c for c in corpora if task.applies_to(c)]
     assert fitting, f"no builtin dataset has what task {name} requires"

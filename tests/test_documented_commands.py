@@ -1,6 +1,7 @@
 """Every command the docs show is a command that works: the fenced ``sh`` blocks of README.md and of
 every docs/*.md, the "Examples:" blocks of ``mlmh --help`` and of each ``mlmh COMMAND --help``, and the
-``mlmh ...`` code spans of docs/PLUGINS.md are extracted and run in-process through Click's CliRunner.
+``mlmh ...`` code spans of docs/PLUGINS.md are extracted and run in-process through Click's CliRunner;
+the fenced ``python`` blocks of README.md and docs/API.md (the Python API) run as one script per file.
 
 Placeholders (``runs/<id>``, ``gen.txt``, ``./my-bert``) are mapped to files prepared here; the official
 PAN and MPST files (``~/pan20``, ``~/mpst``) are built from real prose by tests/realdata.py. Runs that would
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -102,11 +104,11 @@ def _skip_reason(command: str) -> str | None:
 def real_data(tmp_path_factory):
     """Official-format PAN and MPST files from real prose, and the offline entity tagger their ``ner``
     masking needs (installed into the shared cache by :func:`shared_cache`)."""
-    from realdata import mpst_csv, pan_dir, trained_entity_tagger
+    from realdata import mpst_csv, pan_dir, text_corpus, trained_entity_tagger
 
     root = tmp_path_factory.mktemp("realdata")
     return {"~/pan20": pan_dir(root, n_authors=4), "~/mpst": mpst_csv(root, n=12).parent,
-            "tagger": trained_entity_tagger(root / "tagger")}
+            "reviews.jsonl": text_corpus(root, "jsonl", 40), "tagger": trained_entity_tagger(root / "tagger")}
 
 
 @pytest.fixture(scope="session")
@@ -118,8 +120,9 @@ def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq, real_data):
     for name in ("gen", "orig"):
         lines = (work / f"{name}.txt").read_text(encoding="utf-8").splitlines()
         (work / f"{name}.jsonl").write_text("".join(f'{{"text": "{line}"}}\n' for line in lines), encoding="utf-8")
+    (work / "reviews.jsonl").write_bytes(real_data["reviews.jsonl"].read_bytes())  # for the Python examples
     return {"work": work, "mlm": tiny_mlm, "clm": tiny_clm, "seq2seq": tiny_seq2seq, "run": work / "runs" / "quick",
-            "data": {key: real_data[key] for key in ("~/pan20", "~/mpst")}}
+            "data": {key: real_data[key] for key in ("~/pan20", "~/mpst", "reviews.jsonl")}}
 
 
 def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
@@ -267,6 +270,34 @@ def test_documented_command_runs(where, command, prepared, few_training_steps, f
         results = json.loads((Path(args[args.index("--output-path") + 1]) / "results.json").read_text(encoding="utf-8"))
         assert results["n_samples"] > 0 and results["conditions"]
         assert all(row["generation"]["samples"] == results["n_samples"] for row in results["conditions"])
+
+
+#: documents whose ``python`` blocks are examples of the Python API, run in order as one script each
+PYTHON_DOCS = ("README.md", "docs/API.md")
+
+
+def python_examples(doc: str) -> str:
+    return "\n".join(re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(encoding="utf-8"), re.S))
+
+
+@pytest.mark.parametrize("doc", PYTHON_DOCS)
+def test_documented_python_runs(doc, prepared, few_training_steps, fewer_resamples, shared_cache, monkeypatch, capsys):
+    """The Python examples run as written (reviews.jsonl is the real prose of tests/realdata.py), with the
+    runs' training capped as for the commands; each run they start writes its results.json."""
+    code = python_examples(doc)
+    assert "mlmh.evaluate(" in code and "mlmh.generate(" in code
+    monkeypatch.chdir(prepared["work"])
+    from mlmh import plugin_manager
+
+    plugin_manager.reset()
+    for path in re.findall(r'output_path="([^"]+)"', code):
+        shutil.rmtree(prepared["work"] / path, ignore_errors=True)
+    exec(compile(code, doc, "exec"), {"__name__": "__documented__"})
+    printed = capsys.readouterr().out
+    assert "->" in printed or "[MASK]" in printed
+    for path in re.findall(r'output_path="([^"]+)"', code):
+        results = json.loads((prepared["work"] / path / "results.json").read_text(encoding="utf-8"))
+        assert results["conditions"] and not results["errors"]
 
 
 def _run(args: list[str], where: str = "", command: str = "") -> str:

@@ -14,8 +14,10 @@ from mlmh.executors import BACKENDS
 
 @click.command(name="eval")
 @click.option("--preset", "preset", metavar="NAME|FILE.toml", help="Preset to run: pan, mpst, mimic, quick, or a TOML file.")
-@click.option("--dataset", callback=options.dataset, help="Override the dataset (a registered dataset name).")
-@click.option("--data", "data", metavar="PATH", help="Dataset files in their official format (default: bundled sample).")
+@click.option("--dataset", callback=options.dataset, metavar="SPEC",
+              help="Override the dataset: a registered dataset with its parameters (text:group_field=author).")
+@click.option("--data", "data", metavar="PATH",
+              help="Dataset files in their official format (default: bundled sample); for text, your corpus.")
 @click.option("--model", "models", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("model"),
               help="Model spec; repeat or separate with commas (replaces the preset's).")
 @click.option("--masking", "maskings", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("masking"),
@@ -56,6 +58,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset quick                      # one-minute smoke run, offline
       mlmh eval --preset pan                        # the paper's PAN setting (bundled sample)
       mlmh eval --preset mpst --data ~/mpst --limit 200
+      mlmh eval --preset quick --dataset text:group_field=author --data reviews.jsonl   # your own corpus
       mlmh eval --preset pan --model trained-mlm --model trained-clm \\
                 --masking random:ratio=0.3 --sampler mask-predict:steps=10 --sampler clm-infill
       mlmh eval --preset quick --metric bleu,rouge --seed 0,1   # comma lists = repeated options
@@ -66,12 +69,9 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
       mlmh eval --preset quick --tracker wandb,mlflow,tensorboard   # also log to trackers (README: Trackers)
     """
-    from pathlib import Path
-
-    from mlmh.config import resolve
-    from mlmh.errors import SpecError
-    from mlmh.registry import get_registry
-    from mlmh.runner import RunCancelled, default_output_path, latest_run, run_experiment, saved_config
+    from mlmh import api
+    from mlmh.progress import RichListener
+    from mlmh.runner import RunCancelled
 
     overrides: dict[str, Any] = {
         "dataset": dataset, "data": data, "limit": limit, "batch_size": batch_size, "log_samples": log_samples,
@@ -79,46 +79,20 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "trackers": _optional_list(trackers),
         "seeds": list(seeds) or None,
     }
-    if resume and output_path and not preset:  # the run directory knows its own configuration
-        given = sorted(k for k, v in overrides.items() if v is not None)
-        if given:
-            raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
-        config = saved_config(output_path)
-    elif not preset:
-        names = ", ".join(get_registry().names("preset"))
-        raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
-    else:
-        config = resolve(preset, overrides)
+    config = api.configuration(preset, overrides, resume=resume, output_path=output_path)
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return
-    if output_path:
-        out = Path(output_path)
-    elif resume:
-        found = latest_run(config.preset)
-        if found is None:
-            raise SpecError(f"--resume: no unfinished run of preset '{config.preset}' under runs/; pass --output-path")
-        out = found
-    else:
-        out = default_output_path(config.preset)
-
-    from mlmh.executors import make_executor
-    from mlmh.progress import RichListener
-
+    out = api.run_directory(config, output_path, resume=resume)
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
-    executor = make_executor(backend, workers, ray_address, config)
-    try:
-        with RichListener() as listener, _terminate_as_interrupt():
-            try:
-                results = run_experiment(config, listener, output_path=out, resume=resume, use_cache=not no_cache,
-                                         executor=executor)
-            except Terminated:
-                raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
-            except KeyboardInterrupt:
-                raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
-    finally:
-        if executor is not None:
-            executor.close()
+    with RichListener() as listener, _terminate_as_interrupt():
+        try:
+            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, workers=workers,
+                              backend=backend, ray_address=ray_address)
+        except Terminated:
+            raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
+        except KeyboardInterrupt:
+            raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
     print_summary(results, out)
 
 

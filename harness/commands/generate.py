@@ -7,10 +7,8 @@ from typing import Any
 
 import click
 
+from mlmh.api import TEXT_TRAINING_DATASET
 from mlmh.plan import DEFAULT_SAMPLERS
-
-#: the dataset a trained-* model learns from when it regenerates a --text and names no dataset
-TEXT_TRAINING_DATASET = "pan"
 
 EPILOG = """\b
 Examples:
@@ -55,12 +53,9 @@ def generate(model_spec: str | None, masking_spec: str, sampler_spec: str | None
     if run_dir or sample:
         _reproduce(run_dir, sample, as_json, trace, given=model_spec or text or dataset)
         return
-    from mlmh.components import LoadContext
+    from mlmh import api
     from mlmh.errors import SpecError
-    from mlmh.generation import check_compatible, generate as run_generation, prepare_items
-    from mlmh.options import build_spec
-    from mlmh.plan import default_sampler
-    from mlmh.types import Document, to_dict
+    from mlmh.types import to_dict
 
     if model_spec is None:
         raise SpecError("give --model (or --run DIR --sample ID to regenerate a sample of an eval run)")
@@ -68,24 +63,13 @@ def generate(model_spec: str | None, masking_spec: str, sampler_spec: str | None
         raise SpecError("give exactly one of --text or --dataset")
     if data_path and not dataset:
         raise SpecError("--data goes with --dataset")
-    model = build_spec("model", model_spec, "--model")
-    masking = build_spec("masking", masking_spec, "--masking")
-    sampler = build_spec("sampler", sampler_spec or default_sampler(model.model_kind), "--sampler")
-    check_compatible(sampler, model.model_kind)
-    corpus = None
     if dataset is not None:
-        corpus = build_spec("dataset", dataset, "--dataset").load(data_path)
-        documents = (corpus.split("test") or corpus.documents)[:limit]
+        generations = api.generate_from_dataset(dataset, data=data_path, limit=limit, model=model_spec,
+                                                masking=masking_spec, sampler=sampler_spec, seed=seed,
+                                                batch_size=batch_size, progress=_progress_printer())
     else:
-        documents = [Document(id="text", text=text or "")]
-        if model.params.get("dataset") == "":  # a trained-* model that would train on the run's dataset
-            dataset = TEXT_TRAINING_DATASET
-            click.echo(f"note: {model.name} trains on the bundled '{dataset}' sample (cached after the first time); "
-                       f"set {model.name}:dataset=NAME for another", err=True)
-    context = LoadContext(dataset=dataset, data_path=data_path, corpus=corpus, seed=seed, progress=_progress_printer())
-    adapter = model.load(context)
-    items = prepare_items(documents, masking, seed)  # the items a run with this seed generates
-    generations = run_generation(adapter, sampler, items, batch_size=batch_size)
+        generations = [api.generate(text or "", model=model_spec, masking=masking_spec, sampler=sampler_spec, seed=seed,
+                                    progress=_progress_printer())]
     if as_json:
         payload: Any = [to_dict(g) for g in generations]
         click.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2, ensure_ascii=False))
@@ -117,8 +101,11 @@ def _reproduce(run_dir: str | None, sample: str | None, as_json: bool, trace: bo
 
 
 def _progress_printer():
-    """A LoadContext progress callback that prints training progress (for trained-* models) to stderr."""
+    """A LoadContext progress callback that prints notes and training progress (for trained-* models) to stderr."""
     def report(event: dict[str, Any]) -> None:
+        if "note" in event:
+            click.echo(f"note: {event['note']}", err=True)
+            return
         step, total = event.get("step"), event.get("total")
         if step is not None and total:
             loss = event.get("loss")

@@ -1,0 +1,196 @@
+"""The Python API: what ``mlmh eval`` and ``mlmh generate`` do, as functions for notebooks and scripts.
+
+The two commands are thin faces over this module (they add flags, progress bars and printing), so a
+call here and the command with the same configuration run the same code and give the same results::
+
+    import mlmh
+
+    results = mlmh.evaluate("quick", limit=4)          # a typed mlmh.types.RunResults
+    generation = mlmh.generate("The cat sat on the mat.", model="trained-mlm")
+
+docs/API.md is the guide; each function's docstring has an example that the tests run.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from mlmh.errors import SpecError
+
+if TYPE_CHECKING:
+    from mlmh.config import RunConfig
+    from mlmh.events import Listener
+    from mlmh.types import Document, Generation, RunResults
+
+#: the dataset a trained-* model learns from when it regenerates a given text and its spec names no dataset
+TEXT_TRAINING_DATASET = "pan"
+
+
+# -- evaluate ---------------------------------------------------------------------------------------
+def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None, output_path: str | Path | None = None,
+             resume: bool = False, use_cache: bool = True, workers: int = 1, backend: str = "local",
+             ray_address: str | None = None, cancel: threading.Event | None = None, **overrides: Any) -> "RunResults":
+    """Run an experiment, as ``mlmh eval`` does, and return its typed results.
+
+    ``preset`` is a preset name (``mlmh ls presets``) or a TOML file; ``overrides`` take the keys a preset
+    has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``seeds``,
+    ``limit``, ``batch_size``, ``log_samples``) and replace the preset's values: a list, or one spec as a
+    string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
+    directory (default ``runs/<timestamp>-<preset>/``), which gets results.json, report.md and plots as
+    with the command. ``resume=True`` continues an interrupted run (with ``preset=None`` and an
+    ``output_path``: as that run was configured); ``use_cache=False`` is ``--no-cache``; ``workers``,
+    ``backend`` and ``ray_address`` are the command's options; setting ``cancel`` stops the run between
+    batches (:class:`mlmh.runner.RunCancelled`).
+
+    Bad input raises :class:`mlmh.errors.SpecError` or :class:`~mlmh.errors.DataError` with the one-line
+    message the command prints.
+
+    >>> import mlmh
+    >>> results = mlmh.evaluate("quick", limit=2, maskings="random:ratio=0.3", tasks=[],
+    ...                         models=["trained-mlm:size=tiny,max_steps=3", "trained-clm:size=tiny,max_steps=3"],
+    ...                         output_path="runs/doctest")
+    >>> [(row.model_kind, row.sampler) for row in results.conditions]
+    [('mlm', 'one-shot'), ('mlm', 'mask-predict:steps=4'), ('clm', 'clm-infill')]
+    >>> results.headline, results.conditions[0].unseen.documents
+    ('unseen', 2)
+    """
+    config = configuration(preset, overrides, resume=resume, output_path=output_path)
+    out = run_directory(config, output_path, resume=resume)
+    return run(config, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
+               ray_address=ray_address, cancel=cancel)
+
+
+def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
+                  output_path: str | Path | None = None) -> "RunConfig":
+    """The checked configuration of a run: ``preset`` with ``overrides`` (keys left None are not set), or,
+    to resume a run directory with no preset named, the configuration that run saved."""
+    from mlmh.config import resolve
+    from mlmh.registry import get_registry
+    from mlmh.runner import saved_config
+
+    overrides = dict(overrides or {})
+    if resume and output_path and not preset:  # the run directory knows its own configuration
+        given = sorted(k for k, v in overrides.items() if v is not None)
+        if given:
+            raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
+        return saved_config(output_path)
+    if not preset:
+        names = ", ".join(get_registry().names("preset"))
+        raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
+    return resolve(preset, overrides)
+
+
+def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:
+    """Where the run writes: ``output_path``; else, resuming, the newest unfinished run of the preset;
+    else a new ``runs/<timestamp>-<preset>/``."""
+    from mlmh.runner import default_output_path, latest_run
+
+    if output_path:
+        return Path(output_path)
+    if resume:
+        found = latest_run(config.preset)
+        if found is None:
+            raise SpecError(f"--resume: no unfinished run of preset '{config.preset}' under runs/; pass --output-path")
+        return found
+    return default_output_path(config.preset)
+
+
+def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
+        use_cache: bool = True, workers: int = 1, backend: str = "local", ray_address: str | None = None,
+        cancel: threading.Event | None = None) -> "RunResults":
+    """Run ``config`` into ``out`` on the executor ``backend``/``workers`` ask for (closed afterwards)."""
+    from mlmh.executors import make_executor
+    from mlmh.runner import run_experiment
+
+    executor = make_executor(backend, workers, ray_address, config)
+    try:
+        return run_experiment(config, progress, cancel, output_path=out, resume=resume, use_cache=use_cache,
+                              executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+# -- generate ---------------------------------------------------------------------------------------
+def generate(text: str, *, model: str, masking: str = "random:ratio=0.15", sampler: str | None = None, seed: int = 0,
+             progress: Callable[[dict[str, Any]], None] | None = None) -> "Generation":
+    """Mask ``text`` and regenerate the masked words with one model and sampler, as
+    ``mlmh generate --text`` does; returns the :class:`~mlmh.types.Generation` with every step.
+
+    ``model``, ``masking`` and ``sampler`` are specs (``mlmh ls models``); ``sampler`` defaults by the
+    model's kind. ``seed`` fixes the mask and the sampling, as a run's seed does. A trained-* model that
+    names no ``dataset=`` trains on the bundled ``pan`` sample (once; cached). ``progress`` receives that
+    training's progress (``{"step", "total", "loss"}``) and notes (``{"note": text}``).
+
+    >>> import mlmh
+    >>> generation = mlmh.generate("The cat sat on the mat and looked at the door.",
+    ...                            model="trained-mlm:size=tiny,max_steps=3", masking="random:ratio=0.3",
+    ...                            sampler="mask-predict:steps=2", seed=1)
+    >>> generation.masked_text
+    'The [MASK] sat [MASK] the mat and [MASK] [MASK] the door.'
+    >>> len(generation.steps), generation.masked_words
+    (2, [1, 3, 7, 8])
+    """
+    from mlmh.types import Document
+
+    built = _components(model, masking, sampler)
+    return _regenerate(built, [Document(id="text", text=text)], dataset=None, data=None, seed=seed, batch_size=1,
+                       progress=progress)[0]
+
+
+def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, limit: int = 1,
+                          masking: str = "random:ratio=0.15", sampler: str | None = None, seed: int = 0,
+                          batch_size: int = 8, progress: Callable[[dict[str, Any]], None] | None = None) -> list["Generation"]:
+    """Regenerate the first ``limit`` documents of ``dataset`` (its test split first), as
+    ``mlmh generate --dataset`` does; ``data`` is the dataset's files (default: its bundled sample).
+
+    >>> import mlmh
+    >>> generations = mlmh.generate_from_dataset("pan", model="trained-clm:size=tiny,max_steps=3",
+    ...                                          masking="stopwords", limit=2)
+    >>> len(generations), generations[0].model_kind, generations[0].sampler.split(":")[0]
+    (2, 'clm', 'clm-infill')
+    """
+    from mlmh.options import build_spec
+
+    if limit < 1:
+        raise SpecError(f"limit must be 1 or more, got {limit}")
+    built = _components(model, masking, sampler)  # bad specs fail before the corpus loads
+    corpus = build_spec("dataset", dataset, "--dataset").load(data)
+    documents = (corpus.split("test") or corpus.documents)[:limit]
+    return _regenerate(built, documents, dataset=dataset, data=data, corpus=corpus, seed=seed, batch_size=batch_size,
+                       progress=progress)
+
+
+def _components(model: str, masking: str, sampler: str | None) -> tuple[Any, Any, Any]:
+    """(model, masking, sampler) built from their specs; the sampler defaults by the model's kind and must drive it."""
+    from mlmh.generation import check_compatible
+    from mlmh.options import build_spec
+    from mlmh.plan import default_sampler
+
+    built_model = build_spec("model", model, "--model")
+    built_masking = build_spec("masking", masking, "--masking")
+    built_sampler = build_spec("sampler", sampler or default_sampler(built_model.model_kind), "--sampler")
+    check_compatible(built_sampler, built_model.model_kind)
+    return built_model, built_masking, built_sampler
+
+
+def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"], *, dataset: str | None,
+                data: str | None, seed: int, batch_size: int, progress: Callable[[dict[str, Any]], None] | None,
+                corpus: Any = None) -> list["Generation"]:
+    """The one way ``documents`` are masked and regenerated outside a run: the items a run with ``seed``
+    would generate, from the adapter the model loads."""
+    from mlmh.components import LoadContext
+    from mlmh.generation import generate as run_generation, prepare_items
+
+    model, masking, sampler = components
+    if dataset is None and model.params.get("dataset") == "":  # a trained-* model that trains on the run's dataset
+        dataset = TEXT_TRAINING_DATASET
+        if progress is not None:
+            progress({"note": f"{model.name} trains on the bundled '{dataset}' sample (cached after the first "
+                              f"time); set {model.name}:dataset=NAME for another"})
+    context = LoadContext(dataset=dataset, data_path=data, corpus=corpus, seed=seed, progress=progress)
+    adapter = model.load(context)
+    items = prepare_items(list(documents), masking, seed)  # the items a run with this seed generates
+    return run_generation(adapter, sampler, items, batch_size=batch_size)
