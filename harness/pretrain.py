@@ -94,7 +94,8 @@ def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, c
     """Train the models of ``models`` that are not cached yet, several at once, before they are loaded.
 
     ``context_for(model)`` gives the model's ``LoadContext`` (its ``progress`` receives that model's
-    training events). Does nothing when fewer than two models need training or only one fits the cores;
+    training events). Models that take every core (a pretrained start) are left to the sequential load; the
+    others train side by side. Does nothing when fewer than two of them need training or only one fits the cores;
     the caller's sequential load then trains them. A child that fails is left to that load too, which
     trains the model again in the driver and raises its error there. Returns the labels trained here.
     """
@@ -105,8 +106,8 @@ def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, c
             continue
         context = context_for(model)
         job = job_of(context)
-        if not job.cached():
-            pending.append((job, context.progress))
+        if not job.cached() and job.threads() < (cores or _cores()):
+            pending.append((job, context.progress))  # a model that takes every core trains alone, in the load
     if len(pending) < 2:
         return []
     slots = parallel_slots([job for job, _ in pending], cores)
