@@ -5,10 +5,13 @@ those of the lowest validation loss (evaluated every ``eval_every`` steps on fix
 curve is comparable across steps), and training stops once ``patience_tokens`` training tokens pass without
 a new best: a small model on a small corpus otherwise recites its training text (held-out loss rising from
 step 50 of 500). Patience counts tokens, not evaluations, so the rule does not depend on the budget or the
-evaluation grid, and no model stops while it sits on the unigram plateau (validation accuracy no better than
-always predicting the commonest token), where the loss creeps and a model that has learned nothing yet would
-otherwise be kept. The card says why training stopped. Test documents never reach this module through the
-trained models.
+evaluation grid. No model stops while it sits on the unigram plateau (validation accuracy no better than
+always predicting the commonest token), and once it has left the plateau, no checkpoint from before competes:
+on a small corpus whose validation authors use other words, the validation loss is lowest in the first steps
+(before the model has even fitted the train split's unigram statistics) and rises while the model learns to
+use context, so the lowest loss alone would keep a model that has learned nothing. A model that never leaves
+the plateau keeps its lowest-loss checkpoint. The card says why training stopped. Test documents never reach
+this module through the trained models.
 
 Design decision: the budget is declared (``budget``). ``tokens``: every objective sees the same
 steps x batch x seq_len. ``targets``: the MLM (which supervises only its masked tokens) gets as many
@@ -100,7 +103,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 8
+RECIPE_VERSION = 9
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -988,9 +991,9 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
 def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
                 steps: int, eval_every: int, progress: ProgressFn | None, started: float) -> dict[str, Any]:
     """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), the best
-    weights kept in memory and restored at the end; stops once ``config.patience_tokens`` training tokens
-    pass without a new best, but never while the model is on the unigram plateau. Returns the counters
-    and curves of the card."""
+    weights kept in memory and restored at the end (once the model has left the unigram plateau, the best
+    of the evaluations off it); stops once ``config.patience_tokens`` training tokens pass without a new
+    best, but never while the model is on the plateau. Returns the counters and curves of the card."""
     import numpy as np
     import torch
     from transformers import get_linear_schedule_with_warmup
@@ -1050,8 +1053,8 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                                          "accuracy": current.accuracy})
                 event["validation_loss"] = current.loss
                 if left_plateau_at is None and current.off_plateau:
-                    left_plateau_at = step
-                if current.loss < best_loss:
+                    left_plateau_at, best_loss = step, math.inf  # checkpoints on the plateau no longer compete
+                if current.loss < best_loss and (left_plateau_at is None or current.off_plateau):
                     best_loss, step_kept, tokens_at_kept = current.loss, step, tokens_seen
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 stopped_early = (bool(config.patience_tokens) and left_plateau_at is not None and step < steps
