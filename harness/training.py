@@ -270,7 +270,7 @@ def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | N
     key = f"wordpiece{TOKENIZER_VERSION}-{vocab_size}-{data_hash(texts)[:20]}"
     path, _ = cache.get_or_build(key, lambda tmp: train_tokenizer(texts, vocab_size).save_pretrained(tmp),
                                  complete=lambda p: (p / "tokenizer.json").is_file())
-    return PreTrainedTokenizerFast.from_pretrained(path)
+    return PreTrainedTokenizerFast.from_pretrained(path, trust_remote_code=False)
 
 
 # -- models ---------------------------------------------------------------------------------------
@@ -382,6 +382,9 @@ def init_source(init: str) -> Path:
         raise SpecError(f"--init {init}: no such directory (give a saved model directory or 'minilm')")
     if not (path / "config.json").is_file():
         raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
+    from mlmh.checkpoints import refuse_custom_code
+
+    refuse_custom_code(path, f"--init {init}")
     return path
 
 
@@ -409,16 +412,16 @@ def load_init(init: str, objective: str):
 
     source = init_source(init)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
         raise ModelError(f"--init {init}: cannot load its tokenizer: {exc}") from None
     if init == MINILM:
         cls = BertForMaskedLM if objective == "mlm" else BertLMHeadModel
         extra = {} if objective == "mlm" else {"is_decoder": True}
-        model = cls.from_pretrained(source, **extra)
+        model = cls.from_pretrained(source, trust_remote_code=False, **extra)
         return model, tokenizer
     try:
-        config = AutoConfig.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
         raise ModelError(f"--init {init}: cannot read config.json: {exc}") from None
     built_for = checkpoint_objective(config)
@@ -429,7 +432,7 @@ def load_init(init: str, objective: str):
     if objective in ("mlm", "seq2seq") and tokenizer.mask_token_id is None:
         raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
     try:
-        model = _model_for(objective).from_pretrained(source)
+        model = _model_for(objective).from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
         raise ModelError(f"--init {init}: cannot load the model: {exc}") from None
     return model, tokenizer
