@@ -2,8 +2,8 @@
 executors' workers and ``mlmh score``.
 
 A component that raises, or returns something that breaks its contract (a metric value that is NaN or
-infinite, fewer per-sample values than scored items, a sampler that returns generations for other
-documents), has failed: the failure is that component's, reported by name, and never reaches
+infinite, fewer per-sample values than scored items, a task score that is not a number; a sampler's
+output is checked by :func:`mlmh.generation.check_filled`), has failed: the failure is that component's, reported by name, and never reaches
 results.json, which stays strict JSON (:func:`strict_json`).
 """
 
@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any, Sequence
 
-from mlmh.types import Generation, MetricResult, TaskResult
+from mlmh.types import MetricResult, TaskResult
 
 
 def _finite(value: Any) -> bool:
@@ -62,17 +62,6 @@ def task_problem(result: Any) -> str | None:
     bad = {k: v for k, v in result.scores.items() if not (_finite(v) and v is not None)}
     if bad:
         return f"score(s) {', '.join(f'{k} = {v!r}' for k, v in bad.items())} are not finite numbers"
-    return None
-
-
-def generation_problem(generations: Any, doc_ids: Sequence[str]) -> str | None:
-    """Why a sampler's output for documents ``doc_ids`` breaks its contract (one Generation per
-    document, in order)."""
-    if not isinstance(generations, list) or not all(isinstance(g, Generation) for g in generations):
-        return f"returned {type(generations).__name__}, not a list of Generation"
-    got = [g.doc_id for g in generations]
-    if got != list(doc_ids):
-        return f"returned generations for {len(got)} document(s) {got[:3]}... for the {len(doc_ids)} asked {list(doc_ids)[:3]}..."
     return None
 
 

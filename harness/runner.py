@@ -406,12 +406,6 @@ class Runner:
             nonlocal completed
             if unit.condition in self.state.failed:
                 return
-            from mlmh.contracts import generation_problem
-
-            problem = generation_problem(batch, [item.doc_id for item in unit.items])
-            if problem:
-                failed(unit, problem)
-                return
             cache.put_many({keys[(unit.condition, g.doc_id)]: g for g in batch})
             self._generated_any = True
             for g in batch:
