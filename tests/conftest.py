@@ -57,3 +57,18 @@ def _results_json_is_strict(request):
             raise AssertionError(f"{path} is not strict JSON: {exc}") from None
         except ValueError:
             continue
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm(tmp_path_factory):
+    return build_tiny_model("mlm", tmp_path_factory.mktemp("tiny-mlm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_clm(tmp_path_factory):
+    return build_tiny_model("clm", tmp_path_factory.mktemp("tiny-clm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_seq2seq(tmp_path_factory):
+    return build_tiny_model("seq2seq", tmp_path_factory.mktemp("tiny-seq2seq"))
