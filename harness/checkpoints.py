@@ -107,6 +107,8 @@ def explain(exc: BaseException) -> str:
     low = text.lower()
     if type(exc).__name__ == "SafetensorError" or "deserializing header" in low or "incomplete metadata" in low:
         return f"a weights file is truncated or corrupt ({first})"
+    if "ignore_mismatched_sizes" in low:  # the shapes are in a log report, not in the exception
+        return "config.json does not match the weights (tensor shapes differ from what the config describes)"
     if "size mismatch" in low or "shape mismatch" in low or "mismatched sizes" in low:
         detail = next((line.strip() for line in text.splitlines() if "size mismatch" in line.lower()), first)
         return f"config.json does not match the weights ({detail})"

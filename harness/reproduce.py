@@ -10,7 +10,6 @@ sampler, seed and masked words as in the run: the mask and the sampler's random 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,19 +40,19 @@ def recorded_sample(run_dir: Path, sample: str) -> dict[str, Any]:
     path = run_dir / "generations.jsonl"
     if not path.is_file():
         raise SpecError(f"--run {run_dir}: no generations.jsonl (not a finished mlmh eval run)")
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row.get("sample") == sample:
-                return row
+    from mlmh.jsonl import read_jsonl
+
+    for _, row in read_jsonl(path):
+        if row.get("sample") == sample:
+            return row
     raise SpecError(f"--sample {sample}: no such sample in {path} (ids are CONDITION:DOC_ID, e.g. "
                     f"{_first_id(path)})")
 
 
 def _first_id(path: Path) -> str:
-    with path.open(encoding="utf-8") as handle:
-        first = handle.readline()
-    return json.loads(first).get("sample", "?") if first.strip() else "?"
+    from mlmh.jsonl import read_jsonl
+
+    return str(next((row.get("sample", "?") for _, row in read_jsonl(path)), "?"))
 
 
 def reproduce(run_dir: str | Path, sample: str) -> Reproduction:

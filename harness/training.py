@@ -382,9 +382,9 @@ def init_source(init: str) -> Path:
         raise SpecError(f"--init {init}: no such directory (give a saved model directory or 'minilm')")
     if not (path / "config.json").is_file():
         raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
-    from mlmh.checkpoints import refuse_custom_code
+    from mlmh.checkpoints import local_checkpoint
 
-    refuse_custom_code(path, f"--init {init}")
+    local_checkpoint(str(path), f"--init {init}")  # tokenizer files there, no checkpoint code
     return path
 
 
@@ -410,11 +410,13 @@ def load_init(init: str, objective: str):
     """
     from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, BertLMHeadModel
 
+    from mlmh.checkpoints import explain
+
     source = init_source(init)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load its tokenizer: {exc}") from None
+        raise ModelError(f"--init {init}: cannot load its tokenizer: {explain(exc)}") from None
     if init == MINILM:
         cls = BertForMaskedLM if objective == "mlm" else BertLMHeadModel
         extra = {} if objective == "mlm" else {"is_decoder": True}
@@ -423,7 +425,7 @@ def load_init(init: str, objective: str):
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot read config.json: {exc}") from None
+        raise ModelError(f"--init {init}: cannot read config.json: {explain(exc)}") from None
     built_for = checkpoint_objective(config)
     if built_for != objective:
         arch = ", ".join(config.architectures or [config.model_type])
@@ -434,7 +436,7 @@ def load_init(init: str, objective: str):
     try:
         model = _model_for(objective).from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load the model: {exc}") from None
+        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
     return model, tokenizer
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,13 +41,11 @@ def load_run(path: str | Path) -> RunFiles:
     samples: list[Sample] = []
     samples_file = results_file.with_name("samples.jsonl")
     if samples_file.is_file():
-        with samples_file.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {}))
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise DataError(f"{samples_file}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
+        from mlmh.jsonl import read_jsonl
+
+        for number, row in read_jsonl(samples_file):
+            try:
+                samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {}))
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                raise DataError(f"{samples_file}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
     return RunFiles(path=results_file, results=results, samples=samples)
