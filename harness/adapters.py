@@ -758,7 +758,7 @@ def load_adapter(
         torch.set_num_threads(int(threads))
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    from mlmh.checkpoints import check_device, from_pretrained, local_checkpoint
+    from mlmh.checkpoints import check_device, from_pretrained, local_checkpoint, offline
 
     name = str(path)
     what = f"{kind} model"
@@ -770,7 +770,7 @@ def load_adapter(
     common: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if revision and not is_local:
         common["revision"] = revision
-    if not is_local and _offline():
+    if not is_local and offline():
         common["local_files_only"] = True  # read now: huggingface_hub reads its env only at import
     try:
         tokenizer = from_pretrained(transformers.AutoTokenizer, name, what=what, use_fast=True, **common)
@@ -793,10 +793,6 @@ def load_adapter(
         raise
     model.to(device)
     return ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
-
-
-def _offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def _has_safetensors(directory: Path) -> bool | None:

@@ -36,9 +36,11 @@ def is_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~", ".\\")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
 
 
-def local_checkpoint(name: str, what: str, *, model: bool = True, tokenizer: bool = True) -> Path | None:
+def local_checkpoint(name: str, what: str, *, model: bool = True, tokenizer: bool = True,
+                     param: str = "path") -> Path | None:
     """The directory ``name`` is, checked (a config where ``model``, tokenizer files where ``tokenizer``,
-    no shipped code); None for a hub name. ``what`` says who loads it (``gen-ppl``, ``--init``)."""
+    no shipped code); None for a hub name. ``what`` says who loads it (``gen-ppl``, ``--init``), ``param``
+    where the user gives the directory."""
     local = Path(name).expanduser()
     if not local.exists():
         if is_path(name):
@@ -46,6 +48,9 @@ def local_checkpoint(name: str, what: str, *, model: bool = True, tokenizer: boo
         cached = hub_snapshot(name)
         if cached is not None:
             refuse_custom_code(cached, what)
+        elif offline():
+            raise ModelError(f"{what}: {name} is not a directory here, and as a hub name it is not cached locally "
+                             f"and no network is reachable; pass a local directory with {param}=DIR")
         return None
     if not local.is_dir():
         raise ModelError(f"{what}: {name} is not a directory")
@@ -57,6 +62,12 @@ def local_checkpoint(name: str, what: str, *, model: bool = True, tokenizer: boo
         raise ModelError(f"{what}: {name} holds no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); "
                          "save the tokenizer with the model (tokenizer.save_pretrained)")
     return local
+
+
+def offline() -> bool:
+    """Whether the hub may not be asked (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``)."""
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def hub_snapshot(name: str) -> Path | None:

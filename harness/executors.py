@@ -359,6 +359,8 @@ class RayExecutor:
                         cause = getattr(exc, "cause", None)
                         error = cause if isinstance(cause, BaseException) else exc
                         if on_failed is None:
+                            if error is exc:
+                                raise
                             raise error from exc
                         on_failed(refs[ref], error)
                         continue

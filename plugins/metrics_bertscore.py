@@ -160,7 +160,7 @@ def get_encoder(model: str, layer: int) -> Encoder:
             from mlmh.checkpoints import loading, local_checkpoint
 
             # bert-score loads with from_pretrained and no trust_remote_code: the checks here refuse shipped code
-            local_checkpoint(model, "bertscore")
+            local_checkpoint(model, "bertscore", param="model")
             with loading("bertscore", f"{model} (layer {layer})"):
                 _ENCODERS[key] = Encoder(model, layer)
         return _ENCODERS[key]

@@ -149,7 +149,7 @@ def load_tokenizer(name_or_path: str) -> Any:
 
     from mlmh.checkpoints import from_pretrained, local_checkpoint
 
-    local_checkpoint(name_or_path, "tokenizer", model=False)
+    local_checkpoint(name_or_path, "tokenizer", model=False, param="tokenizer")
     return from_pretrained(AutoTokenizer, name_or_path, what="tokenizer")
 
 

@@ -59,7 +59,7 @@ def test_libraries_that_load_models_on_their_own_are_checked_first():
     checkpoint checks (which refuse shipped code)."""
     source = (ROOT / "plugins" / "metrics_bertscore.py").read_text(encoding="utf-8")
     before = source[:source.index("_ENCODERS[key] = Encoder(model, layer)")]
-    assert "local_checkpoint(model, \"bertscore\")" in before[before.rindex("def get_encoder"):]
+    assert "local_checkpoint(model, \"bertscore\"" in before[before.rindex("def get_encoder"):]
 
 
 @pytest.fixture(scope="module")
