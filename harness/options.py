@@ -4,6 +4,7 @@ lists, and component specs checked where they are typed, so an error names the f
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, Iterable
 
@@ -142,8 +143,6 @@ class Number(click.ParamType):
         else:
             raw, text = str(value).strip(), str(value)
         flag = flag_of(param) if param is not None else "value"
-        import math
-
         try:
             number = float(raw)
             if self.kind is int:
