@@ -19,7 +19,7 @@ import executor_fakes
 import runner_fakes
 from mlmh.cli import cli, main
 from mlmh.config import from_table
-from mlmh.errors import DataError, MlmhError, ModelError, SpecError
+from mlmh.errors import MlmhError, ModelError, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.executors import LocalWorkersExecutor, RayExecutor, Worker, make_executor, wants_gpu, worker_spec
 from mlmh.runner import run_experiment, strip_timings
@@ -262,8 +262,4 @@ def test_ray_gives_the_in_process_results_when_a_worker_dies(tmp_path, baseline,
     assert len(progress) == UNITS and progress[-1].completed == progress[-1].total == UNITS * 2
 
 
-def test_a_unit_error_on_ray_reaches_the_driver_as_itself(tmp_path, monkeypatch, local_ray):
-    monkeypatch.setenv("MLMH_TEST_UNIT_ERROR", "unit failed on purpose")
-    with RayExecutor(config()) as executor:
-        with pytest.raises(DataError, match="^unit failed on purpose$"):
-            run(tmp_path, "ray-error", executor)
+# a unit's own error on Ray: test_a_unit_error_fails_its_condition_alone_by_name[ray]
