@@ -63,15 +63,11 @@ def _generations(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "generations.jsonl"
     if not path.is_file():
         raise SpecError(f"{path} does not exist: pass a run directory written by mlmh eval")
+    from mlmh.jsonl import read_jsonl
+
     rows = []
-    for number, line in enumerate(_read_utf8(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            raise DataError(f"{path}:{number}: not valid JSON") from None
-        missing = [f for f in GENERATION_FIELDS if not isinstance(row, dict) or not isinstance(row.get(f), str)]
+    for number, row in read_jsonl(path):
+        missing = [f for f in GENERATION_FIELDS if not isinstance(row.get(f), str)]
         if missing:
             raise DataError(f"{path}:{number}: missing or non-text field(s) {', '.join(missing)}")
         rows.append(row)

@@ -126,19 +126,30 @@ def test_invalid_utf8_in_samples_jsonl_names_the_file_and_line(tmp_path):
         load_run(run)
 
 
+def _generations_readers():
+    from mlmh.human import export_sheet
+    from mlmh.reproduce import recorded_sample
+
+    return {"generate --run": lambda run: recorded_sample(run, "0:nope"),
+            "human export": lambda run: export_sheet(run, 2)}
+
+
+@pytest.mark.parametrize("reader", ["generate --run", "human export"])
 @pytest.mark.parametrize("content, error", [
     (b'{"sample": "0:d1"}\n\xfe\n', ":2: not valid UTF-8"),
     (b'{"sample": "0:d1"}\n{"sample": \n', ":2: invalid JSON"),
     (b'[1]\n', ":1: expected a JSON object, got list"),
 ])
-def test_every_jsonl_reader_names_the_file_and_line(tmp_path, content, error):
+def test_every_jsonl_reader_names_the_file_and_line(tmp_path, content, error, reader):
     """Every reader of a run's JSON Lines files goes through mlmh.jsonl (samples.jsonl above,
-    generations.jsonl here for generate --run)."""
-    from mlmh.reproduce import recorded_sample
-
+    generations.jsonl here for generate --run and human export)."""
+    if reader == "human export" and error.startswith(":2"):  # its first line must be a whole generation
+        content = content.replace(b'{"sample": "0:d1"}', json.dumps(
+            {"sample": "0:d1", "condition": "c", "doc_id": "d1", "original": "a", "masked_text": "[M]",
+             "text": "b"}).encode())
     (tmp_path / "generations.jsonl").write_bytes(content)
     with pytest.raises(DataError) as info:
-        recorded_sample(tmp_path, "0:nope")
+        _generations_readers()[reader](tmp_path)
     assert str(info.value).startswith(f"{tmp_path / 'generations.jsonl'}{error}")
 
 
