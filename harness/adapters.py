@@ -758,25 +758,26 @@ def load_adapter(
         torch.set_num_threads(int(threads))
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    from mlmh.checkpoints import check_device, from_pretrained, local_checkpoint, offline
+
     name = str(path)
-    local = Path(name).expanduser()
-    is_local = local.exists()
-    if not is_local and (name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name):
-        raise ModelError(f"model directory '{name}' does not exist")
+    what = f"{kind} model"
+    local = local_checkpoint(name, what)
+    is_local = local is not None
     if is_local:
-        if not local.is_dir() or not (local / "config.json").is_file():
-            raise ModelError(f"'{name}' is not a model directory (no config.json); pass a directory saved with save_pretrained")
         name = str(local)
+    check_device(device, f"{what} {name}")
     common: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if revision and not is_local:
         common["revision"] = revision
-    if not is_local and _offline():
+    if not is_local and offline():
         common["local_files_only"] = True  # read now: huggingface_hub reads its env only at import
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(name, use_fast=True, **common)
+        tokenizer = from_pretrained(transformers.AutoTokenizer, name, what=what, use_fast=True, **common)
         auto = getattr(transformers, _AUTO[kind])
-        model = auto.from_pretrained(name, dtype=getattr(torch, dtype), use_safetensors=_has_safetensors(local) if is_local else None, **common)
-    except ValueError as exc:
+        model = from_pretrained(auto, name, what=what, dtype=getattr(torch, dtype),
+                                use_safetensors=_has_safetensors(local) if is_local else None, **common)
+    except ModelError as exc:
         text = str(exc)
         if "Unrecognized configuration class" in text or "Unrecognized model" in text:
             model_type = _model_type(local) if is_local else "?"
@@ -785,19 +786,13 @@ def load_adapter(
                 f"model '{name}' (type {model_type}) does not support the {kind} objective; "
                 f"try {' or '.join(_SUGGEST[k] for k in others)}"
             ) from None
-        raise ModelError(f"cannot load model '{name}': {text.splitlines()[0]}") from None
-    except OSError as exc:
-        if not is_local:
+        if not is_local and "OSError" in text:
             raise ModelError(
                 f"model '{name}' is not cached locally and no network is reachable; pass a local directory with path=..."
             ) from None
-        raise ModelError(f"cannot load model '{name}': {str(exc).splitlines()[0]}") from None
+        raise
     model.to(device)
     return ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
-
-
-def _offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def _has_safetensors(directory: Path) -> bool | None:

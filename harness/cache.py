@@ -17,6 +17,12 @@ input whole: every scored item (prediction, reference, the generation with its t
 and test corpora of a task. A component that names no identity (the default for plugins) is never
 cached, nor is a result with an error. So a run over cached samples scores and trains nothing again,
 and a changed metric, task, library or scoring model computes its results again.
+
+Every entry is validated where it is read (:meth:`SampleCache._decode`: JSON, then the shape of the
+stored dataclass field by field), and a table whose columns are not the ones written here is set
+aside: an entry that fails either check is treated as missing, so it is computed again and
+overwritten, and :attr:`SampleCache.notes` says so once, naming the file. The file is created private
+to the user (0600, its directory 0700): it holds whole documents.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import hashlib
 import json
 import sqlite3
 import time
+import types
+import typing
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TypeVar
@@ -40,6 +48,8 @@ R = TypeVar("R")
 
 #: bump when the stored Generation, MetricResult or TaskResult layout or a key recipe changes
 SCHEMA = 2
+#: the tables of the cache and their columns, as created here
+TABLES = {"samples": ("key", "generation", "created"), "results": ("key", "payload", "created")}
 
 
 def text_hash(text: str) -> str:
@@ -99,20 +109,53 @@ class SampleCache:
     point: a batch is either stored whole or not at all."""
 
     def __init__(self, path: str | Path) -> None:
+        from mlmh.paths import private_dir, private_file
+
         self.path = Path(path)
+        self.notes: list[str] = []
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            private_file(self.path)
             self._db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS samples (key TEXT PRIMARY KEY, generation TEXT NOT NULL, created REAL NOT NULL)"
-            )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, payload TEXT NOT NULL, created REAL NOT NULL)"
-            )
-        except sqlite3.Error as exc:
+            for table, (key, value, created) in TABLES.items():
+                self._set_aside_if_foreign(table)
+                self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} "
+                                 f"({key} TEXT PRIMARY KEY, {value} TEXT NOT NULL, {created} REAL NOT NULL)")
+        except (sqlite3.Error, OSError) as exc:
             raise MlmhError(f"sample cache {self.path} cannot be opened: {exc}; delete it or pass --no-cache") from None
+
+    def _set_aside_if_foreign(self, table: str) -> None:
+        """A ``table`` whose columns are not the ones mlmh writes is dropped (its entries are missing,
+        so they are computed again), with a note naming the file."""
+        columns = tuple(row[1] for row in self._db.execute(f"PRAGMA table_info({table})"))
+        if columns and columns != TABLES[table]:
+            self._db.execute(f"DROP TABLE {table}")
+            self._say(f"table '{table}' had columns ({', '.join(columns)}), not ({', '.join(TABLES[table])}); "
+                      "it was dropped and its entries are computed again")
+
+    def _say(self, text: str) -> None:
+        note = f"sample cache {self.path}: {text}"
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _decode(self, key: str, payload: Any, cls: type[R], many: bool) -> Any:
+        """The one rule of every reader: a stored entry as ``cls`` (a list of them where ``many``), or
+        None when it is not valid JSON of that shape; such an entry counts as missing, with a note."""
+        try:
+            data = json.loads(payload)
+            rows = data if many else [data]
+            if not isinstance(rows, list):
+                raise ValueError("expected a list of results")
+            for row in rows:
+                _check_shape(cls, row)
+            values = [from_dict(cls, row) for row in rows]
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            self._say(f"entry {key[:12]}... is unreadable ({type(exc).__name__}: {str(exc)[:120]}); it is "
+                      "computed again")
+            return None
+        return values if many else values[0]
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Generation]:
         keys = list(keys)
@@ -121,7 +164,9 @@ class SampleCache:
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
             for key, payload in self._db.execute(f"SELECT key, generation FROM samples WHERE key IN ({marks})", chunk):
-                found[key] = from_dict(Generation, json.loads(payload))
+                generation = self._decode(key, payload, Generation, many=False)
+                if generation is not None:
+                    found[key] = generation
         return found
 
     def put_many(self, entries: dict[str, Generation]) -> None:
@@ -134,7 +179,7 @@ class SampleCache:
     def get_results(self, key: str, cls: type[R]) -> list[R] | None:
         """The results stored under ``key``, as ``cls`` instances (MetricResult, TaskResult), or None."""
         row = self._db.execute("SELECT payload FROM results WHERE key = ?", (key,)).fetchone()
-        return None if row is None else [from_dict(cls, r) for r in json.loads(row[0])]
+        return None if row is None else self._decode(key, row[0], cls, many=True)
 
     def put_results(self, key: str, results: Sequence[Any]) -> None:
         payload = json.dumps([to_dict(r) for r in results], ensure_ascii=False)
@@ -157,6 +202,54 @@ class SampleCache:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+
+def _check_shape(cls: type, data: Any) -> None:
+    """Raise ValueError unless ``data`` is a dict whose keys are fields of dataclass ``cls`` (every
+    field without a default present) and whose values have the fields' declared types, nested lists,
+    dicts and dataclasses included (the checks :func:`~mlmh.types.from_dict` leaves to chance)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a {cls.__name__} object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")
+    missing = [name for name, f in fields.items() if name not in data
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ValueError(f"{cls.__name__}: missing field(s) {', '.join(missing)}")
+    for name, value in data.items():
+        if not _fits(value, hints[name]):
+            raise ValueError(f"{cls.__name__}.{name}: {type(value).__name__} does not fit {hints[name]}")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON ``value`` can stand for a field declared as ``hint`` (dict keys come back as strings)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if dataclasses.is_dataclass(hint):
+        try:
+            _check_shape(hint, value)
+        except ValueError:
+            return False
+        return True
+    if origin in (list, tuple, Sequence) or hint in (list, tuple):
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value) if args else isinstance(value, list)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict) and (not args or all(_fits(v, args[1]) for v in value.values()))
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
 
 
 class ResultLookup:

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from mlmh.config import RunConfig
 
 OnDone = Callable[[WorkUnit, list[Generation]], None]
+#: called with a unit whose generation raised (the plugin's error, from any process); None re-raises it
+OnFailed = Callable[[WorkUnit, BaseException], None] | None
 BACKENDS = ("local", "ray")
 #: times the units of a dead worker run again before the run stops (Ray: ``max_retries`` per task)
 MAX_RETRIES = 3
@@ -47,9 +49,11 @@ RAY_MISSING = "--backend ray needs Ray: pip install 'mlmh[ray]'"
 
 
 class Executor(Protocol):
-    """Generates work units; calls ``on_done`` once per finished unit, on the caller's thread."""
+    """Generates work units; calls ``on_done`` once per finished unit, or ``on_failed`` once per unit
+    whose generation raised (a plugin's fault, contained to its unit), on the caller's thread."""
 
-    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event) -> None: ...
+    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event,
+            on_failed: OnFailed = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -68,11 +72,19 @@ class InProcessExecutor:
         self.adapters = adapters
         self.samplers = samplers
 
-    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event) -> None:
+    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event,
+            on_failed: OnFailed = None) -> None:
         for unit in units:
             if cancel.is_set():
                 return
-            on_done(unit, run_unit(self.adapters[unit.model], self.samplers[unit.sampler], unit))
+            try:
+                generations = run_unit(self.adapters[unit.model], self.samplers[unit.sampler], unit)
+            except Exception as exc:
+                if on_failed is None:
+                    raise
+                on_failed(unit, exc)
+                continue
+            on_done(unit, generations)
 
     def close(self) -> None:
         return None
@@ -227,7 +239,8 @@ class LocalWorkersExecutor:
 
         return spawn_pool(self.workers)
 
-    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event) -> None:
+    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event,
+            on_failed: OnFailed = None) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
@@ -246,6 +259,11 @@ class LocalWorkersExecutor:
                         except BrokenProcessPool as exc:
                             died = exc
                             todo.append(futures[future])
+                            continue
+                        except Exception as exc:  # the unit's own error, raised in the worker
+                            if on_failed is None:
+                                raise
+                            on_failed(futures[future], exc)
                             continue
                         on_done(futures[future], generations)
             except BaseException:
@@ -320,7 +338,8 @@ class RayExecutor:
         self.gpu_models = {m.spec for m in build_plan(config).models if wants_gpu(m, gpus)}
         self._task = ray.remote(num_cpus=1, max_retries=max_retries)(work)
 
-    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event) -> None:
+    def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event,
+            on_failed: OnFailed = None) -> None:
         ray = self.ray
         refs = {}
         for unit in units:
@@ -338,9 +357,13 @@ class RayExecutor:
                                         f"{type(exc).__name__}") from exc
                     except ray.exceptions.RayTaskError as exc:  # the unit's own error, as in-process
                         cause = getattr(exc, "cause", None)
-                        if isinstance(cause, BaseException):
-                            raise cause from exc
-                        raise
+                        error = cause if isinstance(cause, BaseException) else exc
+                        if on_failed is None:
+                            if error is exc:
+                                raise
+                            raise error from exc
+                        on_failed(refs[ref], error)
+                        continue
                     on_done(refs[ref], generations)
         finally:
             for ref in pending:

@@ -115,6 +115,10 @@ def check_filled(sampler: Sampler, adapter: Any, items: Sequence[MaskedItem], ba
         raise PluginError(f"sampler '{sampler.short_spec}' returned {len(batch)} generations for {len(items)} items")
     mask_token = getattr(getattr(adapter, "tokenizer", None), "mask_token", None)
     for item, generation in zip(items, batch):
+        if not isinstance(generation, Generation) or generation.doc_id != item.doc_id:
+            got = generation.doc_id if isinstance(generation, Generation) else type(generation).__name__
+            raise PluginError(f"sampler '{sampler.short_spec}' returned {got!r} where document '{item.doc_id}' "
+                              "was asked (one Generation per item, in order)")
         unfilled = set(generation.info.get("unfilled_masked_words", ()))  # beyond the model window, said so
         missing = [i for i in item.plan.word_indices if i not in generation.output_words and i not in unfilled]
         if missing:

@@ -202,7 +202,9 @@ class ModelCache:
 
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
+        from mlmh.paths import private_dir
+
+        private_dir(self.root)  # entries are mkdtemp folders (0700) renamed into place
         with open(self.root / f".{key}.lock", "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:

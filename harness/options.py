@@ -4,6 +4,7 @@ lists, and component specs checked where they are typed, so an error names the f
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, Iterable
 
@@ -100,3 +101,66 @@ def dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> st
         build_spec("dataset", value, flag_of(param))
     return value
 
+
+
+def data_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for ``--data``: a path, or left out for the bundled sample. An empty value (an
+    unset shell variable) is refused, never read as "left out"."""
+    if value is not None and not value.strip():
+        raise SpecError(f"{flag_of(param)} {value!r}: empty path (an unset variable?); leave {flag_of(param)} "
+                        "out to use the bundled sample")
+    return value
+
+
+class Number(click.ParamType):
+    """A numeric option: an int or a float, finite, within [min, max] (or strictly inside where
+    ``open``), refused in one line naming the flag and the value. Every numeric flag of every command
+    is declared with it (tests walk the commands), so NaN, infinities and out-of-range values are
+    refused where they are typed, never turned into a default further in."""
+
+    def __init__(self, kind: type = int, *, min: float | None = None, max: float | None = None,
+                 open: bool = False, meaning: str = "") -> None:
+        self.kind = kind
+        self.min, self.max, self.open = min, max, open
+        self.meaning = meaning
+        self.name = "integer" if kind is int else "number"
+
+    def range_text(self) -> str:
+        noun = "an integer" if self.kind is int else "a number"
+        low, high = ("> ", "< ") if self.open else (">= ", "<= ")
+        bounds = [f"{low}{self.min:g}" if self.min is not None else "",
+                  f"{high}{self.max:g}" if self.max is not None else ""]
+        bounds = [b for b in bounds if b]
+        text = f"{noun} {' and '.join(bounds)}" if bounds else noun
+        return f"{text} ({self.meaning})" if self.meaning else text
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "N" if self.kind is int else "X"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raw, text = value, str(value)
+        else:
+            raw, text = str(value).strip(), str(value)
+        flag = flag_of(param) if param is not None else "value"
+        try:
+            number = float(raw)
+            if self.kind is int:
+                if not math.isfinite(number) or (isinstance(raw, str) and not re.fullmatch(r"[+-]?\d+", raw)):
+                    raise ValueError(text)
+                number = int(raw)
+        except (TypeError, ValueError):
+            raise SpecError(f"{flag} {text!s}: expected {self.range_text()}") from None
+        below = self.min is not None and (number <= self.min if self.open else number < self.min)
+        above = self.max is not None and (number >= self.max if self.open else number > self.max)
+        if not math.isfinite(number) or below or above:
+            raise SpecError(f"{flag} {text!s}: expected {self.range_text()}")
+        return number
+
+    def __repr__(self) -> str:
+        return f"Number({self.kind.__name__}, min={self.min}, max={self.max}, open={self.open})"
+
+
+#: the numeric flags shared by several commands
+SEED = Number(int, min=0)
+COUNT = Number(int, min=1)

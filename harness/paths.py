@@ -21,3 +21,22 @@ def models_dir() -> Path:
 
 def samples_db() -> Path:
     return cache_dir() / "samples.sqlite"
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a directory, every folder this creates readable by the user alone (0700): caches hold
+    whole documents (MIMIC notes on a shared host). Folders that exist are left as they are."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create ``path`` empty and readable by the user alone (0600) unless it exists; SQLite gives its
+    ``-wal`` and ``-shm`` files the database file's permissions."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    return path

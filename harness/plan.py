@@ -265,7 +265,7 @@ def build_plan(config: "RunConfig") -> RunPlan:
                    metrics=built("metrics", "metric"), tasks=built("tasks", "task"),
                    trackers=built("trackers", "tracker"))
     plan.warnings.extend(registry.errors)
-    for component in (*plan.models, *plan.maskings, *plan.samplers, *plan.metrics, *plan.tasks):
+    for component in (plan.dataset, *plan.models, *plan.maskings, *plan.samplers, *plan.metrics, *plan.tasks):
         plan.owners[(component.kind, component.name)] = registry.owner(component.kind, component.name)
     for sampler in plan.samplers:
         steps = sampler.params.get("steps")

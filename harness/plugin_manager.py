@@ -130,16 +130,22 @@ def entry_point_table() -> list[list[Any]]:
     rest of ``mlmh --help``, so the table is kept in the cache dir under a fingerprint of what that scan
     reads: the ``*.dist-info`` / ``*.egg-info`` folders on ``sys.path`` and their ``entry_points.txt``
     modification times (stevedore keeps its entry-point cache the same way).
+
+    The file decides which modules are imported, so it is trusted for nothing: each of its rows must
+    be declared, name and value alike, in the ``entry_points.txt`` of an installed distribution of
+    that name (read here, a few small files), or the table is scanned again.
     """
     from mlmh.paths import cache_dir
 
     stamps = []
+    folders: list[str] = []
     for entry in sys.path:
         try:
             names = sorted(n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))
         except OSError:
             continue
         for name in names:
+            folders.append(os.path.join(entry or ".", name))
             try:
                 stamps.append(f"{entry}/{name}:{os.stat(os.path.join(entry or '.', name, 'entry_points.txt')).st_mtime_ns}")
             except OSError:
@@ -147,7 +153,7 @@ def entry_point_table() -> list[list[Any]]:
     path = cache_dir() / "entry-points.json"
     try:
         cached = json.loads(path.read_text(encoding="utf-8"))
-        if cached["stamps"] == stamps:
+        if cached["stamps"] == stamps and _all_declared(cached["table"], folders):
             return cached["table"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -156,13 +162,56 @@ def entry_point_table() -> list[list[Any]]:
     table = sorted(([ep.dist.name if ep.dist else ep.name, ep.dist.version if ep.dist else None, ep.name, ep.value]
                     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)), key=lambda row: (row[0], row[2]))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from mlmh.paths import private_dir
+
+        private_dir(path.parent)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"stamps": stamps, "table": table}), encoding="utf-8")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w",
+                       encoding="utf-8") as fh:
+            fh.write(json.dumps({"stamps": stamps, "table": table}))
         tmp.replace(path)
     except OSError:  # a read-only cache only costs speed
         pass
     return table
+
+
+def _all_declared(table: Any, folders: list[str]) -> bool:
+    """Whether every row ``[distribution, version, name, value]`` of a cached table is an entry point
+    of group ``mlmh`` that an installed distribution of that name declares."""
+    if not isinstance(table, list):
+        return False
+    declared: dict[str, set[tuple[str, str]]] = {}
+    for row in table:
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(v, str) for v in (row[0], row[2], row[3]))):
+            return False
+        dist = _normal(row[0]).replace("-", "_")
+        if dist not in declared:
+            declared[dist] = set()
+            for folder in folders:
+                base = os.path.basename(folder).rsplit(".", 1)[0]  # name-version.dist-info, name.egg-info
+                if _normal(base.split("-", 1)[0]).replace("-", "_") == dist:
+                    declared[dist] |= _group_entries(os.path.join(folder, "entry_points.txt"))
+        if (row[2], row[3]) not in declared[dist]:
+            return False
+    return True
+
+
+def _group_entries(path: str) -> set[tuple[str, str]]:
+    """``(name, value)`` of the entry points of group ``mlmh`` in one ``entry_points.txt``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    out, section = set(), None
+    for line in lines:
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        elif section == ENTRY_POINT_GROUP and "=" in line and not line.startswith(("#", ";")):
+            name, _, value = line.partition("=")
+            out.add((name.strip(), value.strip()))
+    return out
 
 
 def _load_entry_point(value: str) -> Any:

@@ -96,7 +96,10 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 
 
 def _json_text(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    """Strict JSON (no NaN or infinities: :func:`mlmh.contracts.strict_json`), as every run file is written."""
+    from mlmh.contracts import strict_json
+
+    return strict_json(data, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
 # -- reading and checking -----------------------------------------------------------------------------
@@ -422,15 +425,11 @@ class RunDir:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{self.results}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
 
-    def read_lines(self, path: Path) -> Iterator[tuple[int, Any]]:
-        """(line number, JSON value) of each non-blank line of a JSON-lines run file."""
-        for number, line in enumerate(_read_text(path).splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+    def read_lines(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, object) of each non-blank line of a JSON-lines run file (:func:`mlmh.jsonl.read_jsonl`)."""
+        from mlmh.jsonl import read_jsonl
+
+        return read_jsonl(path)
 
     def read_generations(self, fields: Iterable[str] = GENERATION_FIELDS) -> list[dict[str, Any]]:
         """The rows of generations.jsonl; ``fields`` must be text in every row."""

@@ -90,6 +90,7 @@ class RunState:
     correlations: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # condition id -> why it has no results
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -210,11 +211,33 @@ class Runner:
 
     def _error(self, component: str, what: str, exc: BaseException | str) -> None:
         """A component that failed: recorded by name in results.json and said once; the run goes on."""
-        message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        from mlmh.contracts import describe_error
+
+        message = exc if isinstance(exc, str) else describe_error(exc)
         entry = {"component": component, "during": what, "error": message}
         if entry not in self.state.errors:
             self.state.errors.append(entry)
             self._note(f"{component} failed ({what}): {message}", "warning")
+
+    def _fail(self, conditions: Sequence[Any], component: Any, what: str, exc: BaseException | str) -> None:
+        """``component`` failed, so ``conditions`` (those that need it) have no results: each is marked
+        failed in results.json with the reason, and the run goes on with the others. Nothing left to run
+        stops the run with the errors."""
+        from mlmh.contracts import describe_error
+
+        name = self.plan.describe(component)
+        self._error(name, what, exc)
+        message = exc if isinstance(exc, str) else describe_error(exc)
+        for condition in conditions:
+            self.state.failed.setdefault(condition.id, f"{name} failed ({what}): {message}")
+        if all(c.id in self.state.failed for c in self.conditions):
+            raise MlmhError("every condition failed: " + "; ".join(
+                f"{e['component']} ({e['during']}): {e['error']}" for e in self.state.errors))
+
+    @property
+    def running(self) -> list[Any]:
+        """The conditions no component failure has stopped."""
+        return [c for c in self.conditions if c.id not in self.state.failed]
 
     # -- setup ---------------------------------------------------------------------------------
     def _prepare_output(self) -> None:
@@ -252,7 +275,15 @@ class Runner:
     # -- stages --------------------------------------------------------------------------------
     def _load_data(self) -> None:
         self.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {self.config.dataset}"))
-        corpus = self.plan.load_corpus()
+        try:
+            corpus = self.plan.load_corpus()
+        except MlmhError:
+            raise
+        except Exception as exc:  # the run's one dataset: nothing can run without it, but say whose fault
+            from mlmh.contracts import describe_error
+
+            raise MlmhError(f"{self.plan.describe(self.plan.dataset)} failed to load "
+                            f"{self.config.data or 'its bundled sample'}: {describe_error(exc)}") from None
         self.state.corpus = corpus
         if self.config.data is None:
             self._note(f"dataset {self.config.dataset}: using its {corpus.source} (pass --data PATH for the real files)")
@@ -286,9 +317,16 @@ class Runner:
         for done, model in enumerate(models):
             self._check_cancel()
             context = load_context(self.config, self.state.corpus, self._training_progress(model.short_spec))
-            identity = model.identity(context)
-            adapter = model.load(context)
-            self.state.models[model.spec] = LoadedModel(model, identity, adapter, model.training_card(context))
+            try:
+                identity = model.identity(context)
+                adapter = model.load(context)
+                card = model.training_card(context)
+            except (RunCancelled, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # this model's conditions fail; the other models still run
+                self._fail([c for c in self.conditions if c.model.spec == model.spec], model, "loading", exc)
+                continue
+            self.state.models[model.spec] = LoadedModel(model, identity, adapter, card)
             self.bus.emit(Progress(stage="models", completed=done + 1, total=len(models), info={"model": model.short_spec}))
 
     def _training_progress(self, model: str) -> Callable[[dict[str, Any]], None]:
@@ -315,7 +353,14 @@ class Runner:
         self.bus.emit(StageStarted(stage="mask", total=len(pairs), description="masking documents"))
         for done, (masking, seed) in enumerate(pairs):
             self._check_cancel()
-            self.state.items[(masking.spec, seed)] = prepare_items(documents, masking, seed)
+            try:
+                self.state.items[(masking.spec, seed)] = prepare_items(documents, masking, seed)
+            except (RunCancelled, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # this masking's conditions (of this seed) fail; the others still run
+                self.state.items[(masking.spec, seed)] = []
+                self._fail([c for c in self.conditions if c.masking.spec == masking.spec and c.seed == seed],
+                           masking, f"masking with seed {seed}", exc)
             self.bus.emit(Progress(stage="mask", completed=done + 1, total=len(pairs), info={"masking": masking.short_spec}))
 
     def _generate(self, cache: Any) -> None:
@@ -325,7 +370,7 @@ class Runner:
 
         engine = engine_id()
         keys: dict[tuple[str, str], str] = {}
-        for condition in self.conditions:
+        for condition in self.running:
             loaded = self.state.models[condition.model.spec]
             code = f"{implementation_id(condition.sampler)}|{engine}"
             for item in self.state.items[(condition.masking.spec, condition.seed)]:
@@ -336,14 +381,19 @@ class Runner:
         total = len(keys)
         self.bus.emit(StageStarted(stage="generate", total=total, description="generating"))
         cached = cache.get_many(keys.values())
+        self._cache_notes(cache)
         found: dict[tuple[str, str], Generation] = {k: cached[key] for k, key in keys.items() if key in cached}
         completed = len(found)
         if found:
             self.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"cached": len(found)}))
-        units = self.plan.units(self.state.items, self.config.batch_size, skip=found)
+        running = {c.id for c in self.running}
+        units = [u for u in self.plan.units(self.state.items, self.config.batch_size, skip=found)
+                 if u.condition in running]
 
         def done(unit: Any, batch: list[Generation]) -> None:
             nonlocal completed
+            if unit.condition in self.state.failed:
+                return
             cache.put_many({keys[(unit.condition, g.doc_id)]: g for g in batch})
             self._generated_any = True
             for g in batch:
@@ -353,12 +403,18 @@ class Runner:
             self.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"condition": unit.condition}))
             self._check_cancel()
 
+        def failed(unit: Any, exc: BaseException | str) -> None:
+            """A unit that raised (in this process, a worker or on Ray) or broke the contract: its
+            condition fails under its sampler's name; the other conditions go on."""
+            condition = self.plan.condition(unit.condition)
+            self._fail([condition], condition.sampler, f"generating with model {condition.model.short_spec}", exc)
+
         executor = self.executor or InProcessExecutor(
             {spec: m.adapter for spec, m in self.state.models.items()}, {s.spec: s for s in self.plan.samplers})
         if units:
-            executor.run(units, done, self.cancel)
+            executor.run(units, done, self.cancel, on_failed=failed)
         self._check_cancel()
-        for condition in self.conditions:
+        for condition in self.running:
             items = self.state.items[(condition.masking.spec, condition.seed)]
             self.state.generations[condition.id] = [found[(condition.id, item.doc_id)] for item in items]
 
@@ -379,7 +435,7 @@ class Runner:
                 generations = filler_generations(self.state.items[key], word)
                 self.state.baselines.setdefault(name, {})[key] = self._score_roles(
                     generations, key[1], f"{name} baseline", filler=True)[0]
-        for condition in self.conditions:
+        for condition in self.running:
             quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
             self.state.quality[condition.id] = quality
             self.state.metric_results[condition.id] = headline
@@ -433,18 +489,15 @@ class Runner:
             key = self._result_key(self._scores, metric, seed, digest)
             scored = self._scores.get(key)
             if scored is None:
-                try:
-                    scored = metric.score(items, seed=seed)
-                except Exception as exc:  # a failing metric is reported by name; the others still score
-                    if not quiet:
-                        self._error(name, f"scoring {what}", exc)
-                    scored = [MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
-                                           error=f"{type(exc).__name__}: {exc}")]
+                from mlmh.contracts import score_metric
+
+                # a failing metric, or one breaking its contract, is an error result; the others still score
+                scored = score_metric(metric, items, seed=seed)
                 self._scores.put(key, scored)
             for result in scored:
                 result.name = self.plan.metric_label(metric, result.name)
                 if result.error and not quiet:
-                    self._error(name, "scoring", result.error)
+                    self._error(name, f"scoring {what}", result.error)
             results.extend(scored)
             self._scored += 1
             self.bus.emit(Progress(stage="metrics", completed=self._scored, total=self._scoring_total,
@@ -460,7 +513,13 @@ class Runner:
             self._error(self.plan.describe(component), "naming its cache identity (its results are not cached)", exc)
             return None
 
+    def _cache_notes(self, cache: Any) -> None:
+        """What the sample cache set aside as unreadable (it is computed again), said once each."""
+        for note in cache.notes:
+            self._note(note, "warning")
+
     def _say_cached(self, lookup: Any, stage: str) -> None:
+        self._cache_notes(lookup.cache)
         summary = lookup.summary(stage)
         if summary:
             self.bus.emit(Message(level="info", text=summary))
@@ -472,7 +531,7 @@ class Runner:
         corpus, train, test = self.state.corpus, self.state.train, self.state.test
         assert corpus is not None and train is not None and test is not None
         tasks = self.plan.tasks
-        total = len(tasks) * (len(self.conditions) + 1)
+        total = len(tasks) * (len(self.running) + 1)
         self.bus.emit(StageStarted(stage="downstream", total=total, description="downstream tasks"))
         if not tasks:
             return
@@ -488,7 +547,7 @@ class Runner:
             self.state.baseline[task.name] = self._task_scores(task, train, test, seed, "real train split")
             done += 1
             self.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
-        for condition in self.conditions:
+        for condition in self.running:
             # only regenerations of seen (train) documents become training data; never a test document
             gens = {g.doc_id: g for g in self.state.generations[condition.id]
                     if self.state.role_of.get(g.doc_id) == "seen"}
@@ -517,6 +576,12 @@ class Runner:
             except Exception as exc:  # a failing task is reported by name; the rest of the run completes
                 self._error(name, f"on {what}", exc)
                 return {}
+            from mlmh.contracts import task_problem
+
+            problem = task_problem(result)
+            if problem:
+                self._error(name, f"on {what}", f"ContractError: {problem}")
+                return {}
             self._tasks.put(key, [result])
         if result.error:
             self._error(name, f"on {what}", result.error)
@@ -527,7 +592,7 @@ class Runner:
         """Quality of the synthetic corpus (seen regenerations) against its downstream usefulness."""
         self.bus.emit(StageStarted(stage="correlation", total=1, description="quality vs downstream"))
         rows = []
-        for c in self.conditions:
+        for c in self.running:
             seen = self.state.quality[c.id].get("seen", {}).get("metrics", {})
             rows.append({"condition": c.id, "metrics": {k: v["value"] for k, v in seen.items() if v.get("value") is not None},
                          "downstream": self.state.downstream.get(c.id, {})})
@@ -545,9 +610,11 @@ class Runner:
         conditions = []
         headline = "unseen" if self.state.documents.get("unseen") else "seen"
         for condition in self.conditions:
-            gens = self.state.generations[condition.id]
+            gens = self.state.generations.get(condition.id, [])
             row = condition.row()
-            quality = self.state.quality[condition.id]
+            if condition.id in self.state.failed:
+                row["failed"] = self.state.failed[condition.id]
+            quality = self.state.quality.get(condition.id, {})
             key = (condition.masking.spec, condition.seed)
             for role, entry in quality.items():
                 for name, scored in self.state.baselines.items():
@@ -568,7 +635,7 @@ class Runner:
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                            "tokens; their last masked words were left as they were (generation.truncated_tokens)",
                            "warning", emit=False)
-        return RunResults.from_dict({
+        return self._finite_results({
             "schema_version": RESULTS_SCHEMA,
             "run_id": self.out.name,
             "config": self.config.to_dict(),
@@ -588,12 +655,25 @@ class Runner:
             "correlations": self.state.correlations,
             "models": {spec: {"identity": m.identity, "model_kind": m.component.model_kind,
                               **_training_facts(m)} for spec, m in self.state.models.items()},
-            "findings": run_findings(self.conditions, self.state.generations, self.state.role_of, self.config.seeds[0]),
+            "findings": run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
             "notes": self.state.notes,
             "errors": self.state.errors,
             "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
             "timings": dict(self.state.timings),  # as written: the report stage that writes it is timed after
         })
+
+    def _finite_results(self, data: dict[str, Any]) -> RunResults:
+        """The run's results with any NaN or infinity that slipped past the components' checks written
+        as null, and a note saying where (results.json is strict JSON)."""
+        from mlmh.contracts import finite_only
+
+        data, where = finite_only(data)
+        if where:
+            note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
+                    f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
+            self._note(note, "warning")
+            data["notes"] = self.state.notes
+        return RunResults.from_dict(data)
 
     def _write(self, results: RunResults) -> None:
         from mlmh.report import write_report
@@ -604,7 +684,7 @@ class Runner:
         run.write_lines(run.generations, (
             {"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
              "role": self.state.role_of.get(g.doc_id), "original": g.original, "masked_text": g.masked_text, "text": g.text}
-            for index, condition in enumerate(self.conditions) for g in self.state.generations[condition.id]))
+            for index, condition in enumerate(self.conditions) for g in self.state.generations.get(condition.id, [])))
         if self.config.log_samples:
             run.write_lines(run.samples, self._sample_rows(results.headline))
         write_report(results, run)
@@ -614,10 +694,10 @@ class Runner:
     def _sample_rows(self, headline: str) -> Iterator[dict[str, Any]]:
         """samples.jsonl's rows: each generation with its step trace and per-sample scores."""
         for condition in self.conditions:
-            by_doc = _per_sample(self.state.metric_results[condition.id],
-                                 [g for g in self.state.generations[condition.id] if g.masked_words
+            by_doc = _per_sample(self.state.metric_results.get(condition.id, []),
+                                 [g for g in self.state.generations.get(condition.id, []) if g.masked_words
                                   and self.state.role_of.get(g.doc_id) == headline])
-            for g in self.state.generations[condition.id]:
+            for g in self.state.generations.get(condition.id, []):
                 yield {"condition": condition.id, "role": self.state.role_of.get(g.doc_id), "generation": to_dict(g),
                        "metrics": by_doc.get(g.doc_id, {})}
 

@@ -80,12 +80,15 @@ def read_pairs(pred: str | Path, ref: str | Path, *, field: str = DEFAULT_TEXT_F
 
 
 def _score_one(spec: str, predictions: Sequence[str], references: Sequence[str], seed: int) -> list[MetricResult]:
-    """One metric on plain pairs; module-level so worker processes can run it."""
+    """One metric on plain pairs; module-level so worker processes can run it. A metric that raises or
+    breaks its contract gives one error result (:func:`mlmh.contracts.score_metric`), so the other
+    metrics' results are kept."""
     from mlmh.components import ScoringItem
+    from mlmh.contracts import score_metric
     from mlmh.registry import get_registry
 
     items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
-    return get_registry().build("metric", spec).score(items, seed=seed)
+    return score_metric(get_registry().build("metric", spec), items, seed=seed)
 
 
 def score_texts(
@@ -121,7 +124,13 @@ def score_texts(
         for metric, future in zip(metrics, futures):
             if on_metric:
                 on_metric(metric.short_spec)
-            results.extend(future.result())
+            try:
+                results.extend(future.result())
+            except Exception as exc:  # the worker itself died (out of memory?): this metric's error alone
+                from mlmh.contracts import describe_error
+
+                results.append(MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
+                                            error=describe_error(exc)))
     return results
 
 

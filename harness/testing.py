@@ -256,6 +256,7 @@ def check_metric(metric: Metric, items: Sequence[ScoringItem], seed: int = 0) ->
     can score; ``per_sample`` aligned with the items; a bool ``higher_is_better``; both CI bounds or
     none, low <= high; the same results again for the same seed; another seed may move only the CI.
     """
+    from mlmh.contracts import metric_problem
     from mlmh.errors import MlmhError
 
     _expect(len(items) >= 2, metric, "check_metric needs at least two items (a CI needs two)")
@@ -280,10 +281,8 @@ def check_metric(metric: Metric, items: Sequence[ScoringItem], seed: int = 0) ->
         _expect(result.error is None, metric, f"{where}: error on the check items: {result.error}")
         _expect(_finite(result.value), metric, f"{where}: value {result.value!r} is not a finite number")
         _expect(isinstance(result.higher_is_better, bool), metric, f"{where}: higher_is_better must be a bool")
-        _expect(len(result.per_sample) == len(items), metric,
-                f"{where}: {len(result.per_sample)} per-sample values for {len(items)} items")
-        _expect(all(v is None or _finite(v) for v in result.per_sample), metric,
-                f"{where}: per-sample values must be finite numbers or None")
+        problem = metric_problem(result, len(items))  # the rule the runner and mlmh score hold metrics to
+        _expect(problem is None, metric, f"{where}: {problem}")
         bounds = (result.ci_low, result.ci_high)
         _expect(bounds == (None, None) or (all(_finite(b) for b in bounds) and bounds[0] <= bounds[1]), metric,
                 f"{where}: CI {bounds} must be both None or low <= high")

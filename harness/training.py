@@ -286,7 +286,7 @@ def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | N
     key = f"wordpiece{TOKENIZER_VERSION}-{vocab_size}-{data_hash(texts)[:20]}"
     path, _ = cache.get_or_build(key, lambda tmp: train_tokenizer(texts, vocab_size).save_pretrained(tmp),
                                  complete=lambda p: (p / "tokenizer.json").is_file())
-    return PreTrainedTokenizerFast.from_pretrained(path)
+    return PreTrainedTokenizerFast.from_pretrained(path, trust_remote_code=False)
 
 
 # -- models ---------------------------------------------------------------------------------------
@@ -398,6 +398,9 @@ def init_source(init: str) -> Path:
         raise SpecError(f"--init {init}: no such directory (give a saved model directory or 'minilm')")
     if not (path / "config.json").is_file():
         raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
+    from mlmh.checkpoints import local_checkpoint
+
+    local_checkpoint(str(path), f"--init {init}")  # tokenizer files there, no checkpoint code
     return path
 
 
@@ -427,15 +430,17 @@ def load_init(init: str, objective: str):
     """
     from transformers import AutoConfig, AutoTokenizer
 
+    from mlmh.checkpoints import explain
+
     source = init_source(init)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load its tokenizer: {_first_line(exc)}") from None
+        raise ModelError(f"--init {init}: cannot load its tokenizer: {explain(exc)}") from None
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot read config.json: {_first_line(exc)}") from None
+        raise ModelError(f"--init {init}: cannot read config.json: {explain(exc)}") from None
     built_for = checkpoint_objective(config)
     if built_for != objective and built_for != "mlm":
         arch = ", ".join(config.architectures or [config.model_type])
@@ -455,9 +460,9 @@ def load_init(init: str, objective: str):
         if "Unrecognized configuration class" in str(exc):
             raise SpecError(f"--init {init}: transformers has no {objective} model for a {config.model_type} "
                             "checkpoint") from None
-        raise ModelError(f"--init {init}: cannot load the model: {_first_line(exc)}") from None
+        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load the model: {_first_line(exc)}") from None
+        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
     return model, tokenizer
 
 
@@ -486,10 +491,6 @@ def _warm_started_seq2seq(source: Path, tokenizer: Any):
     model.generation_config.eos_token_id = end
     return model
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _model_for(objective: str):

@@ -314,6 +314,7 @@ class ConditionResult:
     metrics: dict[str, Score] = field(default_factory=dict)  # the headline set's (RunResults.headline)
     downstream: dict[str, dict[str, float]] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
+    failed: str | None = None  # the component failure that left this condition without results
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConditionResult":
@@ -321,7 +322,8 @@ class ConditionResult:
         return cls(id=data["id"], model=data["model"], model_kind=data["model_kind"], masking=data["masking"],
                    sampler=data["sampler"], seed=data["seed"], masking_ratio=data.get("masking_ratio"),
                    steps=data.get("steps"), **roles, gap=_scores(data.get("gap")), metrics=_scores(data.get("metrics")),
-                   downstream=data.get("downstream") or {}, generation=data.get("generation") or {})
+                   downstream=data.get("downstream") or {}, generation=data.get("generation") or {},
+                   failed=data.get("failed"))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "model": self.model, "model_kind": self.model_kind,
@@ -338,6 +340,8 @@ class ConditionResult:
         out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
         out["downstream"] = self.downstream
         out["generation"] = self.generation
+        if self.failed:
+            out["failed"] = self.failed
         return out
 
     def quality(self, role: str | None = None) -> dict[str, Score]:

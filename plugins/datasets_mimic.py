@@ -56,6 +56,8 @@ def read_brat(ann_path: Path, text: str) -> tuple[list[EntitySpan], int]:
         if len(parts) < 2:
             raise DataError(f"{where}: expected 'T<id><TAB><label> <start> <end>[;<start> <end>]<TAB><text>'")
         label, _, offsets = parts[1].partition(" ")
+        if not label.strip():
+            raise DataError(f"{where}: entity {parts[0]!r} has no label before its offsets")
         fragments = []
         for piece in offsets.split(";"):
             bounds = piece.split()

@@ -7,6 +7,7 @@ rounded to the nearest whole word: 0 masks nothing, 1 masks every maskable word.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from typing import Any, ClassVar
 
@@ -136,16 +137,21 @@ _PTB_TO_UPOS = {"NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "J
                 "VB": "VERB", "VBD": "VERB", "VBG": "VERB", "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB", "MD": "AUX"}
 
 
-def nltk_perceptron_installed() -> bool:
-    import nltk
+@functools.lru_cache(maxsize=1)
+def nltk_tagger() -> Any | None:
+    """NLTK's perceptron tagger when its data loads here, else None. Finding a data folder is not
+    enough: a machine may hold only the legacy ``averaged_perceptron_tagger`` data, which current NLTK
+    cannot read (LookupError), and the offline tagger must then take over."""
+    try:
+        from nltk.tag import PerceptronTagger
 
-    for resource in ("averaged_perceptron_tagger_eng", "averaged_perceptron_tagger"):
-        try:
-            nltk.data.find(f"taggers/{resource}")
-            return True
-        except LookupError:
-            continue
-    return False
+        return PerceptronTagger()
+    except (ImportError, LookupError, OSError, ValueError):
+        return None
+
+
+def nltk_perceptron_installed() -> bool:
+    return nltk_tagger() is not None
 
 
 def pos_tags(words: Words) -> tuple[list[str], str]:
@@ -158,9 +164,7 @@ def pos_tags(words: Words) -> tuple[list[str], str]:
         doc = nlp(Doc(nlp.vocab, words=list(words)))
         return [t.pos_ for t in doc], f"POS from spaCy model {nlp.meta.get('name', '?')}"
     if nltk_perceptron_installed():
-        import nltk
-
-        tagged = nltk.pos_tag(list(words))
+        tagged = nltk_tagger().tag(list(words))
         return [_PTB_TO_UPOS.get(tag, tag) for _, tag in tagged], "POS from NLTK averaged perceptron tagger"
     from mlmh.plugins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
 

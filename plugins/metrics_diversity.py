@@ -147,13 +147,10 @@ class StutterMetric(InputsOnly, Metric):
 def load_tokenizer(name_or_path: str) -> Any:
     from transformers import AutoTokenizer
 
-    from mlmh.errors import ModelError
+    from mlmh.checkpoints import from_pretrained, local_checkpoint
 
-    try:
-        return AutoTokenizer.from_pretrained(name_or_path)
-    except (OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ModelError(f"cannot load tokenizer '{name_or_path}': {first}") from None
+    local_checkpoint(name_or_path, "tokenizer", model=False, param="tokenizer")
+    return from_pretrained(AutoTokenizer, name_or_path, what="tokenizer")
 
 
 # -- seq-rep-n, distinct-n ----------------------------------------------------------------------

@@ -34,12 +34,11 @@ def load_reference_lm(path: str) -> tuple[Any, Any]:
         if path not in _MODELS:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            try:
-                tokenizer = AutoTokenizer.from_pretrained(path)
-                model = AutoModelForCausalLM.from_pretrained(path)
-            except (OSError, ValueError) as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise ModelError(f"gen-ppl: cannot load causal LM '{path}': {first}") from None
+            from mlmh.checkpoints import from_pretrained, local_checkpoint
+
+            local_checkpoint(path, "gen-ppl")
+            tokenizer = from_pretrained(AutoTokenizer, path, what="gen-ppl")
+            model = from_pretrained(AutoModelForCausalLM, path, what="gen-ppl")
             model.eval()
             _MODELS[path] = (tokenizer, model)
         return _MODELS[path]

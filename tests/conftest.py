@@ -32,6 +32,33 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     plugin_manager.reset()
 
 
+class _NotStrict(Exception):
+    pass
+
+
+def _refuse_constant(name: str):
+    raise _NotStrict(f"{name} is not JSON (strict parsers reject it)")
+
+
+@pytest.fixture(autouse=True)
+def _results_json_is_strict(request):
+    """Every results.json a test's run wrote parses with a strict JSON parser (no NaN, no Infinity).
+    Files that are not JSON at all are the corrupt inputs some tests plant, and are left alone."""
+    root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if root is None:
+        return
+    import json
+
+    for path in root.rglob("results.json"):
+        try:
+            json.loads(path.read_text(encoding="utf-8", errors="replace"), parse_constant=_refuse_constant)
+        except _NotStrict as exc:
+            raise AssertionError(f"{path} is not strict JSON: {exc}") from None
+        except ValueError:
+            continue
+
+
 @pytest.fixture(scope="session")
 def tiny_mlm(tmp_path_factory):
     return build_tiny_model("mlm", tmp_path_factory.mktemp("tiny-mlm"))

@@ -105,7 +105,9 @@ class WordMatch(Metric):
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
         from mlmh.stats import mean_ci
 
-        per = [float(np.mean([a == b for a, b in zip(i.prediction.split(), i.reference.split())])) for i in items]
+        # an empty text (the deletion baseline's) has no words to match: None, never NaN (the metric contract)
+        per = [float(np.mean([a == b for a, b in pairs])) if (pairs := list(zip(i.prediction.split(), i.reference.split())))
+               else None for i in items]
         value, low, high = mean_ci(per, seed=seed)
         return [MetricResult(name="word-match", value=value, higher_is_better=True, per_sample=per,
                              ci_low=low, ci_high=high)]

@@ -19,7 +19,7 @@ import executor_fakes
 import runner_fakes
 from mlmh.cli import cli, main
 from mlmh.config import from_table
-from mlmh.errors import DataError, MlmhError, ModelError, SpecError
+from mlmh.errors import MlmhError, ModelError, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.executors import LocalWorkersExecutor, RayExecutor, Worker, make_executor, wants_gpu, worker_spec
 from mlmh.runner import run_experiment, strip_timings
@@ -112,11 +112,28 @@ def test_workers_that_keep_dying_stop_the_run_with_a_clear_error(tmp_path, unit_
             run(tmp_path, "dying", executor)
 
 
-def test_a_unit_error_reaches_the_driver_as_itself(tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend", ["in-process", "workers", "ray"])
+def test_a_unit_error_fails_its_condition_alone_by_name(tmp_path, monkeypatch, backend):
+    """A sampler that raises fails its own conditions, named with its plugin and its error as itself,
+    in this process, in worker processes and on Ray; the other sampler's conditions complete."""
     monkeypatch.setenv("MLMH_TEST_UNIT_ERROR", "unit failed on purpose")
-    with LocalWorkersExecutor(config(), 2) as executor:
-        with pytest.raises(DataError, match="^unit failed on purpose$"):
-            run(tmp_path, "error", executor)
+    if backend == "ray":
+        pytest.importorskip("ray")
+        executor = RayExecutor(config(), workers=2)
+    else:
+        executor = LocalWorkersExecutor(config(), 2) if backend == "workers" else None
+    try:
+        results = run(tmp_path, "error", executor)
+    finally:
+        if executor is not None:
+            executor.close()
+    rows = {row["id"]: row for row in results["conditions"]}
+    failed = {cid for cid, row in rows.items() if row.get("failed")}
+    assert failed == {cid for cid in rows if "logged-fill" in cid} and len(failed) < len(rows)
+    assert all("sampler 'logged-fill' (plugin " in rows[cid]["failed"]
+               and rows[cid]["failed"].endswith("DataError: unit failed on purpose") for cid in failed)
+    assert all(row["metrics"] and not row.get("failed") for cid, row in rows.items() if cid not in failed)
+    assert {e["component"].split(" (plugin")[0] for e in results["errors"]} == {"sampler 'logged-fill'"}
 
 
 def test_cancel_stops_the_workers_between_units(tmp_path):
@@ -245,8 +262,4 @@ def test_ray_gives_the_in_process_results_when_a_worker_dies(tmp_path, baseline,
     assert len(progress) == UNITS and progress[-1].completed == progress[-1].total == UNITS * 2
 
 
-def test_a_unit_error_on_ray_reaches_the_driver_as_itself(tmp_path, monkeypatch, local_ray):
-    monkeypatch.setenv("MLMH_TEST_UNIT_ERROR", "unit failed on purpose")
-    with RayExecutor(config()) as executor:
-        with pytest.raises(DataError, match="^unit failed on purpose$"):
-            run(tmp_path, "ray-error", executor)
+# a unit's own error on Ray: test_a_unit_error_fails_its_condition_alone_by_name[ray]

@@ -16,7 +16,7 @@ from mlmh.executors import BACKENDS
 @click.option("--preset", "preset", metavar="NAME|FILE.toml", help="Preset to run: pan, mpst, mimic, quick, or a TOML file.")
 @click.option("--dataset", callback=options.dataset, metavar="SPEC",
               help="Override the dataset: a registered dataset with its parameters (text:group_field=author).")
-@click.option("--data", "data", metavar="PATH",
+@click.option("--data", "data", metavar="PATH", callback=options.data_path,
               help="Dataset files in their official format (default: bundled sample); for text, your corpus.")
 @click.option("--model", "models", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("model"),
               help="Model spec; repeat or separate with commas (replaces the preset's).")
@@ -34,12 +34,12 @@ from mlmh.executors import BACKENDS
 @click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
 @click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
               help="Run seed; repeat or separate with commas (one condition per seed).")
-@click.option("--batch-size", type=int, help="Generation batch size (results do not depend on it).")
+@click.option("--batch-size", type=options.COUNT, help="Generation batch size (results do not depend on it).")
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/); a new run needs a new or empty one.")
 @click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations, metric and task results with other runs (a private cache in the run dir).")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=options.COUNT, default=1, show_default=True,
               help="Worker processes that generate (1 = in this process); results do not depend on it.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
               help="Where workers run: local processes, or Ray (needs: pip install 'mlmh[ray]').")

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from mlmh import options
 from mlmh.api import TEXT_TRAINING_DATASET
 from mlmh.plan import DEFAULT_SAMPLERS
 
@@ -32,10 +33,10 @@ Examples:
               help=f"The text to mask and regenerate (a trained-* model then trains on the '{TEXT_TRAINING_DATASET}' "
                    "sample unless its spec names dataset=NAME).")
 @click.option("--dataset", default=None, help="Take documents from this dataset instead (test split first).")
-@click.option("--data", "data_path", default=None, type=click.Path(), help="Dataset files (default: the bundled sample).")
-@click.option("--limit", default=1, show_default=True, type=click.IntRange(min=1), help="Documents to take from --dataset.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Run seed: fixes the masks and the sampling.")
-@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Items per batch.")
+@click.option("--data", "data_path", default=None, type=click.Path(), callback=options.data_path, help="Dataset files (default: the bundled sample).")
+@click.option("--limit", default=1, show_default=True, type=options.COUNT, help="Documents to take from --dataset.")
+@click.option("--seed", default=0, show_default=True, type=options.SEED, help="Run seed: fixes the masks and the sampling.")
+@click.option("--batch-size", default=8, show_default=True, type=options.COUNT, help="Items per batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the Generation(s) as JSON.")
 @click.option("--trace", is_flag=True,
               help="Show every refinement step with the changed tokens highlighted, and the sampler's diagnostics.")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from mlmh import options
+
 
 @click.group(name="human")
 def human() -> None:
@@ -18,8 +20,8 @@ def human() -> None:
 
 @human.command(name="export")
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option("--n", "n", type=int, default=50, show_default=True, help="Texts on the sheet (originals included).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw and the shuffle.")
+@click.option("--n", "n", type=options.COUNT, default=50, show_default=True, help="Texts on the sheet (originals included).")
+@click.option("--seed", type=options.SEED, default=0, show_default=True, help="Seed of the draw and the shuffle.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Sheet path (default: RUN_DIR/human_sheet.csv).")
 def export(run_dir: str, n: int, seed: int, out: str | None) -> None:
     """Write a shuffled, blinded CSV sheet of originals and generations; the key stays in RUN_DIR.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
@@ -16,8 +15,8 @@ from mlmh import options
 @click.option("--pred", "pred_path", required=True, type=click.Path(dir_okay=False), help="Predictions: one text a line, or .jsonl.")
 @click.option("--ref", "ref_path", required=True, type=click.Path(dir_okay=False), help="References, paired line by line with --pred.")
 @click.option("--field", default="text", show_default=True, help="Text field of .jsonl/.ndjson files.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap confidence intervals.")
-@click.option("--workers", default=min(2, os.cpu_count() or 1), show_default=True, type=click.IntRange(min=1),
+@click.option("--seed", default=0, show_default=True, type=options.SEED, help="Seed of the bootstrap confidence intervals.")
+@click.option("--workers", default=min(2, os.cpu_count() or 1), show_default=True, type=options.COUNT,
               help="Processes scoring metrics side by side (1 = all in this process).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results (with per-sample values) as JSON.")
 def score(
@@ -49,7 +48,9 @@ def score(
             on_metric=lambda name: status.update(f"scoring {name} on {len(predictions)} pairs..."),
         )
     if as_json:
-        click.echo(json.dumps({"pairs": len(predictions), "seed": seed, "results": [to_dict(r) for r in results]}, indent=2))
+        from mlmh.contracts import strict_json
+
+        click.echo(strict_json({"pairs": len(predictions), "seed": seed, "results": [to_dict(r) for r in results]}, indent=2))
         return
     from rich.table import Table
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from mlmh import options
+
 OBJECTIVE_CHOICES = ("mlm", "clm", "seq2seq")
 MASK_SCHEDULE_CHOICES = ("fixed", "uniform", "mdlm")
 BUDGET_CHOICES = ("tokens", "targets", "compute")
@@ -29,7 +31,7 @@ CARD_ROWS = (
 
 @click.command(name="train")
 @click.option("--dataset", required=True, help="Dataset to train on (see: mlmh ls datasets).")
-@click.option("--data", "data_path", type=click.Path(exists=True), default=None,
+@click.option("--data", "data_path", type=click.Path(exists=True), default=None, callback=options.data_path,
               help="Path to the dataset in its official format; default: the bundled sample.")
 @click.option("--objective", type=click.Choice(OBJECTIVE_CHOICES), required=True,
               help="mlm = BERT-style masked LM, clm = GPT-2-style causal LM, seq2seq = BART text infilling.")
@@ -44,34 +46,34 @@ CARD_ROWS = (
                    "bundled MiniLM-L6 encoder). An encoder starts every objective: mlm (its MLM head; fresh for "
                    "MiniLM), clm (the same weights as a causal decoder), seq2seq (an encoder-decoder warm-started "
                    "from it on both sides, Rothe et al. 2020).")
-@click.option("--max-steps", type=int, default=0, help="Training steps (default: the size's default).")
+@click.option("--max-steps", type=options.COUNT, default=None, help="Training steps (default: the size's default).")
 @click.option("--mask-schedule", type=click.Choice(MASK_SCHEDULE_CHOICES), default=None,
               help="MLM training masks: fixed = BERT (--mask-ratio of the tokens, 80/10/10; the default), "
                    "uniform = CMLM / Mask-Predict (1..N tokens per sequence, all [MASK]), mdlm = MDLM "
                    "(rate t ~ U(0,1) per sequence, loss weighted 1/t).")
-@click.option("--mask-ratio", type=float, default=0.0, help="Share of tokens the fixed schedule masks (default 0.4; BERT's is 0.15).")
+@click.option("--mask-ratio", type=options.Number(float, min=0, max=1, open=True), default=None, help="Share of tokens the fixed schedule masks (default 0.4; BERT's is 0.15).")
 @click.option("--budget", type=click.Choice(BUDGET_CHOICES), default="tokens", show_default=True,
               help="What is matched across objectives: tokens (steps x batch x seq_len); targets (the MLM gets "
                    "the steps to supervise as many tokens as the CLM, at most 8x); compute (~6 x params x tokens).")
-@click.option("--eval-every", type=int, default=0,
+@click.option("--eval-every", type=options.COUNT, default=None,
               help="Validation loss every N steps (default: the size's step budget / 20).")
-@click.option("--patience-tokens", type=int, default=None,
+@click.option("--patience-tokens", type=options.Number(int, min=0, meaning="0 = never stop early"), default=None,
               help="Stop once this many training tokens pass without a better validation loss, never while the "
                    "model is still on the unigram plateau (default 100000; 0 = train the whole budget).")
 @click.option("--device", default="auto", show_default=True,
               help="Where to train: auto (CUDA when available, else the CPU), cpu, cuda or cuda:N.")
 @click.option("--precision", type=click.Choice(("auto", "float32", "bf16")), default="auto", show_default=True,
               help="auto = bf16 autocast on a CUDA GPU that supports it, float32 elsewhere.")
-@click.option("--epochs", type=float, default=None, help="Train for this many passes over the data instead.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of weights, data order and masking.")
-@click.option("--threads", type=int, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
+@click.option("--epochs", type=options.Number(float, min=0, open=True), default=None, help="Train for this many passes over the data instead.")
+@click.option("--seed", type=options.SEED, default=0, show_default=True, help="Seed of weights, data order and masking.")
+@click.option("--threads", type=options.COUNT, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to save the model in.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it already holds something.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
 def train(dataset: str, data_path: str | None, objective: str, positions: str, size: str, init: str,
-          max_steps: int, mask_schedule: str | None, mask_ratio: float, budget: str, eval_every: int,
-          patience_tokens: int | None, device: str, precision: str, epochs: float | None, seed: int,
-          threads: int | None, out_dir: str, overwrite: bool, as_json: bool) -> None:
+          max_steps: int | None, mask_schedule: str | None, mask_ratio: float | None, budget: str,
+          eval_every: int | None, patience_tokens: int | None, device: str, precision: str, epochs: float | None,
+          seed: int, threads: int | None, out_dir: str, overwrite: bool, as_json: bool) -> None:
     """Train a tokenizer and a small MLM, CLM or seq2seq model on a dataset's train split.
 
     All objectives share one cased WordPiece vocabulary and see the same token blocks, so models of
@@ -104,14 +106,14 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     from mlmh.training import PATIENCE_TOKENS, estimated_bytes, init_source, make_config
     from mlmh.training import train as train_model
 
-    config = make_config(objective, size, seed=seed, max_steps=max_steps, epochs=epochs, init=init, positions=positions,
-                         mask_schedule=mask_schedule or "", mask_ratio=mask_ratio, budget=budget, eval_every=eval_every,
+    # None = not given; make_config reads 0 as "the default", which the options above never let through
+    config = make_config(objective, size, seed=seed, max_steps=max_steps or 0, epochs=epochs, init=init,
+                         positions=positions, mask_schedule=mask_schedule or "", mask_ratio=mask_ratio or 0.0,
+                         budget=budget, eval_every=eval_every or 0,
                          patience_tokens=PATIENCE_TOKENS if patience_tokens is None else patience_tokens,
                          device=resolve_device(device, "--device"), precision=precision)
     if init:
         init_source(init)  # fail on a bad --init before loading any data
-    if threads is not None and threads < 1:
-        raise SpecError(f"--threads must be >= 1; got {threads}")
     out = Path(out_dir).expanduser()
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise SpecError(f"--out {out} already exists and is not empty; choose another directory or pass --overwrite")

@@ -43,6 +43,6 @@ def load_run(path: str | Path) -> RunFiles:
         for number, row in run.read_lines(run.samples):
             try:
                 samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {}))
-            except (KeyError, TypeError, AttributeError) as exc:
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
                 raise DataError(f"{run.samples}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
     return RunFiles(path=run.results, results=results, samples=samples)
