@@ -62,6 +62,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,11 @@ RECIPE_VERSION = 9
 TOKENIZER_VERSION = 2
 
 ProgressFn = Callable[[dict[str, Any]], None]
+
+# EncoderDecoderModel (a seq2seq model warm-started from an encoder) warns on every labelled forward that its
+# loss moved out of the decoder in transformers 4.12; nothing here predates that
+warnings.filterwarnings("ignore", message="Version v4.12.0 introduces a better way to train encoder-decoder",
+                        category=FutureWarning)
 
 
 @dataclass(frozen=True)
@@ -466,8 +472,6 @@ def load_init(init: str, objective: str):
     return model, tokenizer
 
 
-#: EncoderDecoderModel warns on every labelled forward that its loss moved out of the decoder in 2021
-_ENCODER_DECODER_NOTICE = "Version v4.12.0 introduces a better way to train encoder-decoder models"
 
 
 def _warm_started_seq2seq(source: Path, tokenizer: Any):
@@ -708,11 +712,7 @@ def _loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Te
             return nll.sum(), len(where), *predictions
         weights = batch["loss_weight"].repeat_interleave(labels.shape[1]).index_select(0, where)  # 1/t of each row
         return (nll * weights).sum(), int(batch["loss_tokens"]), *predictions
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_ENCODER_DECODER_NOTICE, category=FutureWarning)
-        out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
+    out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
     count = supervised_targets(objective, batch)
     return (out.loss * count if count else out.logits.sum() * 0.0), count, *_targets(objective, batch, out.logits.detach())
 
