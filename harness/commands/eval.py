@@ -26,6 +26,10 @@ from mlmh.executors import BACKENDS
               help="Metric spec; repeat or separate with commas ('none' for no metrics).")
 @click.option("--task", "tasks", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("task", none=True),
               help="Downstream task; repeat or separate with commas ('none' to skip downstream).")
+@click.option("--sweep-epochs", metavar="E[,E...]", help="Data-constrained sweep: train every trained-mlm / trained-clm "
+              "for each of these epoch counts (with --sweep-tokens: at each U); see the crossover preset.")
+@click.option("--sweep-tokens", metavar="U[,U...]", help="Data-constrained sweep: unique training tokens U, the first "
+              "train blocks holding U tokens, for every trained-mlm / trained-clm.")
 @click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
 @click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
               help="Run seed; repeat or separate with commas (one condition per seed).")
@@ -42,7 +46,7 @@ from mlmh.executors import BACKENDS
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
 def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
                  maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str],
-                 limit: int | float | None, seeds: list[int], batch_size: int | None, output_path: str | None,
+                 sweep_epochs: str | None, sweep_tokens: str | None, limit: int | float | None, seeds: list[int], batch_size: int | None, output_path: str | None,
                  log_samples: bool | None, resume: bool, no_cache: bool, workers: int, backend: str,
                  ray_address: str | None, show_config: bool) -> None:
     """Run an experiment: models x maskings x samplers x seeds -> generation quality, downstream
@@ -59,6 +63,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
       mlmh eval --resume --output-path runs/X       # continue that run as it was configured
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
+      mlmh eval --preset crossover --sweep-epochs 1,4,16 --sweep-tokens 8000,16000   # where masked overtakes causal
       mlmh eval --preset quick --workers 2          # generate on two local worker processes
       mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
     """
@@ -76,6 +81,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     }
     if resume and output_path and not preset:  # the run directory knows its own configuration
         given = sorted(k for k, v in overrides.items() if v is not None)
+        given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v]
         if given:
             raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
         config = saved_config(output_path)
@@ -84,6 +90,14 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
     else:
         config = resolve(preset, overrides)
+    if sweep_epochs or sweep_tokens:
+        from mlmh.config import check_components
+        from mlmh.crossover import expand_models, parse_axis
+
+        config.models = expand_models(config.models, epochs=parse_axis(sweep_epochs, float, "--sweep-epochs"),
+                                      tokens=parse_axis(sweep_tokens, int, "--sweep-tokens"))
+        config.overridden = sorted({*config.overridden, "models"})
+        check_components(config)
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return
