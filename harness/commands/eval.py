@@ -63,7 +63,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
       mlmh eval --resume --output-path runs/X       # continue that run as it was configured
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
-      mlmh eval --preset crossover --sweep-epochs 1,4,16 --sweep-tokens 8000,16000   # where masked overtakes causal
+      mlmh eval --preset crossover --sweep-epochs 1,4 --sweep-tokens 8000   # where masked overtakes causal
       mlmh eval --preset quick --workers 2          # generate on two local worker processes
       mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
     """

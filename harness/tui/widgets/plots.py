@@ -4,6 +4,7 @@ validation loss and quality against epochs, one line per objective and U."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from textual_plotext import PlotextPlot
@@ -108,9 +109,11 @@ class CrossoverPlot(PlotextPlot):
         plt.clear_data()
         plt.clear_figure()
         series = sweep_series(results, measure)
-        for label, points in series.items():
-            plt.plot([x for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
-        plt.xscale("log")
+        for label, points in series.items():  # epochs double along a sweep: drawn on a log2 axis, labelled in epochs
+            plt.plot([math.log2(x) for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
+        epochs = sorted({x for points in series.values() for x, _ in points})
+        if epochs:
+            plt.xticks([math.log2(e) for e in epochs], [f"{e:g}" for e in epochs])
         plt.title(f"{measure} vs epochs" if series else "no data-constrained sweep in this run")
-        plt.xlabel("epochs")
+        plt.xlabel("epochs (log scale)")
         self.refresh()
