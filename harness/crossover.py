@@ -253,7 +253,8 @@ def _statement(found: dict[str, Any]) -> str:
     span = f"{swept[0]:g}-{swept[-1]:g} epochs"
     what = _label(found["measure"])
     if found["epochs"] is None:
-        tail = f"; the MLM is ahead in {found['no_crossover_share'] * 100:.0f}% of resamples" if "no_crossover_share" in found else ""
+        tail = (f"; a crossover appears in {(1 - found['no_crossover_share']) * 100:.0f}% of bootstrap resamples"
+                if "no_crossover_share" in found else "")
         return f"U={found['unique_tokens']:,}: no crossover on {what} within the sweep ({span}){tail}"
     entry = next(p for p in found["per_epoch"] if p["epochs"] == found["epochs"])
     ci = (f" [{_num(entry['ci_low'])}, {_num(entry['ci_high'])}]" if entry.get("ci_low") is not None else "")
