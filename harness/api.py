@@ -63,23 +63,35 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
 
 
 def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
-                  output_path: str | Path | None = None) -> "RunConfig":
+                  output_path: str | Path | None = None, sweep_epochs: str | None = None,
+                  sweep_tokens: str | None = None) -> "RunConfig":
     """The checked configuration of a run: ``preset`` with ``overrides`` (keys left None are not set), or,
-    to resume a run directory with no preset named, the configuration that run saved."""
-    from mlmh.config import resolve
+    to resume a run directory with no preset named, the configuration that run saved. ``sweep_epochs`` and
+    ``sweep_tokens`` ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained
+    sweep (:func:`mlmh.crossover.expand_models`)."""
+    from mlmh.config import check_components, resolve
     from mlmh.registry import get_registry
     from mlmh.runner import saved_config
 
     overrides = dict(overrides or {})
     if resume and output_path and not preset:  # the run directory knows its own configuration
         given = sorted(k for k, v in overrides.items() if v is not None)
+        given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v]
         if given:
             raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
         return saved_config(output_path)
     if not preset:
         names = ", ".join(get_registry().names("preset"))
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
-    return resolve(preset, overrides)
+    config = resolve(preset, overrides)
+    if sweep_epochs or sweep_tokens:
+        from mlmh.crossover import expand_models, parse_axis
+
+        config.models = expand_models(config.models, epochs=parse_axis(sweep_epochs, float, "--sweep-epochs"),
+                                      tokens=parse_axis(sweep_tokens, int, "--sweep-tokens"))
+        config.overridden = sorted({*config.overridden, "models"})
+        check_components(config)
+    return config
 
 
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:

@@ -27,6 +27,8 @@ from mlmh.types import ConditionResult, RunResults, Score
 #: colour family (a matplotlib colormap) per model kind; unknown kinds share the grey one
 KIND_COLORMAP = {"mlm": "Blues", "clm": "Oranges", "seq2seq": "Greens"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+#: the axes of a data-constrained sweep (:mod:`mlmh.crossover`): joined lines on a log scale
+SWEEP_AXES = ("epochs", "training FLOPs")
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,46 @@ def downstream_data(results: RunResults, metric: str, role: str | None = None) -
     return Panel(name, metric, None, list(series.values())), name, baseline
 
 
+def crossover_data(results: RunResults) -> list[Panel]:
+    """A sweep's curves (``results.crossover``): validation loss and each unseen quality metric against epochs
+    and against training FLOPs, one series per objective and unique-token budget U."""
+    block = results.crossover or {}
+    points = block.get("points", [])
+    if not points:
+        return []
+    budgets = sorted({p["unique_tokens"] for p in points})
+    panels = []
+    for measure in ["validation_loss", *block.get("metrics", [])]:
+        for axis, key in zip(SWEEP_AXES, ("epochs", "approx_train_flops")):
+            series = []
+            for objective in ("mlm", "clm"):
+                for shade, u in enumerate(budgets):
+                    mine = sorted((p for p in points if p["objective"] == objective and p["unique_tokens"] == u
+                                   and p.get(key)), key=lambda p: p[key])
+                    values = [(p[key], _sweep_value(p, measure)) for p in mine]
+                    kept = [Point(x, v[0], v[1], v[2]) for x, v in values if v is not None]
+                    if kept:
+                        cmap = _colormap(objective)
+                        series.append(Series(f"{objective.upper()} U={u:,}", objective, kept,
+                                             cmap(0.85 - 0.45 * shade / max(1, len(budgets) - 1)), MARKERS[shade % len(MARKERS)]))
+            if series:
+                label = "validation loss (nats/token)" if measure == "validation_loss" else f"unseen {measure}"
+                panels.append(Panel(label, axis, measure != "validation_loss", series))
+    return panels
+
+
+def _sweep_value(point: dict[str, Any], measure: str) -> tuple[float, float | None, float | None] | None:
+    if measure == "validation_loss":
+        return (point["validation_loss"], None, None) if point.get("validation_loss") is not None else None
+    return _point(Score.from_dict(point["unseen"].get(measure)))
+
+
+def _colormap(kind: str) -> Any:
+    import matplotlib
+
+    return matplotlib.colormaps[KIND_COLORMAP.get(kind, "Greys")]
+
+
 def _family(masking: str) -> str:
     return masking.split(":")[0]
 
@@ -259,6 +301,10 @@ def write_plots(results: RunResults, out_dir: Path | RunDir) -> list[Path]:
         panel, _, baseline = scatter
         written.append(run.write_with(run.figure("quality_vs_downstream"),
                                       lambda handle: draw_panels([panel], handle, baseline=baseline)))
+    sweep = crossover_data(results)
+    if sweep:
+        written.append(run.write_with(run.figure("crossover"),
+                                      lambda handle: draw_panels(sweep, handle, "where masked overtakes causal")))
     return written
 
 
@@ -362,6 +408,8 @@ def _draw_panel(ax: Any, panel: Panel, handles: dict[str, Any]) -> None:
     if categorical:
         ax.set_xticks(list(positions.values()), [str(x) for x in positions], rotation=20, ha="right", fontsize=8)
         ax.set_xlim(-0.6, len(positions) - 0.4)
+    elif panel.axis in SWEEP_AXES:
+        ax.set_xscale("log")
     elif panel.axis == "masking ratio":
         ticks = sorted({p.x for s in panel.series for p in s.points})
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=8)
@@ -373,8 +421,8 @@ def _draw_panel(ax: Any, panel: Panel, handles: dict[str, Any]) -> None:
 
 def _is_scatter(panel: Panel) -> bool:
     """The downstream panel: x is another metric, so its CI is horizontal and points are not joined."""
-    return panel.axis not in ("masking ratio", "masking", "refinement steps")
+    return panel.axis not in ("masking ratio", "masking", "refinement steps", *SWEEP_AXES)
 
 
-__all__ = ["Panel", "Point", "Series", "downstream_data", "draw_panels", "plot_data", "steps_data",
+__all__ = ["Panel", "Point", "Series", "crossover_data", "downstream_data", "draw_panels", "plot_data", "steps_data",
            "write_plots"]

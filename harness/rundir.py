@@ -37,7 +37,7 @@ HUMAN_SHEET = "human_sheet.csv"
 PRIVATE_CACHE = "samples.sqlite"
 CACHE_COMPANIONS = ("-wal", "-shm", "-journal")
 #: the report's figures (PNG), by name without the suffix (mlmh.plots draws them)
-FIGURES = ("quality_by_masking", "quality_by_masking_seen", "quality_vs_steps", "quality_vs_downstream")
+FIGURES = ("quality_by_masking", "quality_by_masking_seen", "quality_vs_steps", "quality_vs_downstream", "crossover")
 #: the temp files behind the atomic writes: ``.<name>.<random>.tmp``
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
 #: what ``mlmh eval`` writes; human evaluation adds the rest of the run's own names

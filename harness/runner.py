@@ -635,7 +635,7 @@ class Runner:
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                            "tokens; their last masked words were left as they were (generation.truncated_tokens)",
                            "warning", emit=False)
-        return self._finite_results({
+        results = self._finite_results({
             "schema_version": RESULTS_SCHEMA,
             "run_id": self.out.name,
             "config": self.config.to_dict(),
@@ -661,6 +661,33 @@ class Runner:
             "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
             "timings": dict(self.state.timings),  # as written: the report stage that writes it is timed after
         })
+        results.crossover = self._crossover(results, headline)
+        return results
+
+    def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
+        """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
+        documents' per-document scores; a failure is reported by name and the rest of the results stand."""
+        from mlmh.crossover import summarise
+
+        per_document: dict[str, dict[str, dict[str, Any]]] = {}
+        if headline == "unseen":
+            for condition in self.conditions:
+                scored = [g for g in self.state.generations.get(condition.id, [])
+                          if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
+                by_doc = _per_sample(self.state.metric_results.get(condition.id, []), scored)
+                per_document[condition.id] = {}
+                for doc, values in by_doc.items():
+                    for metric, value in values.items():
+                        per_document[condition.id].setdefault(metric, {})[doc] = value
+        try:
+            from mlmh.contracts import finite_only
+
+            summary = summarise(results, per_document, seed=self.config.seeds[0])
+            return finite_only(summary)[0] if summary is not None else None  # results.json is strict JSON
+        except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
+            self._error("crossover", "results", exc)
+            results.errors = self.state.errors
+            return None
 
     def _finite_results(self, data: dict[str, Any]) -> RunResults:
         """The run's results with any NaN or infinity that slipped past the components' checks written
@@ -762,7 +789,8 @@ def _training_facts(loaded: LoadedModel) -> dict[str, Any]:
             "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss", "final_loss",
             "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve",
             "heldout_source", "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters",
-            "init", "init_path", "architecture", "device", "precision", "train_seconds")
+            "init", "init_path", "architecture", "device", "precision", "train_seconds", "keep", "unique_tokens",
+            "epochs", "validation_block_losses")
     card = loaded.training
     return {"training": {k: card[k] for k in keep if k in card}} if card else {}
 

@@ -81,6 +81,7 @@ OBJECTIVES = ("mlm", "clm", "seq2seq")
 POSITIONS = ("rotary", "absolute")
 MASK_SCHEDULES = ("fixed", "uniform", "mdlm")
 BUDGETS = ("tokens", "targets", "compute")
+KEEPS = ("best", "last")  # the checkpoint kept: lowest validation loss, or the weights after the whole budget
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15  # seq2seq infilling's hidden share, and BERT's MLM ratio
 # The MLM's fixed-schedule default, chosen by measurement on unseen documents of real text the project did not
@@ -104,7 +105,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 9
+RECIPE_VERSION = 10
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -169,6 +170,8 @@ class TrainingConfig:
     eval_blocks: int = 64
     device: str = "cpu"  # resolved by mlmh.devices: "cpu" | "cuda" | "cuda:N" (weights differ across devices)
     precision: str = "float32"  # "float32" | "bf16" (autocast, CUDA only)
+    unique_tokens: int = 0  # train on the first train blocks holding this many tokens (0 = all): the data budget U
+    keep: str = "best"  # "best" validation checkpoint | "last": the weights after the whole budget (epochs)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -182,7 +185,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
-                **shape_overrides: Any) -> TrainingConfig:
+                unique_tokens: int = 0, keep: str = "best", **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
     ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran."""
@@ -214,6 +217,10 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
         raise SpecError(f"unknown budget '{budget}' (valid: {', '.join(BUDGETS)})")
     if eval_every < 0 or patience_tokens < 0:
         raise SpecError(f"--eval-every and --patience-tokens must be >= 0; got {eval_every} and {patience_tokens}")
+    if unique_tokens < 0:
+        raise SpecError(f"--unique-tokens must be >= 0; got {unique_tokens}")
+    if keep not in KEEPS:
+        raise SpecError(f"unknown keep '{keep}' (valid: {', '.join(KEEPS)})")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
     ratio = None if objective == "clm" or schedule in ("uniform", "mdlm") else (mask_ratio or default)
     shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
@@ -221,7 +228,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     return TrainingConfig(objective=objective, size=size, shape=shape, seed=seed, max_steps=max_steps,
                           epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
                           budget=budget, eval_every=eval_every, patience_tokens=patience_tokens, device=resolved,
-                          precision=resolve_precision(precision, resolved))
+                          precision=resolve_precision(precision, resolved), unique_tokens=unique_tokens, keep=keep)
 
 
 # -- tokenizer -----------------------------------------------------------------------------------
@@ -671,7 +678,7 @@ class BatchMaker:
             chosen[i, torch.from_numpy(np.asarray(picked, dtype=np.int64))] = True
         batch = {"input_ids": ids.masked_fill(chosen, self.mask_id), "labels": ids.masked_fill(~chosen, -100)}
         if self.schedule == "mdlm":
-            batch.update(loss_weight=weight, loss_tokens=maskable.sum())
+            batch.update(loss_weight=weight, loss_tokens=maskable.sum(), row_tokens=maskable.sum(1))
         return batch
 
 
@@ -862,6 +869,43 @@ def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tens
     return Validation(total / max(count, 1), correct / n if n else None, baseline_hits / n if n else None, n)
 
 
+def validation_block_losses(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]]) -> list[list[float]]:
+    """``[summed loss, normaliser]`` of every validation block, in block order, as :func:`validate` sums them
+    over all blocks (so their sums divide to its loss): a CI can resample blocks, and two models of one
+    tokenizer and validation texts pair up block by block. MDLM: the 1/t-weighted masked cross-entropy over
+    the block's maskable tokens; CLM: next-token NLL over its targets (the end token included)."""
+    import torch
+
+    out: list[list[float]] = []
+    model.eval()
+    with torch.inference_mode():
+        for batch in batches:
+            labels = batch["labels"]
+            if objective == "mlm":
+                where = (labels != -100).flatten().nonzero().flatten()
+                logits = logits_at(model, where, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+                nll = torch.nn.functional.cross_entropy(logits.float(), labels.flatten().index_select(0, where),
+                                                        reduction="none")
+                if "loss_weight" in batch:
+                    nll = nll * batch["loss_weight"].repeat_interleave(labels.shape[1]).index_select(0, where)
+                sums = torch.zeros(labels.shape[0], dtype=nll.dtype, device=nll.device)
+                sums.index_add_(0, where // labels.shape[1], nll)
+                counts = batch.get("row_tokens", (labels != -100).sum(1))
+            else:
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=_ENCODER_DECODER_NOTICE, category=FutureWarning)
+                    logits = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch}).logits.float()
+                if objective == "clm":  # position i predicts token i+1
+                    logits, labels = logits[:, :-1], labels[:, 1:]
+                nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100, reduction="none")
+                sums, counts = nll.sum(1), (labels != -100).sum(1)
+            out.extend([round(float(s), 6), int(c)] for s, c in zip(sums.tolist(), counts.tolist()))
+    model.train()
+    return out
+
+
 def estimated_bytes(config: TrainingConfig) -> int:
     """Disk space a saved model needs (float32 weights + tokenizer + slack)."""
     if config.init:  # a pretrained start: its size, twice for an encoder-decoder warm-started on both sides
@@ -913,6 +957,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             model = build_model(config.objective, shape, tokenizer, config.positions)
             seq_len = shape.seq_len
         train_blocks = make_blocks(tokenizer, texts, seq_len)
+        if config.unique_tokens:
+            train_blocks = first_tokens(train_blocks, config.unique_tokens, dataset)
         eval_blocks = make_blocks(tokenizer, validation, seq_len)
         eval_blocks.ids = eval_blocks.ids[: config.eval_blocks]
         if not train_blocks.ids:
@@ -966,6 +1012,10 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "device": describe_device(config.device),
             "precision": config.precision,
             "validation_loss": run["best_validation_loss"],
+            "keep": config.keep,
+            "unique_tokens": sum(len(r) for r in train_blocks.ids),
+            "epochs": round(run["tokens_seen"] / max(1, sum(len(r) for r in train_blocks.ids)), 4),
+            "validation_block_losses": run["validation_block_losses"],
             "tokens_seen": run["tokens_seen"],
             "supervised_targets": run["supervised_targets"],
             "approx_train_flops": 6 * parameters * run["tokens_seen"],
@@ -1065,19 +1115,35 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
             progress({**event, "eta": elapsed / step * (steps - step)})
         if stopped_early:
             break
-    if best_state is not None:
+    if best_state is not None and config.keep == "best":
         model.load_state_dict(best_state)
-    else:  # nothing to select on: the last weights
+    else:  # the last weights: asked for (keep=last), or nothing to select on
         step_kept, tokens_at_kept = step, tokens_seen
+        best_loss = validation_curve[-1]["loss"] if validation_curve else math.inf
+    with autocast(config):
+        block_losses = validation_block_losses(model, config.objective, validation_batches)
     return {
         "steps_run": step, "step_kept": step_kept, "stopped_early": stopped_early,
         "stop_reason": stop_reason(config, stopped_early, left_plateau_at, bool(validation_batches)),
         "left_plateau_at_step": left_plateau_at,
-        "best_validation_loss": best_loss if best_state is not None else None,
+        "best_validation_loss": best_loss if validation_curve else None,  # the kept weights' (keep=last: the last)
+        "validation_block_losses": block_losses,
         "tokens_seen": tokens_seen, "supervised_targets": targets_seen, "tokens_at_kept_step": tokens_at_kept,
         "final_loss": sum(losses[-20:]) / len(losses[-20:]),
         "train_curve": train_curve, "validation_curve": validation_curve,
     }
+
+
+def first_tokens(blocks: Blocks, unique_tokens: int, dataset: str = "") -> Blocks:
+    """The first ``blocks``, in their fixed order, that hold ``unique_tokens`` tokens (the last block may run
+    past it): the data budget U of a data-constrained sweep, so that ``epochs`` repeats the same U tokens."""
+    total = 0
+    for n, row in enumerate(blocks.ids, 1):
+        total += len(row)
+        if total >= unique_tokens:
+            return dataclasses.replace(blocks, ids=blocks.ids[:n])
+    raise DataError(f"dataset '{dataset or '?'}': unique_tokens={unique_tokens:,} asks for more than the train split's "
+                    f"{total:,} tokens")
 
 
 def stop_reason(config: TrainingConfig, stopped_early: bool, left_plateau_at: int | None, validated: bool) -> str:

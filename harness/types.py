@@ -380,6 +380,7 @@ class RunResults:
     started_at: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     human: dict[str, Any] | None = None
+    crossover: dict[str, Any] | None = None  # a data-constrained sweep's points and crossovers (mlmh.crossover)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResults":
@@ -403,7 +404,7 @@ class RunResults:
             value = getattr(self, f.name)
             if f.name == "conditions":
                 value = [row.to_dict() for row in value]
-            elif f.name == "human" and value is None:
+            elif f.name in ("human", "crossover") and value is None:
                 continue
             out[f.name] = value
         return out

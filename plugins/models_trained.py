@@ -22,6 +22,7 @@ BUDGETS = ("tokens", "targets", "compute")  # mlmh.training.BUDGETS (not importe
 MASK_SCHEDULES = ("fixed", "uniform", "mdlm")  # mlmh.training.MASK_SCHEDULES
 MLM_MASK_RATIO = 0.4  # mlmh.training.MLM_MASK_RATIO
 PATIENCE_TOKENS = 100_000  # mlmh.training.PATIENCE_TOKENS
+KEEPS = ("best", "last")  # mlmh.training.KEEPS
 
 
 class TrainedModel(Model):
@@ -32,7 +33,13 @@ class TrainedModel(Model):
               choices=("tiny", "small", "base")),
         Param("dataset", str, "", "dataset to train on; empty = the run's dataset"),
         Param("seed", int, 0, "training seed (weights, data order, masking)", min=0),
-        Param("max_steps", int, 0, "training steps; 0 = the size default", min=0),
+        Param("max_steps", int, 0, "training steps; 0 = the size default (or epochs)", min=0),
+        Param("epochs", float, 0.0, "training steps as passes over the train blocks (over unique_tokens when set); "
+              "0 = max_steps", min=0.0),
+        Param("unique_tokens", int, 0, "data budget U: train on the first train blocks (in their fixed order) that "
+              "hold this many tokens; 0 = the whole train split", min=0),
+        Param("keep", str, "best", "checkpoint kept: best (lowest validation loss) or last (the weights after the "
+              "whole budget, as data-constrained sweeps compare them)", choices=KEEPS),
         Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled pretrained MiniLM-L6 "
               "encoder, or a checkpoint directory; an encoder starts every kind (its MLM, the same weights as a "
               "causal decoder, an encoder-decoder warm-started from it on both sides)"),
@@ -66,7 +73,8 @@ class TrainedModel(Model):
 
         shape = {k: self.params[k] for k in ("seq_len", "batch_size") if self.params[k]}
         return make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
-                           max_steps=self.params["max_steps"], init=self.params["init"],
+                           max_steps=self.params["max_steps"], epochs=self.params["epochs"] or None,
+                           unique_tokens=self.params["unique_tokens"], keep=self.params["keep"], init=self.params["init"],
                            positions=self.params["positions"], budget=self.params["budget"],
                            patience_tokens=self.params["patience_tokens"], eval_every=self.params["eval_every"],
                            device=resolve_device(self.params["device"], f"{self.name}:device"),

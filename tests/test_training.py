@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -630,3 +631,32 @@ def test_trained_model_choices_mirror_the_training_module():
     from mlmh.plugins import models_trained
 
     assert models_trained.BUDGETS == training.BUDGETS and models_trained.MASK_SCHEDULES == training.MASK_SCHEDULES
+
+
+# -- data-constrained sweeps: unique_tokens, epochs, keep=last, per-block validation losses -----------------------
+
+@pytest.mark.parametrize("objective", ["mlm", "clm"])
+def test_unique_tokens_epochs_and_keep_last(objective, tmp_path):
+    extra = {"mask_schedule": "mdlm"} if objective == "mlm" else {}
+    config = micro(objective, max_steps=0, epochs=3, unique_tokens=60, keep="last", patience_tokens=0,
+                   eval_every=2, **extra)
+    card = train(TEXTS, config, tmp_path, validation_texts=TEXTS[:5], threads=1)
+    # the first blocks that hold 60 tokens (24-token blocks: three), repeated three times
+    assert card["train_blocks"] == 3 and 60 <= card["unique_tokens"] < 60 + 24
+    assert card["steps_run"] == math.ceil(3 * 3 / 4) and card["epochs"] == pytest.approx(card["tokens_seen"] / card["unique_tokens"])
+    assert card["keep"] == "last" and card["step_kept"] == card["steps_run"]
+    assert card["validation_loss"] == card["validation_curve"][-1]["loss"]  # the last weights' loss, not the best
+    blocks = card["validation_block_losses"]
+    assert len(blocks) == card["heldout_blocks"] and all(n > 0 for _, n in blocks)
+    # the per-block terms add up to the validation loss the loop measured on the same batches
+    assert sum(s for s, _ in blocks) / sum(n for _, n in blocks) == pytest.approx(card["validation_loss"], rel=1e-4)
+
+
+def test_keep_best_is_the_default_and_unique_tokens_beyond_the_data_is_refused(tmp_path):
+    from mlmh.errors import DataError
+
+    assert micro("clm").keep == "best" and micro("clm").unique_tokens == 0
+    with pytest.raises(SpecError, match="keep"):
+        micro("clm", keep="first")
+    with pytest.raises(DataError, match="unique_tokens=1,000,000"):
+        train(TEXTS, micro("clm", unique_tokens=1_000_000), tmp_path, threads=1)

@@ -142,3 +142,34 @@ async def test_runs_without_samples_say_how_to_get_them(tmp_path, samples):
     async with app.run_test() as pilot:
         await pilot.pause()
         assert "log_samples" in str(app.screen.query_one("#res-condition").render())
+
+
+async def test_a_finished_sweep_shows_its_answer_and_curves(tmp_path):
+    import json
+
+    from test_crossover import sweep
+
+    from mlmh.crossover import summarise
+
+    directory = write_run(tmp_path / "run")
+    data = json.loads((directory / "results.json").read_text(encoding="utf-8"))
+    typed, docs = sweep([5.0, 4.6, 4.2, 4.0], [4.5, 4.4, 4.5, 4.7], [0.6] * 4, [0.6] * 4)
+    data["crossover"] = summarise(typed, docs, n_resamples=50)
+    (directory / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    app = create_app(run_dir=str(directory))
+    async with app.run_test(size=(160, 60)) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        screen = app.screen
+        label = screen.query_one("#res-crossover")
+        assert label.display and "from 4 epochs" in str(label.render())
+        drawn = plain(screen.query_one("#res-plot-crossover").plt.build())
+        assert "validation loss (nats/token) vs epochs" in drawn and "MLM U=1,000" in drawn and "CLM U=1,000" in drawn
+
+
+async def test_a_run_that_is_no_sweep_hides_the_crossover_panel(tmp_path):
+    app = create_app(run_dir=str(write_run(tmp_path / "run")))
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert not app.screen.query_one("#res-plot-crossover").display

@@ -31,6 +31,10 @@ from mlmh.executors import BACKENDS
 @click.option("--tracker", "trackers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("tracker", none=True),
               help="Log the run to an experiment tracker: wandb, mlflow, tensorboard (see mlmh ls trackers); "
                    "repeat or separate with commas ('none' for none).")
+@click.option("--sweep-epochs", metavar="E[,E...]", help="Data-constrained sweep: train every trained-mlm / trained-clm "
+              "for each of these epoch counts (with --sweep-tokens: at each U); see the crossover preset.")
+@click.option("--sweep-tokens", metavar="U[,U...]", help="Data-constrained sweep: unique training tokens U, the first "
+              "train blocks holding U tokens, for every trained-mlm / trained-clm.")
 @click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
 @click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
               help="Run seed; repeat or separate with commas (one condition per seed).")
@@ -47,7 +51,8 @@ from mlmh.executors import BACKENDS
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
 def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
                  maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str], trackers: list[str],
-                 limit: int | float | None, seeds: list[int], batch_size: int | None, output_path: str | None,
+                 sweep_epochs: str | None, sweep_tokens: str | None, limit: int | float | None, seeds: list[int],
+                 batch_size: int | None, output_path: str | None,
                  log_samples: bool | None, resume: bool, no_cache: bool, workers: int, backend: str,
                  ray_address: str | None, show_config: bool) -> None:
     """Run an experiment: models x maskings x samplers x seeds -> generation quality, downstream
@@ -65,6 +70,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
       mlmh eval --resume --output-path runs/X       # continue that run as it was configured
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
+      mlmh eval --preset crossover --sweep-epochs 1,4 --sweep-tokens 8000   # where masked overtakes causal
       mlmh eval --preset quick --workers 2          # generate on two local worker processes
       mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
       mlmh eval --preset quick --tracker wandb,mlflow,tensorboard   # also log to trackers (README: Trackers)
@@ -79,7 +85,8 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "trackers": _optional_list(trackers),
         "seeds": list(seeds) or None,
     }
-    config = api.configuration(preset, overrides, resume=resume, output_path=output_path)
+    config = api.configuration(preset, overrides, resume=resume, output_path=output_path,
+                               sweep_epochs=sweep_epochs, sweep_tokens=sweep_tokens)
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return

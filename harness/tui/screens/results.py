@@ -17,7 +17,7 @@ from mlmh.errors import MlmhError
 from mlmh.rundir import RESULTS
 from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.run_files import RunFiles, load_run
-from mlmh.tui.widgets.plots import MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
+from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
 from mlmh.tui.widgets.results_table import ResultsTable
 from mlmh.tui.widgets.trace_view import TraceView
 
@@ -64,6 +64,9 @@ class ResultsScreen(Screen):
                 with Horizontal(id="res-plots"):
                     yield MetricByRatioPlot(id="res-plot-ratio")
                     yield QualityDownstreamPlot(id="res-plot-downstream")
+                # a data-constrained sweep's answer and curves (mlmh.crossover); shown only for such a run
+                yield Label("", id="res-crossover")
+                yield CrossoverPlot(id="res-plot-crossover")
             with TabPane("Samples", id="tab-samples"):
                 yield Label("pick a condition in the table (enter)", id="res-condition")
                 with Horizontal(id="res-samples"):
@@ -109,6 +112,7 @@ class ResultsScreen(Screen):
         if downstream:
             downstream_select.value = downstream[0]
         self._plot()
+        self._show_crossover()
         self.show_condition(conditions[0].id if conditions else None)
         self.query_one(ResultsTable).focus()
 
@@ -125,6 +129,14 @@ class ResultsScreen(Screen):
         self.query_one(MetricByRatioPlot).show(self.run_files.results, metric)
         self.query_one(QualityDownstreamPlot).show(self.run_files.results, metric,
                                                    downstream if isinstance(downstream, str) else "")
+
+    def _show_crossover(self) -> None:
+        block = self.run_files.results.crossover if self.run_files else None
+        label, plot = self.query_one("#res-crossover", Label), self.query_one(CrossoverPlot)
+        label.display = plot.display = bool(block)
+        if block:
+            label.update(Text(block["answer"], style="bold"))
+            plot.show(self.run_files.results)  # type: ignore[union-attr]
 
     # -- drill-down -------------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#res-table")

@@ -1,8 +1,10 @@
 """Terminal plots of a results.json (textual-plotext): a metric against the masking ratio, one line
-per model, and text quality against downstream score, one point per condition."""
+per model, text quality against downstream score, one point per condition, and a data-constrained sweep's
+validation loss and quality against epochs, one line per objective and U."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from textual_plotext import PlotextPlot
@@ -86,4 +88,32 @@ class QualityDownstreamPlot(PlotextPlot):
         title = f"{downstream.rpartition(':')[2] or 'downstream'} vs {metric}" + ("" if groups else " (no data)")
         plt.title(title + (f" · base {base:.3f}" if base is not None else ""))
         plt.xlabel(metric)
+        self.refresh()
+
+
+def sweep_series(results: RunResults, measure: str = "validation loss (nats/token)") -> dict[str, list[tuple[float, float]]]:
+    """``{objective U: [(epochs, value), ...]}``: the against-epochs panel of the sweep's PNG figure
+    (:func:`mlmh.plots.crossover_data`) for ``measure`` (its panel label)."""
+    from mlmh.plots import crossover_data
+
+    return {series.label: [(float(p.x), p.value) for p in series.points]
+            for panel in crossover_data(results) if panel.axis == "epochs" and panel.metric == measure
+            for series in panel.series}
+
+
+class CrossoverPlot(PlotextPlot):
+    """A sweep's curves: validation loss (or an unseen quality metric) against epochs, per objective and U."""
+
+    def show(self, results: RunResults, measure: str = "validation loss (nats/token)") -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        series = sweep_series(results, measure)
+        for label, points in series.items():  # epochs double along a sweep: drawn on a log2 axis, labelled in epochs
+            plt.plot([math.log2(x) for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
+        epochs = sorted({x for points in series.values() for x, _ in points})
+        if epochs:
+            plt.xticks([math.log2(e) for e in epochs], [f"{e:g}" for e in epochs])
+        plt.title(f"{measure} vs epochs" if series else "no data-constrained sweep in this run")
+        plt.xlabel("epochs (log scale)")
         self.refresh()
