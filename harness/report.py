@@ -360,7 +360,7 @@ def training_section(results: RunResults) -> list[str]:
         lines += ["; ".join(facts) + ".", ""]
         why = [f"Validation held {card['validation_holds']}." if card.get("validation_holds") else "",
                f"Training ended: {card['stop_reason']}." if card.get("stop_reason") else
-               ("Stopped early on validation loss." if card.get("stopped_early") else "")]
+               ("Training ended: stopped early on validation loss." if card.get("stopped_early") else "")]
         if any(why):
             lines += [" ".join(w for w in why if w), ""]
         accuracy = card.get("accuracy_at_ratio")
