@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
+    from mlmh.executors import Executor
     from mlmh.config import RunConfig
     from mlmh.events import Listener
     from mlmh.types import Document, Generation, RunResults
@@ -111,12 +112,14 @@ def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume
 
 def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
         use_cache: bool = True, workers: int = 1, backend: str = "local", ray_address: str | None = None,
-        cancel: threading.Event | None = None) -> "RunResults":
-    """Run ``config`` into ``out`` on the executor ``backend``/``workers`` ask for (closed afterwards)."""
+        cancel: threading.Event | None = None, executor: "Executor | None" = None) -> "RunResults":
+    """Run ``config`` into ``out`` on the executor ``backend``/``workers`` ask for, or on ``executor`` when one is
+    given already made (checked before any progress display starts); closed afterwards."""
     from mlmh.executors import make_executor
     from mlmh.runner import run_experiment
 
-    executor = make_executor(backend, workers, ray_address, config)
+    if executor is None:
+        executor = make_executor(backend, workers, ray_address, config)
     try:
         return run_experiment(config, progress, cancel, output_path=out, resume=resume, use_cache=use_cache,
                               executor=executor)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlmh.errors import SpecError
-from mlmh.rundir import RunDir
+from mlmh.errors import DataError, SpecError
+from mlmh.rundir import GENERATION_FIELDS, RunDir
 from mlmh.types import Generation
 
 
@@ -41,11 +41,14 @@ def recorded_sample(run_dir: Path | RunDir, sample: str) -> dict[str, Any]:
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     if not run.generations.is_file():
         raise SpecError(f"--run {run.path}: no {run.generations.name} (not a finished mlmh eval run)")
-    rows = run.read_generations()
+    rows = run.read_generations(fields=("sample",))  # every line is read and checked; the one used in full
     found = next((row for row in rows if row["sample"] == sample), None)
     if found is None:
         raise SpecError(f"--sample {sample}: no such sample in {run.generations} (ids are CONDITION:DOC_ID, e.g. "
                         f"{rows[0]['sample'] if rows else '?'})")
+    missing = [f for f in GENERATION_FIELDS if not isinstance(found.get(f), str)]
+    if missing:
+        raise DataError(f"{run.generations}: sample {sample} lacks the text field(s) {', '.join(missing)}")
     return found
 
 

@@ -288,6 +288,10 @@ class RunDir:
             raise ValueError(f"{name!r} is not one of the report's figures {FIGURES}")
         return self.path / f"{name}.png"
 
+    def figures(self) -> list[Path]:
+        """The report's figures this run has written."""
+        return [self.figure(name) for name in FIGURES if self.figure(name).is_file()]
+
     def own_files(self) -> list[Path]:
         """The paths this run may write (present or not)."""
         return [self.path / name for name in sorted(OWN_NAMES | {self._results_name})]

@@ -20,6 +20,7 @@ import numpy as np
 
 from mlmh.components import Dataset, Masking, Metric, Sampler, ScoringItem, Task
 from mlmh.errors import DataError
+from mlmh.splits import ROLES
 from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, to_dict
 from mlmh.words import split_words
 
@@ -296,7 +297,7 @@ def check_metric(metric: Metric, items: Sequence[ScoringItem], seed: int = 0) ->
 
 
 # -- datasets -----------------------------------------------------------------------------------------
-SPLITS = ("train", "test")
+SPLITS = tuple(ROLES)  # train, validation (a dataset's own, e.g. MPST's val rows), test
 
 
 def check_dataset(dataset: Dataset, path: str | None = None) -> Corpus:
@@ -309,16 +310,20 @@ def check_dataset(dataset: Dataset, path: str | None = None) -> Corpus:
     ids = [d.id for d in corpus.documents]
     _expect(len(set(ids)) == len(ids), dataset, "document ids repeat")
     by_id = corpus.by_id()
+    groups: dict[str, str] = {}  # no group sits in two splits (mlmh.splits)
     for doc in corpus.documents:
         where = f"document '{doc.id}'"
         _expect(isinstance(doc.id, str) and isinstance(doc.text, str), dataset, f"{where}: id and text must be strings")
         _expect(doc.split in SPLITS, dataset, f"{where}: split {doc.split!r} is not one of {', '.join(SPLITS)}")
         _expect(all(isinstance(label, str) for label in doc.labels), dataset, f"{where}: labels must be strings")
+        if doc.group is not None:
+            first = groups.setdefault(doc.group, doc.split)
+            _expect(first == doc.split, dataset, f"{where}: group {doc.group!r} sits in both {first!r} and {doc.split!r}")
         for entity in doc.entities:
             pieces = entity.fragments or ((entity.start, entity.end),)
             _expect(all(0 <= s < e <= len(doc.text) for s, e in pieces), dataset,
                     f"{where}: entity {entity.label} {pieces} is outside the text (length {len(doc.text)})")
-    for split in SPLITS:
+    for split in ("train", "test"):  # validation is optional: trained models carve it from train (mlmh.splits)
         _expect(bool(corpus.split(split)), dataset, f"no '{split}' documents: the downstream tasks need both splits")
     pair_ids = [p.id for p in corpus.pairs]
     _expect(len(set(pair_ids)) == len(pair_ids), dataset, "pair ids repeat")

@@ -25,8 +25,6 @@ from typing import Any
 from mlmh.errors import MlmhError
 from mlmh.types import RunResults, Score
 
-#: the run's files a tracker keeps, beside the plots (``*.png``)
-RUN_FILES = ("report.md", "results.json")
 #: the columns of a finding as trackers tabulate it
 FINDING_COLUMNS = ("claim", "verdict", "statistic", "ci_low", "ci_high", "documents", "statement")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. :]")
@@ -94,7 +92,9 @@ class TrackedRun:
 
     @property
     def plots(self) -> list[Path]:
-        return [path for path in self.files if path.suffix == ".png"]
+        from mlmh.rundir import RunDir
+
+        return [path for path in self.files if path in RunDir(path.parent).figures()]
 
     def finding_rows(self) -> list[list[Any]]:
         """The findings as table rows of :data:`FINDING_COLUMNS`."""
@@ -144,8 +144,10 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         run.findings.append(finding)
         for key in ("statistic", "ci_low", "ci_high"):
             _add_value(run.scores, f"findings/{safe_name(finding['claim'])}/{key}", finding.get(key))
-    run.files = [directory / name for name in RUN_FILES if (directory / name).is_file()]
-    run.files += sorted(directory.glob("*.png"))
+    from mlmh.rundir import RunDir
+
+    run_dir = RunDir(directory)
+    run.files = [path for path in (run_dir.report, run_dir.results) if path.is_file()] + run_dir.figures()
     return run
 
 

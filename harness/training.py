@@ -892,11 +892,7 @@ def validation_block_losses(model: Any, objective: str, batches: Sequence[dict[s
                 sums.index_add_(0, where // labels.shape[1], nll)
                 counts = batch.get("row_tokens", (labels != -100).sum(1))
             else:
-                import warnings
-
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=_ENCODER_DECODER_NOTICE, category=FutureWarning)
-                    logits = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch}).logits.float()
+                logits = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch}).logits.float()
                 if objective == "clm":  # position i predicts token i+1
                     logits, labels = logits[:, :-1], labels[:, 1:]
                 nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100, reduction="none")

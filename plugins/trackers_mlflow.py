@@ -62,8 +62,9 @@ class MlflowTracker(Tracker):
             client.log_batch(run_id, metrics=metrics, params=params, tags=[RunTag("mlmh.run_id", run.run_id)])
             if run.findings:
                 client.log_dict(run_id, run.findings, "findings.json")
+            plots = run.plots
             for path in run.files:
-                client.log_artifact(run_id, str(path), artifact_path="plots" if path.suffix == ".png" else None)
+                client.log_artifact(run_id, str(path), artifact_path="plots" if path in plots else None)
         except BaseException:
             client.set_terminated(run_id, "FAILED")
             raise

@@ -41,8 +41,9 @@ class TensorboardTracker(Tracker):
                     writer.add_scalar(name, value, step)
             if run.findings:
                 writer.add_text("findings", run.findings_markdown(), 0)
+            plots = run.plots
             for path in run.files:
-                if path.suffix == ".png":
+                if path in plots:
                     writer.add_image(f"plots/{path.stem}", imread(path)[..., :3], 0, dataformats="HWC")
                 elif path.suffix == ".md":
                     writer.add_text(path.stem, path.read_text(encoding="utf-8"), 0)

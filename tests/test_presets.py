@@ -114,7 +114,7 @@ def test_show_config_round_trips(tmp_path, capsys):
     (["--preset", "nope"], "unknown preset 'nope'"),
     (["--preset", "pan", "--limit", "-1"], "--limit -1"),
     (["--preset", "pan", "--sampler", "gibs"], "gibs"),
-    (["--preset", "pan", "--batch-size", "0"], "'batch_size'"),
+    (["--preset", "pan", "--batch-size", "0"], "--batch-size 0: expected an integer >= 1"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(capsys, args, needle):
     with pytest.raises(SystemExit) as exit_info:

@@ -491,10 +491,10 @@ def test_bad_lines_of_the_jsonl_files_name_file_and_line(finished):
     generations = finished / "generations.jsonl"
     rows = generations.read_text(encoding="utf-8").splitlines()
     generations.write_text("\n".join(rows[:1] + ["{half"] + rows[1:]) + "\n", encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{generations}:2: not valid JSON"):
+    with pytest.raises(DataError, match=rf"{generations}:2: invalid JSON"):
         recorded_sample(finished, "1:d00")
     generations.write_text("\n".join(rows[:1] + ['{"sample": 3}'] + rows[1:]) + "\n", encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{generations}:2: missing or non-text field\(s\) sample, condition"):
+    with pytest.raises(DataError, match=rf"{generations}:2: missing or non-text field\(s\) sample"):
         recorded_sample(finished, "1:d00")
 
 

@@ -92,10 +92,12 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         return
     out = api.run_directory(config, output_path, resume=resume)
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
+    from mlmh.executors import make_executor
+
+    executor = make_executor(backend, workers, ray_address, config)  # a bad backend is refused before any display
     with RichListener() as listener, _terminate_as_interrupt():
         try:
-            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, workers=workers,
-                              backend=backend, ray_address=ray_address)
+            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
         except Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt:
