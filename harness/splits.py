@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import defaultdict
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -44,20 +44,10 @@ def hold_out(documents: Sequence[Document], fraction: float, seed: int, salt: st
     if len(members) < 2:
         return set()
     total = len(documents)
-    target = min(total - 1, max(1, round(fraction * total)))
     ordered = sorted(members)
     rng = np.random.default_rng(sample_seed(seed, salt, "split"))
-    held: set[str] = set()
-    for index in rng.permutation(len(ordered)):
-        if len(held) >= target:
-            break
-        group = members[ordered[index]]
-        if len(held) + len(group) >= total:
-            continue
-        if held and abs(len(held) + len(group) - target) >= abs(len(held) - target):
-            continue
-        held.update(group)
-    return held
+    return _fill((members[ordered[i]] for i in rng.permutation(len(ordered))),
+                 min(total - 1, max(1, round(fraction * total))), total)
 
 
 def with_validation(corpus: Corpus, fraction: float = VALIDATION_FRACTION) -> Corpus:
@@ -160,17 +150,24 @@ def _groups(corpus: Corpus, train: Sequence[Document], link_pairs: bool) -> list
 def _take_groups(groups: list[tuple[str, ...]], wanted: int, total: int) -> set[str]:
     """Groups in hash order, each taken while it brings the moved count closer to ``wanted`` (none over
     twice ``wanted`` unless every group is); at least one train document stays."""
-    moved: set[str] = set()
-    for group in sorted(groups, key=_group_rank):
-        if len(moved) + len(group) >= total or len(group) > 2 * wanted:
-            continue
-        if moved and abs(len(moved) + len(group) - wanted) >= abs(len(moved) - wanted):
-            continue
-        moved.update(group)
+    moved = _fill(sorted(groups, key=_group_rank), wanted, total, largest=2 * wanted)
     if not moved:  # every group is large: the smallest one that leaves train a document
         smallest = min((g for g in groups if len(g) < total), key=lambda g: (len(g), _group_rank(g)), default=())
         moved.update(smallest)
     return moved
+
+
+def _fill(groups: Iterable[Sequence[str]], target: int, total: int, largest: int | None = None) -> set[str]:
+    """The one rule of both splits: groups in the given order, each taken while it brings the taken count
+    closer to ``target`` (the first always, unless it is over ``largest``), never all ``total`` documents."""
+    taken: set[str] = set()
+    for group in groups:
+        if len(taken) + len(group) >= total or (largest is not None and len(group) > largest):
+            continue
+        if taken and abs(len(taken) + len(group) - target) >= abs(len(taken) - target):
+            continue
+        taken.update(group)
+    return taken
 
 
 def _group_rank(group: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
