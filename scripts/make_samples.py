@@ -1,10 +1,10 @@
-"""Write the bundled dataset samples under plugins/data/ in the official formats.
+"""Write the bundled dataset samples under plugins/mlmh_builtins/data/ in the official formats.
 
 Every text is produced here from the project's own templates, vocabularies and style rules with a
 fixed seed, so the samples can ship with the package (the real PAN, MPST and MIMIC-III data cannot).
 Re-running the script reproduces the files byte for byte:
 
-    python scripts/make_samples.py            # writes plugins/data/{pan,mpst,mimic}
+    python scripts/make_samples.py            # writes plugins/mlmh_builtins/data/{pan,mpst,mimic}
     python scripts/make_samples.py --check    # fails if the committed files differ from a fresh run
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SEED = 20240520
-DATA_DIR = Path(__file__).resolve().parent.parent / "plugins" / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "plugins" / "mlmh_builtins" / "data"
 
 # --------------------------------------------------------------------------------------------
 # Shared text machinery: entity markers survive the style rewrites and become character spans.
@@ -830,7 +830,7 @@ def make_mimic(rng: random.Random) -> dict[str, str]:
 
 
 def build() -> dict[str, str]:
-    """Every sample file, relative to plugins/data, mapped to its content."""
+    """Every sample file, relative to plugins/mlmh_builtins/data, mapped to its content."""
     files: dict[str, str] = {}
     for name, maker in (("pan", make_pan), ("mpst", make_mpst), ("mimic", make_mimic)):
         for rel, content in maker(random.Random(f"{SEED}-{name}")).items():
@@ -841,7 +841,7 @@ def build() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="compare with the files on disk instead of writing")
-    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output directory (default: plugins/data)")
+    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output directory (default: plugins/mlmh_builtins/data)")
     args = parser.parse_args(argv)
     files = build()
     datasets = sorted({rel.split("/")[0] for rel in files})

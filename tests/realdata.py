@@ -174,7 +174,7 @@ def mimic_dir(tmp_path: Path, n: int = 12) -> Path:
 
 def trained_entity_tagger(directory: Path) -> Path:
     """The offline entity tagger trained once into ``directory`` (tests copy it into each cache dir)."""
-    from mlmh.plugins.offline_taggers import entity_tagger_key, entity_training_documents, train_entity_tagger
+    from mlmh_builtins.offline_taggers import entity_tagger_key, entity_training_documents, train_entity_tagger
 
     documents = entity_training_documents()
     target = Path(directory) / f"entity-crf-{entity_tagger_key(documents)}.crfsuite"

@@ -23,7 +23,7 @@ SLOW_METRICS = {"bertscore"}
 def builtin_names(kind: str) -> list[str]:
     get_plugin_manager()
     registry = get_registry()
-    return [n for n in registry.names(kind) if registry.owner(kind, n).startswith("mlmh.plugins")]
+    return [n for n in registry.names(kind) if registry.owner(kind, n).startswith("mlmh_builtins")]
 
 
 def build(kind: str, spec: str):

@@ -163,7 +163,7 @@ def test_every_jsonl_reader_names_the_file_and_line(tmp_path, content, error, re
     ("T1\tPROBLEM 4 99\tx", "entity span 4-99 is outside the text"),
 ])
 def test_a_malformed_brat_line_is_one_data_error_with_file_and_line(tmp_path, line, error):
-    from mlmh.plugins.datasets_mimic import read_brat
+    from mlmh_builtins.datasets_mimic import read_brat
 
     ann = tmp_path / "1.ann"
     ann.write_text("T0\tPROBLEM 0 3\tThe\n" + line + "\n")
@@ -207,7 +207,7 @@ def broken_models(tmp_path_factory):
 
 def _routes():
     from mlmh.adapters import load_adapter
-    from mlmh.plugins import metrics_bertscore, metrics_ppl
+    from mlmh_builtins import metrics_bertscore, metrics_ppl
     from mlmh.training import init_source, load_init
 
     return {
@@ -262,7 +262,7 @@ def test_a_legacy_nltk_tagger_falls_back_to_the_offline_tagger(tmp_path, monkeyp
     pos masking uses the offline tagger instead of failing with a LookupError."""
     nltk = pytest.importorskip("nltk")
     from mlmh import wordnet
-    from mlmh.plugins import maskings
+    from mlmh_builtins import maskings
 
     if wordnet.wordnet_unavailable():
         pytest.skip("the offline tagger needs WordNet")
@@ -273,7 +273,7 @@ def test_a_legacy_nltk_tagger_falls_back_to_the_offline_tagger(tmp_path, monkeyp
     monkeypatch.setattr(maskings, "spacy_pipeline", lambda: None)
     maskings.nltk_tagger.cache_clear()
     try:
-        from mlmh.plugins.offline_taggers import POS_TAGGER_NOTE
+        from mlmh_builtins.offline_taggers import POS_TAGGER_NOTE
         from mlmh.words import split_words
 
         words = split_words("The quick dog runs home.")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from mlmh.errors import DataError
-from mlmh.plugins.dataset_support import BUNDLED_SOURCE
-from mlmh.plugins.datasets_mimic import MimicDataset
-from mlmh.plugins.datasets_mpst import MpstDataset, parse_tags
-from mlmh.plugins.datasets_pan import PanDataset
+from mlmh_builtins.dataset_support import BUNDLED_SOURCE
+from mlmh_builtins.datasets_mimic import MimicDataset
+from mlmh_builtins.datasets_mpst import MpstDataset, parse_tags
+from mlmh_builtins.datasets_pan import PanDataset
 from mlmh.registry import get_registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -353,7 +353,7 @@ def test_bundled_mimic_sample(bundled):
 
 
 def test_bundled_samples_are_small_and_reproducible_by_the_generator(tmp_path):
-    data = ROOT / "plugins" / "data"
+    data = ROOT / "plugins" / "mlmh_builtins" / "data"
     assert sum(p.stat().st_size for p in data.rglob("*") if p.is_file()) < 2_000_000
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_samples.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -484,7 +484,7 @@ def test_mimic_keeps_each_patient_on_one_side(tmp_path):
     """Copy-forward notes of one patient never sit in train and test at once (issue: split by note)."""
     import csv
 
-    from mlmh.plugins.datasets_mimic import MimicDataset
+    from mlmh_builtins.datasets_mimic import MimicDataset
     from mlmh.splits import with_validation
 
     path = tmp_path / "NOTEEVENTS.csv"

@@ -105,7 +105,7 @@ def entity_tagger(entity_tagger_model):
 
 @NO_SPACY
 def test_ner_without_annotations_uses_the_offline_tagger_and_says_so(entity_tagger):
-    from mlmh.plugins.offline_taggers import ENTITY_TAGGER_NOTE, entity_training_documents
+    from mlmh_builtins.offline_taggers import ENTITY_TAGGER_NOTE, entity_training_documents
 
     names = ["Margaret", "Thornton", "Tbilisi", "Oslo", "Ingrid", "Bergen", "Halvard", "Okonkwo", "Winnipeg"]
     training_words = {w for d in entity_training_documents() for w in split_words(d.text)}
@@ -119,7 +119,7 @@ def test_ner_without_annotations_uses_the_offline_tagger_and_says_so(entity_tagg
 
 
 def test_offline_entity_tagger_is_deterministic_and_cached_by_its_training_data(entity_tagger):
-    from mlmh.plugins import offline_taggers
+    from mlmh_builtins import offline_taggers
     from mlmh.types import EntitySpan
 
     first = offline_taggers.entity_tags(UNSEEN)
@@ -136,8 +136,8 @@ def test_offline_entity_tagger_is_deterministic_and_cached_by_its_training_data(
 
 
 def test_unseen_name_view_drops_the_identity_of_entity_words_only():
-    from mlmh.plugins.offline_taggers import unseen_name_view
-    from mlmh.plugins.tasks_ner import featurize
+    from mlmh_builtins.offline_taggers import unseen_name_view
+    from mlmh_builtins.tasks_ner import featurize
 
     sentence = ["then", "Ada", "left", "home", "early"]
     tags = ["O", "B-PERSON", "O", "O", "O"]
@@ -150,8 +150,8 @@ def test_unseen_name_view_drops_the_identity_of_entity_words_only():
 
 @NO_SPACY
 def test_pos_offline_wordnet_tagger_tags_content_words_and_says_which():
-    from mlmh.plugins.maskings import nltk_perceptron_installed
-    from mlmh.plugins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
+    from mlmh_builtins.maskings import nltk_perceptron_installed
+    from mlmh_builtins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
 
     text = "The old man walked slowly to the harbour, and they can fly kites there. Margaret doesn't run on Mondays."
     words = split_words(text)
@@ -171,7 +171,7 @@ def test_pos_offline_wordnet_tagger_tags_content_words_and_says_which():
 
 def test_pos_without_wordnet_says_how_to_get_it(monkeypatch):
     from mlmh import wordnet
-    from mlmh.plugins.offline_taggers import wordnet_reader
+    from mlmh_builtins.offline_taggers import wordnet_reader
 
     def missing():
         raise MlmhError("WordNet not found: no NLTK data and no Debian files under /usr/share/wordnet")

@@ -62,7 +62,7 @@ def test_a_named_meteor_fails_fast_naming_the_flag(tmp_path, no_wordnet, monkeyp
 
 
 def test_pos_masking_needs_a_tagger_and_says_which_is_missing(monkeypatch, no_wordnet):
-    from mlmh.plugins import maskings
+    from mlmh_builtins import maskings
 
     corpus = Corpus(dataset="x", documents=[], source="test")
     pos = get_registry().build("masking", "pos")

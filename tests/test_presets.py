@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
 import pytest
 
 from mlmh.cli import main
 from mlmh.config import from_table, resolve
 from mlmh.errors import SpecError
+from mlmh_builtins.presets import preset_files
 
-SHIPPED = sorted(p.name[:-5] for p in resources.files("mlmh.presets").iterdir() if p.name.endswith(".toml"))
+SHIPPED = [p.name[:-5] for p in preset_files()]
 
 
 def test_the_four_presets_ship():

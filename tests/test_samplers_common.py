@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from mlmh.plugins import samplers_common, samplers_diffusion, samplers_mlm
+from mlmh_builtins import samplers_common, samplers_diffusion, samplers_mlm
 
 
 def test_lowest_scores_marks_count_lowest_per_row_leftmost_on_ties():

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from mlmh.generation import generate
-from mlmh.plugins.samplers_diffusion import alpha
-from mlmh.plugins.samplers_mlm import MaskedBatch
+from mlmh_builtins.samplers_diffusion import alpha
+from mlmh_builtins.samplers_mlm import MaskedBatch
 from mlmh.types import Document
 from test_samplers import adapters, assert_only_masked_words_change, build, items_for  # noqa: F401 (fixture)
 from tiny_models import TEXTS

@@ -209,7 +209,7 @@ def test_bertscore_names_its_model_files_and_layer(tmp_path):
 
 
 def test_bertscore_default_names_the_model_it_resolves():
-    from mlmh.plugins.metrics_bertscore import default_model, minilm_path
+    from mlmh_builtins.metrics_bertscore import default_model, minilm_path
 
     metric = get_registry().build("metric", "bertscore")
     if minilm_path() is None:

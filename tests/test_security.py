@@ -19,7 +19,7 @@ from mlmh.testing import build_tiny_model
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "harness").rglob("*.py"), *(ROOT / "plugins").rglob("*.py")])
 #: the one function through which user checkpoints load; it passes trust_remote_code on
-WRAPPER = ROOT / "harness" / "checkpoints.py"
+WRAPPER = ROOT / "harness" / "mlmh" / "checkpoints.py"
 
 
 def _from_pretrained_calls():
@@ -48,7 +48,7 @@ def test_every_from_pretrained_call_names_trust_remote_code():
             assert value is None or not (isinstance(value, ast.Constant) and value.value is True), where
             continue
         spread = [k.value for k in call.keywords if k.arg is None]
-        assert "trust_remote_code" in keywords or (path == ROOT / "harness" / "adapters.py" and spread), where
+        assert "trust_remote_code" in keywords or (path == ROOT / "harness" / "mlmh" / "adapters.py" and spread), where
         value = keywords.get("trust_remote_code")
         if value is not None and not (isinstance(value, ast.Constant) and value.value is False):
             assert path == WRAPPER, f"{where}: trust_remote_code is not the literal False"
@@ -57,7 +57,7 @@ def test_every_from_pretrained_call_names_trust_remote_code():
 def test_libraries_that_load_models_on_their_own_are_checked_first():
     """bert-score calls from_pretrained without trust_remote_code: its loader runs only after the
     checkpoint checks (which refuse shipped code)."""
-    source = (ROOT / "plugins" / "metrics_bertscore.py").read_text(encoding="utf-8")
+    source = (ROOT / "plugins" / "mlmh_builtins" / "metrics_bertscore.py").read_text(encoding="utf-8")
     before = source[:source.index("_ENCODERS[key] = Encoder(model, layer)")]
     assert "local_checkpoint(model, \"bertscore\"" in before[before.rindex("def get_encoder"):]
 
@@ -86,7 +86,7 @@ def _loading_paths(path: Path):
     from mlmh.adapters import load_adapter
     from mlmh.registry import get_registry
     from mlmh.training import init_source, load_init
-    from mlmh.plugins import metrics_bertscore, metrics_diversity, metrics_ppl
+    from mlmh_builtins import metrics_bertscore, metrics_diversity, metrics_ppl
 
     registry = get_registry()
     return {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlmh.plugins.tasks_av import VIEWS, AuthorshipVerification, PairFeatures, pan_scores, usable_pairs
-from mlmh.plugins.tasks_classification import TextClassification
-from mlmh.plugins.tasks_ner import NamedEntityRecognition, bio_sequences
+from mlmh_builtins.tasks_av import VIEWS, AuthorshipVerification, PairFeatures, pan_scores, usable_pairs
+from mlmh_builtins.tasks_classification import TextClassification
+from mlmh_builtins.tasks_ner import NamedEntityRecognition, bio_sequences
 from mlmh.registry import get_registry
 from mlmh.types import Corpus, Document, EntitySpan, Pair
 

@@ -412,7 +412,7 @@ def test_bad_schedule_ratio_and_budget_are_usage_errors(kwargs, message):
 def test_config_resolves_schedule_and_ratio_per_objective():
     assert (make_config("mlm").mask_schedule, make_config("mlm").mask_ratio) == ("fixed", 0.4)
     from mlmh import training
-    from mlmh.plugins import models_trained
+    from mlmh_builtins import models_trained
 
     assert models_trained.MLM_MASK_RATIO == training.MLM_MASK_RATIO  # the plugin's copy (it must not import torch)
     assert models_trained.MASK_SCHEDULES == training.MASK_SCHEDULES and models_trained.BUDGETS == training.BUDGETS
@@ -628,7 +628,7 @@ def test_only_the_trained_mlm_takes_a_schedule():
 
 def test_trained_model_choices_mirror_the_training_module():
     from mlmh import training
-    from mlmh.plugins import models_trained
+    from mlmh_builtins import models_trained
 
     assert models_trained.BUDGETS == training.BUDGETS and models_trained.MASK_SCHEDULES == training.MASK_SCHEDULES
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
-from mlmh.plugins.dataset_support import (
+from mlmh_builtins.dataset_support import (
     check_span,
     checked_columns,
     data_root,

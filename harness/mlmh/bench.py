@@ -786,7 +786,7 @@ def measure_metric_throughput(names: Sequence[str] = METRIC_NAMES, *, pairs: int
 
 def cold_bertscore(metric, items: Sequence[Any]) -> Callable[[], Any]:
     """BERTScore with its embedding cache emptied first: every text reaches the encoder."""
-    from mlmh.plugins.metrics_bertscore import clear_embedding_caches
+    from mlmh_builtins.metrics_bertscore import clear_embedding_caches
 
     def score() -> Any:
         clear_embedding_caches()
@@ -806,7 +806,7 @@ def bertscore_cached_figures(metric, pairs: int, *, runs: int) -> dict[str, Any]
     import torch
     from bert_score.utils import padding, sent_encode
 
-    from mlmh.plugins.metrics_bertscore import get_encoder
+    from mlmh_builtins.metrics_bertscore import get_encoder
 
     model, layer, _ = metric.resolve()
     encoder = get_encoder(model, layer)

@@ -20,7 +20,7 @@ from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult
 from mlmh.words import split_words
-from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, failed_result, mean_result, texts
+from mlmh_builtins.metrics_common import SPANS_ONLY, base_info, failed_result, mean_result, texts
 
 log = logging.getLogger("mlmh.metrics")
 

@@ -1,8 +1,11 @@
-"""The pluggy plugin manager: builtins first, then entry points of group ``mlmh``.
+"""The pluggy plugin manager: the entry points of group ``mlmh``, the builtins first.
 
-``MLMH_LOAD_PLUGINS`` (comma-separated distribution names) limits which entry points load;
-set but empty loads none; a name no installed distribution has is named in a warning. Builtins always
-load. A plugin that fails to import is recorded and reported by name; the others still load.
+The builtins (package ``mlmh_builtins``) are the ``mlmh`` distribution's own entry points of that group,
+loaded first and registered under their module names; then every other distribution's, sorted by
+distribution and entry-point name. ``MLMH_LOAD_PLUGINS``
+(comma-separated distribution names) limits which of those others load; set but empty loads none; a
+name no installed distribution has is named in a warning. Builtins always load. A plugin that fails to
+import is recorded and reported by name; the others still load.
 
 Commands come from entry-point plugins only (the builtins' commands are :mod:`mlmh.cli`'s table), so
 :func:`get_command_manager` lets ``mlmh --help`` list plugin commands without importing the builtins.
@@ -21,11 +24,12 @@ import pluggy
 from mlmh import hookspecs
 
 ENTRY_POINT_GROUP = "mlmh"
-BUILTINS_NAME = "mlmh.plugins"
+BUILTIN_DISTRIBUTION = "mlmh"  # its entry points of the group are the builtins
 
 _pm: pluggy.PluginManager | None = None
 _command_pm: pluggy.PluginManager | None = None
-_entry_plugins: list[tuple[str, Any]] | None = None  # (registered name, plugin), loaded once per process
+_entry_plugins: dict[str, Any] | None = None  # registered name -> plugin (None: failed), loaded once per process
+_entry_rows: list[tuple[bool, str, str, str | None, str]] | None = None  # what _entry_plugins may load
 load_errors: list[str] = []
 _DIST_OF: dict[str, tuple[str, str | None]] = {}  # registered plugin name -> (distribution, version)
 _failed_observers: set[str] = set()  # observers already reported as failing in this run
@@ -33,6 +37,10 @@ _failed_observers: set[str] = set()  # observers already reported as failing in 
 
 def _normal(name: str) -> str:
     return name.strip().lower().replace("_", "-")
+
+
+def _is_builtin(dist: str) -> bool:
+    return _normal(dist) == BUILTIN_DISTRIBUTION
 
 
 def _allowed(installed: set[str]) -> set[str] | None:
@@ -62,15 +70,15 @@ def get_command_manager() -> pluggy.PluginManager:
     if _command_pm is None:
         _command_pm = pluggy.PluginManager("mlmh")
         _command_pm.add_hookspecs(hookspecs)
-        for name, plugin in _entry_point_plugins():
+        for name, plugin in _entry_point_plugins(builtins=False):
             _command_pm.register(plugin, name=name)
     return _command_pm
 
 
 def reset() -> None:
     """Forget the managers and registry (tests, or after installing a plugin in-process)."""
-    global _pm, _command_pm, _entry_plugins
-    _pm = _command_pm = _entry_plugins = None
+    global _pm, _command_pm, _entry_plugins, _entry_rows
+    _pm = _command_pm = _entry_plugins = _entry_rows = None
     load_errors.clear()
     _failed_observers.clear()
     from mlmh import registry
@@ -81,8 +89,7 @@ def reset() -> None:
 def registered_by_hand() -> list[tuple[str, Any]]:
     """``(name, plugin)`` of every plugin registered in this process with ``register`` (neither a builtin
     nor an entry point): what another process must register itself to build the same registry."""
-    builtins = importlib.import_module(BUILTINS_NAME)
-    known = set(builtins.BUILTIN_MODULES) | {name for name, _ in _entry_point_plugins()}
+    known = {name for name, _ in _entry_point_plugins()}
     return [(name, plugin) for name, plugin in get_plugin_manager().list_name_plugin()
             if name not in known and plugin is not None]
 
@@ -90,41 +97,58 @@ def registered_by_hand() -> list[tuple[str, Any]]:
 def _create() -> pluggy.PluginManager:
     pm = pluggy.PluginManager("mlmh")
     pm.add_hookspecs(hookspecs)
-    builtins = importlib.import_module(BUILTINS_NAME)
-    for module_name in builtins.BUILTIN_MODULES:
-        module = importlib.import_module(module_name)
-        pm.register(module, name=module_name)
     for name, plugin in _entry_point_plugins():
         pm.register(plugin, name=name)
     return pm
 
 
-def _entry_point_plugins() -> list[tuple[str, Any]]:
-    """The allowed entry-point plugins of group ``mlmh``, sorted by distribution, each imported once."""
-    global _entry_plugins
-    if _entry_plugins is not None:
-        return _entry_plugins
-    _entry_plugins = []
+def _entry_point_plugins(builtins: bool = True) -> list[tuple[str, Any]]:
+    """``(registered name, plugin)`` of the allowed entry-point plugins of group ``mlmh``, the builtins
+    first, each imported once per process; ``builtins=False`` leaves the builtins out, unimported."""
+    global _entry_plugins, _entry_rows
+    if _entry_plugins is None or _entry_rows is None:
+        _entry_plugins, _entry_rows = {}, _allowed_entry_points()
+    out = []
+    for builtin, plugin_name, dist, version, value in _entry_rows:
+        if not builtins and builtin:
+            continue
+        if plugin_name not in _entry_plugins:
+            try:
+                _entry_plugins[plugin_name] = _load_entry_point(value)
+            except Exception as exc:  # a broken plugin must not take the others down
+                _entry_plugins[plugin_name] = None
+                load_errors.append(f"plugin '{plugin_name if builtin else dist}' failed to load: "
+                                   f"{type(exc).__name__}: {exc}")
+            if not builtin:
+                _DIST_OF[plugin_name] = (dist, version)
+        if _entry_plugins[plugin_name] is not None:
+            out.append((plugin_name, _entry_plugins[plugin_name]))
+    return out
+
+
+def _allowed_entry_points() -> list[tuple[bool, str, str, str | None, str]]:
+    """``(builtin, registered name, distribution, version, value)`` of each entry point to load: the
+    builtins always (registered under their module names), the others as ``MLMH_LOAD_PLUGINS`` allows
+    (under ``distribution:name``, since entry-point names alone may clash across distributions)."""
     table = entry_point_table()
-    allowed = _allowed({_normal(dist) for dist, _, _, _ in table})
+    if not any(_is_builtin(dist) for dist, _, _, _ in table):
+        raise RuntimeError("mlmh's builtin plugins are not registered: no entry point of group 'mlmh' comes from "
+                           "the mlmh distribution (install it with: pip install -e .)")
+    allowed = _allowed({_normal(dist) for dist, _, _, _ in table if not _is_builtin(dist)})
+    out: list[tuple[bool, str, str, str | None, str]] = []
     for dist, version, name, value in table:
-        if allowed is not None and _normal(dist) not in allowed:
+        builtin = _is_builtin(dist)
+        if not builtin and allowed is not None and _normal(dist) not in allowed:
             continue
-        plugin_name = f"{dist}:{name}"  # entry-point names alone may clash across distributions
-        if any(known == plugin_name for known, _ in _entry_plugins):
-            continue
-        try:
-            plugin = _load_entry_point(value)
-        except Exception as exc:  # a broken plugin must not take the others down
-            load_errors.append(f"plugin '{dist}' failed to load: {type(exc).__name__}: {exc}")
-            continue
-        _entry_plugins.append((plugin_name, plugin))
-        _DIST_OF[plugin_name] = (dist, version)
-    return _entry_plugins
+        plugin_name = value.partition(":")[0].strip() if builtin else f"{dist}:{name}"
+        if all(known != plugin_name for _, known, _, _, _ in out):
+            out.append((builtin, plugin_name, dist, version, value))
+    return out
 
 
 def entry_point_table() -> list[list[Any]]:
-    """``[distribution, version, name, "module:attr"]`` of each entry point of group ``mlmh``, sorted.
+    """``[distribution, version, name, "module:attr"]`` of each entry point of group ``mlmh``: the mlmh
+    distribution's (the builtins) first, then the others; each distribution's sorted by name.
 
     Importing :mod:`importlib.metadata` and reading every distribution's metadata costs more than the
     rest of ``mlmh --help``, so the table is kept in the cache dir under a fingerprint of what that scan
@@ -159,8 +183,9 @@ def entry_point_table() -> list[list[Any]]:
         pass
     from importlib import metadata
 
-    table = sorted(([ep.dist.name if ep.dist else ep.name, ep.dist.version if ep.dist else None, ep.name, ep.value]
-                    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)), key=lambda row: (row[0], row[2]))
+    rows = [[ep.dist.name if ep.dist else ep.name, ep.dist.version if ep.dist else None, ep.name, ep.value]
+            for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
+    table = sorted(rows, key=lambda row: (not _is_builtin(row[0]), row[0], row[2]))
     try:
         from mlmh.paths import private_dir
 

@@ -280,7 +280,7 @@ def counts_of(generation: Any) -> dict[str, tuple[float, float]]:
     """Per-document (hits, positions) of each measure, by the run's own rules."""
     from mlmh.components import ScoringItem
     from mlmh.memorization import verbatim_recall
-    from mlmh.plugins.metrics_diversity import repeats_left_neighbour, word_sequence
+    from mlmh_builtins.metrics_diversity import repeats_left_neighbour, word_sequence
 
     recall = verbatim_recall([generation])
     sequence = word_sequence(ScoringItem(prediction=generation.text, reference=generation.original, generation=generation))

@@ -106,7 +106,7 @@ def spacy_pipeline() -> Any | None:
 
 class NerMasking(RatioMasking):
     """Named-entity words: from an installed spaCy model, else the dataset's annotations, else the offline CRF
-    tagger trained on the bundled samples (:mod:`mlmh.plugins.offline_taggers`); the note says which."""
+    tagger trained on the bundled samples (:mod:`mlmh_builtins.offline_taggers`); the note says which."""
 
     name = "ner"
     description = ("Mask a ratio of the named-entity words (spaCy model if installed, else dataset annotations, "
@@ -123,7 +123,7 @@ class NerMasking(RatioMasking):
             return _overlapping_words(words, list(ranges)), "entities from dataset annotations (no spaCy model installed)"
         if document.meta.get("entities_annotated") or document.meta.get("annotations"):  # annotated, no entity here
             return [], "entities from dataset annotations (none in this document)"
-        from mlmh.plugins.offline_taggers import ENTITY_TAGGER_NOTE, entity_tags
+        from mlmh_builtins.offline_taggers import ENTITY_TAGGER_NOTE, entity_tags
 
         return [i for i, tag in enumerate(entity_tags(words.text)) if tag != "O"], ENTITY_TAGGER_NOTE
 
@@ -156,7 +156,7 @@ def nltk_perceptron_installed() -> bool:
 
 def pos_tags(words: Words) -> tuple[list[str], str]:
     """Universal POS tag per word and which tagger gave it: a spaCy model, else NLTK's perceptron data,
-    else the offline WordNet tagger (:mod:`mlmh.plugins.offline_taggers`)."""
+    else the offline WordNet tagger (:mod:`mlmh_builtins.offline_taggers`)."""
     nlp = spacy_pipeline()
     if nlp is not None:
         from spacy.tokens import Doc
@@ -166,7 +166,7 @@ def pos_tags(words: Words) -> tuple[list[str], str]:
     if nltk_perceptron_installed():
         tagged = nltk_tagger().tag(list(words))
         return [_PTB_TO_UPOS.get(tag, tag) for _, tag in tagged], "POS from NLTK averaged perceptron tagger"
-    from mlmh.plugins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
+    from mlmh_builtins.offline_taggers import POS_TAGGER_NOTE, wordnet_pos_tags
 
     return wordnet_pos_tags(words), POS_TAGGER_NOTE
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from mlmh import hookimpl
-from mlmh.plugins.samplers_diffusion import AdaptiveGibbs, Llada, Mdlm, Remdm
-from mlmh.plugins.samplers_infill import ClmInfill, Seq2SeqInfill
-from mlmh.plugins.samplers_mlm import Confidence, Gibbs, LeftToRight, MaskPredict, OneShot
+from mlmh_builtins.samplers_diffusion import AdaptiveGibbs, Llada, Mdlm, Remdm
+from mlmh_builtins.samplers_infill import ClmInfill, Seq2SeqInfill
+from mlmh_builtins.samplers_mlm import Confidence, Gibbs, LeftToRight, MaskPredict, OneShot
 
 
 @hookimpl

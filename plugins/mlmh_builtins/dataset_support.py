@@ -29,8 +29,8 @@ ENTITIES_FILE = "entities.jsonl"
 
 
 def bundled_dir(dataset: str) -> Path:
-    """Directory of the bundled sample of ``dataset`` (package data of ``mlmh.plugins``)."""
-    root = resources.files("mlmh.plugins").joinpath("data", dataset)
+    """Directory of the bundled sample of ``dataset`` (package data of ``mlmh_builtins``)."""
+    root = resources.files("mlmh_builtins").joinpath("data", dataset)
     path = Path(str(root))
     if not path.is_dir():
         raise DataError(f"bundled sample of '{dataset}' is missing at {path}; reinstall mlmh (package data not installed)")
@@ -212,10 +212,10 @@ def _register_doctor_check() -> None:
 
     @check("bundled samples")
     def _bundled_samples() -> CheckResult:
-        root = Path(str(resources.files("mlmh.plugins").joinpath("data")))
+        root = Path(str(resources.files("mlmh_builtins").joinpath("data")))
         missing = [f"{name}/{item}" for name, items in BUNDLED_FILES.items() for item in items if not (root / name / item).exists()]
         if missing:
-            return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh.plugins/data)")
+            return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh_builtins/data)")
         return CheckResult("bundled samples", True, f"{', '.join(BUNDLED_FILES)} under {root}")
 
 

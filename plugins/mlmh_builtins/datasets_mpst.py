@@ -19,7 +19,7 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
-from mlmh.plugins.dataset_support import (
+from mlmh_builtins.dataset_support import (
     ENTITIES_FILE,
     attach_entity_file,
     checked_columns,

@@ -1,7 +1,7 @@
 """Samplers of the masked-diffusion line: MDLM ancestral sampling, ReMDM remasking, LLaDA semi-autoregressive
 blocks, and the adaptive ("dependent") Gibbs sampler that Li et al. (ICML 2024) propose as future work.
 
-They run on :class:`~mlmh.plugins.samplers_mlm.MaskedBatch` like the other MLM samplers: only
+They run on :class:`~mlmh_builtins.samplers_mlm.MaskedBatch` like the other MLM samplers: only
 originally masked positions ever change, every random draw comes from the item's own generator (in a
 fixed order per item, so batching changes nothing), and a forward pass is counted only for the rows
 that take part in it.
@@ -17,8 +17,8 @@ from typing import Any, Sequence
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh.plugins.samplers_common import SAMPLING_PARAMS, draw_uniforms, lowest_scores
-from mlmh.plugins.samplers_mlm import Gibbs, MaskedBatch, MaskedSampler
+from mlmh_builtins.samplers_common import SAMPLING_PARAMS, draw_uniforms, lowest_scores
+from mlmh_builtins.samplers_mlm import Gibbs, MaskedBatch, MaskedSampler
 
 SCHEDULE = Param("schedule", str, "linear", "alpha_t, the share of unmasked tokens at time t: linear 1 - t, "
                  "cosine 1 - cos(pi/2 (1 - t))", choices=("linear", "cosine"))

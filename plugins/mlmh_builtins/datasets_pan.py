@@ -23,7 +23,7 @@ from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
 from mlmh.params import Param
-from mlmh.plugins.dataset_support import (
+from mlmh_builtins.dataset_support import (
     ENTITIES_FILE,
     attach_entity_file,
     data_root,

@@ -21,7 +21,7 @@ from mlmh.errors import ModelError, SpecError
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult
-from mlmh.plugins.metrics_common import base_info, mean_result
+from mlmh_builtins.metrics_common import base_info, mean_result
 
 ENV_MODEL = "MLMH_GENPPL_MODEL"
 _MODELS: dict[str, tuple[Any, Any]] = {}

@@ -29,12 +29,12 @@ CHECKS: list[Check] = []
 
 #: Modules that register more checks when imported (WordNet, BERTScore model, model cache...).
 CHECK_MODULES: list[str] = [
-    "mlmh.plugins.dataset_support",
+    "mlmh_builtins.dataset_support",
     "mlmh.modelcache",
     "mlmh.training",
     "mlmh.wordnet",
-    "mlmh.plugins.metrics_bertscore",
-    "mlmh.plugins.maskings",
+    "mlmh_builtins.metrics_bertscore",
+    "mlmh_builtins.maskings",
 ]
 
 

@@ -137,7 +137,7 @@ def score_texts(
 def english_vocabulary(limit: int = 8000) -> list[str]:
     """Whole English words in frequency order from the packaged MiniLM WordPiece vocabulary (so
     METEOR's WordNet lookups see real words), or made-up words when that package is absent."""
-    from mlmh.plugins.metrics_bertscore import minilm_path
+    from mlmh_builtins.metrics_bertscore import minilm_path
 
     path = minilm_path()
     if path is not None and (path / "vocab.txt").is_file():

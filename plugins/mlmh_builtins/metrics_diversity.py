@@ -16,7 +16,7 @@ from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import Generation, MetricResult
 from mlmh.words import split_words
-from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, failed_result, masked_spans, mean_result, texts
+from mlmh_builtins.metrics_common import SPANS_ONLY, base_info, failed_result, masked_spans, mean_result, texts
 
 
 def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:

@@ -1,7 +1,7 @@
 """Offline taggers for the ``ner`` and ``pos`` maskings, used when no spaCy English model is installed.
 
 Entities: a linear-chain CRF (Lafferty et al. 2001, via sklearn-crfsuite) with the ``ner`` task's word-shape
-and context features (:func:`mlmh.plugins.tasks_ner.featurize`), trained once on the bundled annotated
+and context features (:func:`mlmh_builtins.tasks_ner.featurize`), trained once on the bundled annotated
 samples and cached under ``<cache>/taggers`` keyed by a hash of its training data, a fingerprint of the
 features and the CRF settings. The samples use few names, so every sentence is trained twice: as written, and
 with the identity of its entity words removed (the view in which every name is unseen), so the CRF learns
@@ -12,7 +12,7 @@ lemmas, NLTK's WordNet reader from :mod:`mlmh.wordnet`), a closed-class list for
 context rules (no verb right after a determiner; a verb after an auxiliary, "to" or a subject pronoun), and
 capitalised words inside a sentence as proper nouns.
 
-Neither registers anything; :mod:`mlmh.plugins.maskings` decides when they are used.
+Neither registers anything; :mod:`mlmh_builtins.maskings` decides when they are used.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def unseen_name_view(features: list[dict[str, Any]], tags: list[str]) -> list[di
 
 def entity_tagger_key(documents: list[Document]) -> str:
     """Hash of the training data (texts and labelled spans), the feature fingerprint and the CRF settings."""
-    from mlmh.plugins.tasks_ner import featurize
+    from mlmh_builtins.tasks_ner import featurize
 
     digest = hashlib.sha256()
     for document in sorted(documents, key=lambda d: d.id):
@@ -86,7 +86,7 @@ def train_entity_tagger(documents: list[Document], target: Path) -> Path:
     """Train the CRF on ``documents`` (as written + the unseen-name view) into ``target``, atomically."""
     import sklearn_crfsuite
 
-    from mlmh.plugins.tasks_ner import corpus_sequences, featurize
+    from mlmh_builtins.tasks_ner import corpus_sequences, featurize
 
     sentences, tags, _ = corpus_sequences(documents)
     features = featurize(sentences)
@@ -123,7 +123,7 @@ def _load_entity_tagger(path: str) -> Any:
 
 def entity_tags(text: str) -> list[str]:
     """BIO tag of each word of ``split_words(text)`` from the offline CRF tagger (deterministic)."""
-    from mlmh.plugins.tasks_ner import bio_sequences, featurize
+    from mlmh_builtins.tasks_ner import bio_sequences, featurize
 
     sentences, _, _ = bio_sequences(Document(id="untagged", text=text))
     if not sentences:

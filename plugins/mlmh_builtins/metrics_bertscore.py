@@ -25,7 +25,7 @@ from mlmh.doctor import CheckResult, check
 from mlmh.errors import ModelError
 from mlmh.params import Param
 from mlmh.types import MetricResult
-from mlmh.plugins.metrics_common import SPANS_ONLY, base_info, mean_result, texts
+from mlmh_builtins.metrics_common import SPANS_ONLY, base_info, mean_result, texts
 
 ROBERTA_LARGE = ("roberta-large", 17)
 MINILM_LAYER = 5

@@ -1,1 +1,0 @@
-"""Experiment presets: TOML data files only, shipped as package data."""
