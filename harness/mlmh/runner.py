@@ -3,14 +3,17 @@
 Public API (the CLI, the TUI and the bench call these)::
 
     from mlmh.config import resolve
+    from mlmh.plan import build_plan
     from mlmh.runner import run_experiment, RunCancelled
 
-    config = resolve("quick", {"limit": 4})                 # a RunConfig
-    results = run_experiment(config, listener=print,        # any callable taking a RunEvent
+    plan = build_plan(resolve("quick", {"limit": 4}, validate=False))   # checks the RunConfig: a RunPlan
+    results = run_experiment(plan, listener=print,          # any callable taking a RunEvent
                              cancel=threading.Event(),      # set() it to stop between batches
                              output_path="runs/x", resume=False, use_cache=True)
 
-``run_experiment`` returns the results dict it wrote to ``<output_path>/results.json``; it raises
+``run_experiment`` runs a checked plan (given a RunConfig, it builds the plan first) and returns the typed
+results (:class:`~mlmh.types.RunResults`): each stage hands typed values to the next, and results.json is
+their serialisation, written once, atomically (:class:`~mlmh.rundir.RunDir`). It raises
 :class:`RunCancelled` when ``cancel`` is set and :class:`~mlmh.errors.MlmhError` subclasses on bad input.
 
 Stages: data -> models (train on first use) -> mask -> generate -> metrics -> downstream -> correlation
@@ -22,6 +25,7 @@ comes from :mod:`mlmh.seeding`, so results do not depend on batch size or on wha
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,10 +39,11 @@ from mlmh.config import RunConfig
 from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
+from mlmh.plan import RunPlan, as_plan
 from mlmh.rundir import RunDir, RunDirError
 from mlmh.seeding import sample_seed
-from mlmh.types import (RESULTS_SCHEMA, Corpus, Document, Generation, MaskedItem, MetricResult, RunResults, TaskResult,
-                        to_dict)
+from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Generation, MaskedItem, MetricResult,
+                        RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
 
 #: result fields that measure time, not outcome: resume and batch-size checks ignore them
 TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
@@ -75,15 +80,16 @@ class RunState:
     corpus: Corpus | None = None
     documents: dict[str, list[Document]] = field(default_factory=dict)  # role -> documents
     role_of: dict[str, str] = field(default_factory=dict)  # doc id -> role
+    headline: str = "seen"  # the document set the comparison leads with: unseen when the dataset has a test split
     train: Corpus | None = None
     test: Corpus | None = None
     models: dict[str, LoadedModel] = field(default_factory=dict)
     items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)
     generations: dict[str, list[Generation]] = field(default_factory=dict)
-    quality: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # condition -> role -> set
+    quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)  # condition -> role -> quality
     metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # condition -> headline set
-    # baseline name ("filler", "deletion") -> (masking, seed) -> role -> quality
-    baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> scores
+    baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Score]]]] = field(default_factory=dict)
     filler_word: str = ""
     downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     baseline: dict[str, Any] = field(default_factory=dict)
@@ -113,23 +119,28 @@ def saved_config(out: str | Path) -> RunConfig:
     return RunDir(out).saved_config()
 
 
-def run_experiment(config: RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None, *,
-                   output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
+def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None,
+                   *, output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
                    cache_path: str | Path | None = None, executor: Any = None) -> RunResults:
-    """Run every condition of ``config`` and write results.json, report.md and plots to ``output_path``.
+    """Run every condition of the plan ``run`` (a RunConfig is planned first, :func:`mlmh.plan.as_plan`) and
+    write results.json, report.md and plots to ``output_path``.
 
     ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
     """
-    out = Path(output_path) if output_path else default_output_path(config.preset)
-    runner = Runner(config, EventBus(listener), cancel or threading.Event(), out, resume=resume,
+    plan = as_plan(run)
+    out = Path(output_path) if output_path else default_output_path(plan.config.preset)
+    runner = Runner(plan, EventBus(listener), cancel or threading.Event(), out, resume=resume,
                     use_cache=use_cache, cache_path=cache_path, executor=executor)
     return runner.run()
 
 
 class Runner:
-    def __init__(self, config: RunConfig, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,
+    """One run of a plan: the stages in order, each handing its results to the next through :class:`RunState`."""
+
+    def __init__(self, plan: RunPlan, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,
                  use_cache: bool, cache_path: str | Path | None, executor: Any = None) -> None:
-        self.config = config
+        self.plan = plan
+        self.config: RunConfig = plan.config
         self.bus = bus
         self.cancel = cancel
         self.out = out
@@ -139,7 +150,6 @@ class Runner:
         self.cache_path = cache_path
         self.executor = executor
         self.state = RunState()
-        self.plan: Any = None
         self._generated_any = False
 
     @property
@@ -148,10 +158,7 @@ class Runner:
 
     # -- orchestration -------------------------------------------------------------------------
     def run(self) -> RunResults:
-        from mlmh.plan import build_plan
-
         started = time.time()
-        self.plan = build_plan(self.config)
         self.bus.trackers = self.plan.trackers
         self._prepare_output()
         try:
@@ -297,6 +304,7 @@ class Runner:
             self._note(f"dataset {self.config.dataset} has no test split: quality is measured on seen (train) "
                        "documents only, and cannot separate generation from memorization", "warning")
         self.state.role_of = {d.id: role for role in ROLES for d in self.state.documents[role]}
+        self.state.headline = "unseen" if self.state.documents["unseen"] else "seen"
         self.state.test = _subcorpus(corpus, corpus.split("test"))
         if any(not m.name.startswith("trained-") for m in self.plan.models):
             self._note("seen / unseen are the dataset's train / test splits; mlmh does not know what a user "
@@ -433,8 +441,8 @@ class Runner:
         for name, word in baselines.items():
             for key in keys:
                 generations = filler_generations(self.state.items[key], word)
-                self.state.baselines.setdefault(name, {})[key] = self._score_roles(
-                    generations, key[1], f"{name} baseline", filler=True)[0]
+                scored = self._score_roles(generations, key[1], f"{name} baseline", filler=True)[0]
+                self.state.baselines.setdefault(name, {})[key] = {role: block.metrics for role, block in scored.items()}
         for condition in self.running:
             quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
             self.state.quality[condition.id] = quality
@@ -442,39 +450,32 @@ class Runner:
         self._say_cached(self._scores, "metrics")
 
     def _score_roles(self, generations: list[Generation], seed: int, what: str, *,
-                     filler: bool = False) -> tuple[dict[str, dict[str, Any]], list[MetricResult]]:
+                     filler: bool = False) -> tuple[dict[str, RoleQuality], list[MetricResult]]:
         """Quality of ``generations`` on each document set; also the headline set's raw results.
 
         The ``filler`` baseline has no step traces, so metrics that need one are left out of it quietly.
         """
         from mlmh.memorization import verbatim_recall
 
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, RoleQuality] = {}
         raw: dict[str, list[MetricResult]] = {}
         for role in ROLES:
             gens = [g for g in generations if self.state.role_of.get(g.doc_id) == role]
             if not gens:
                 continue
             scorable = [g for g in gens if g.masked_words]
-            entry: dict[str, Any] = {"documents": len(gens), "scored": len(scorable)}
-            if len(scorable) < len(gens):
-                entry["nothing_masked"] = len(gens) - len(scorable)
-            truncated = sum(1 for g in gens if g.truncated_tokens)
-            if truncated:
-                entry["truncated_documents"] = truncated
             results = self._metrics_of(scorable, seed, what, quiet=filler) if scorable else []
             if filler:
                 results = [r for r in results if not r.error]
-            entry["metrics"] = {r.name: _metric_entry(r) for r in results}
-            if not filler:
-                entry["verbatim_recall"] = verbatim_recall(scorable, seed=seed)
-            out[role] = entry
+            out[role] = RoleQuality(
+                documents=len(gens), scored=len(scorable), metrics={r.name: Score.of(r) for r in results},
+                verbatim_recall=None if filler else Score.from_dict(verbatim_recall(scorable, seed=seed)),
+                nothing_masked=len(gens) - len(scorable), truncated_documents=sum(1 for g in gens if g.truncated_tokens))
             raw[role] = results
             if not scorable and not filler:
                 self._note(f"{what}: nothing was masked in any {role} document, so its {role} quality is not "
                            "scored", "warning")
-        headline = "unseen" if "unseen" in raw else "seen"
-        return out, raw.get(headline, [])
+        return out, raw.get(self.state.headline, [])
 
     def _metrics_of(self, gens: list[Generation], seed: int, what: str, quiet: bool = False) -> list[MetricResult]:
         from mlmh.cache import content_digest
@@ -593,8 +594,9 @@ class Runner:
         self.bus.emit(StageStarted(stage="correlation", total=1, description="quality vs downstream"))
         rows = []
         for c in self.running:
-            seen = self.state.quality[c.id].get("seen", {}).get("metrics", {})
-            rows.append({"condition": c.id, "metrics": {k: v["value"] for k, v in seen.items() if v.get("value") is not None},
+            seen = self.state.quality[c.id].get("seen")
+            rows.append({"condition": c.id, "metrics": {k: v.value for k, v in (seen.metrics if seen else {}).items()
+                                                        if v.value is not None},
                          "downstream": self.state.downstream.get(c.id, {})})
         if any(row["downstream"] for row in rows):
             from mlmh.analysis import correlate
@@ -604,65 +606,73 @@ class Runner:
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, started: float) -> RunResults:
+        """The run's typed results, built from what the stages handed on: results.json is their ``to_dict``."""
         from mlmh.claims import run_findings
-        from mlmh.memorization import gap
 
+        headline = self.state.headline
         conditions = []
-        headline = "unseen" if self.state.documents.get("unseen") else "seen"
         for condition in self.conditions:
-            gens = self.state.generations.get(condition.id, [])
-            row = condition.row()
-            if condition.id in self.state.failed:
-                row["failed"] = self.state.failed[condition.id]
-            quality = self.state.quality.get(condition.id, {})
-            key = (condition.masking.spec, condition.seed)
-            for role, entry in quality.items():
-                for name, scored in self.state.baselines.items():
-                    entry[name] = scored.get(key, {}).get(role, {}).get("metrics", {})
-                row[role] = entry
-            row["metrics"] = quality.get(headline, {}).get("metrics", {})
-            if "seen" in quality and "unseen" in quality:
-                row["gap"] = {name: g for name in quality["seen"]["metrics"]
-                              if (g := gap(quality["seen"]["metrics"][name], quality["unseen"]["metrics"].get(name)))}
-                recall = gap(quality["seen"].get("verbatim_recall"), quality["unseen"].get("verbatim_recall"))
-                if recall:
-                    row["gap"]["verbatim_recall"] = recall
-            row["downstream"] = self.state.downstream.get(condition.id, {})
-            row["generation"] = _generation_stats(gens)
+            row = self._condition_result(condition, headline)
             conditions.append(row)
-            truncated = row["generation"]["truncated_documents"]
+            truncated = row.generation["truncated_documents"]
             if truncated:  # fit_to_windows estimates per word; a model may still cut a few tokens
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                            "tokens; their last masked words were left as they were (generation.truncated_tokens)",
                            "warning", emit=False)
-        results = self._finite_results({
-            "schema_version": RESULTS_SCHEMA,
-            "run_id": self.out.name,
-            "config": self.config.to_dict(),
-            "versions": versions(),
-            "dataset": {"name": self.config.dataset, "source": self.state.corpus.source if self.state.corpus else "",
-                        "train_documents": len(self.state.corpus.split("train")) if self.state.corpus else 0,
-                        "validation_documents": len(self.state.corpus.split("validation")) if self.state.corpus else 0,
-                        "test_documents": len(self.state.test.documents) if self.state.test else 0},
-            "documents": {role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
-                                 "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
-            "headline": headline,
-            "filler_word": self.state.filler_word,
-            "n_samples": sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
-            "n_conditions": len(conditions),
-            "conditions": conditions,
-            "baseline": self.state.baseline,
-            "correlations": self.state.correlations,
-            "models": {spec: {"identity": m.identity, "model_kind": m.component.model_kind,
-                              **_training_facts(m)} for spec, m in self.state.models.items()},
-            "findings": run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
-            "notes": self.state.notes,
-            "errors": self.state.errors,
-            "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-            "timings": dict(self.state.timings),  # as written: the report stage that writes it is timed after
-        })
+        corpus, test = self.state.corpus, self.state.test
+        results = self._finite(RunResults(
+            run_id=self.out.name,
+            config=self.config.to_dict(),
+            conditions=conditions,
+            schema_version=RESULTS_SCHEMA,
+            versions=versions(),
+            dataset={"name": self.config.dataset, "source": corpus.source if corpus else "",
+                     "train_documents": len(corpus.split("train")) if corpus else 0,
+                     "validation_documents": len(corpus.split("validation")) if corpus else 0,
+                     "test_documents": len(test.documents) if test else 0},
+            documents={role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
+                              "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
+            headline=headline,
+            filler_word=self.state.filler_word,
+            n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
+            baseline=self.state.baseline,
+            correlations=self.state.correlations,
+            models={spec: model_record(m.identity, m.component.model_kind, m.training)
+                    for spec, m in self.state.models.items()},
+            findings=run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
+            notes=list(self.state.notes),
+            errors=list(self.state.errors),
+            started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+            timings=dict(self.state.timings),  # as written: the report stage that writes it is timed after
+        ))
         results.crossover = self._crossover(results, headline)
         return results
+
+    def _condition_result(self, condition: Any, headline: str) -> ConditionResult:
+        """One condition's quality per document set (with the baselines of its masking and seed beside it),
+        its seen - unseen gap, downstream scores and generation costs; a failed one says why it has none."""
+        from mlmh.memorization import gap
+
+        key = (condition.masking.spec, condition.seed)
+        quality = {role: dataclasses.replace(block, **{name: scored.get(key, {}).get(role, {})
+                                                       for name, scored in self.state.baselines.items()})
+                   for role, block in self.state.quality.get(condition.id, {}).items()}
+        gaps: dict[str, Score] = {}
+        if "seen" in quality and "unseen" in quality:
+            seen, unseen = quality["seen"], quality["unseen"]
+            pairs = [(name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
+            pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
+            for name, a, b in pairs:
+                found = gap(a.to_dict() if a else None, b.to_dict() if b else None)
+                if found:
+                    gaps[name] = Score.from_dict(found)  # type: ignore[assignment]
+        row = condition.row()
+        return ConditionResult(
+            **row, seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
+            metrics=quality[headline].metrics if headline in quality else {},
+            downstream=self.state.downstream.get(condition.id, {}),
+            generation=_generation_stats(self.state.generations.get(condition.id, [])),
+            failed=self.state.failed.get(condition.id))
 
     def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
         """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
@@ -689,17 +699,18 @@ class Runner:
             results.errors = self.state.errors
             return None
 
-    def _finite_results(self, data: dict[str, Any]) -> RunResults:
-        """The run's results with any NaN or infinity that slipped past the components' checks written
-        as null, and a note saying where (results.json is strict JSON)."""
+    def _finite(self, results: RunResults) -> RunResults:
+        """``results`` with any NaN or infinity that slipped past the components' checks written as null,
+        and a note saying where (results.json is strict JSON); as built when every number is finite."""
         from mlmh.contracts import finite_only
 
-        data, where = finite_only(data)
-        if where:
-            note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
-                    f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
-            self._note(note, "warning")
-            data["notes"] = self.state.notes
+        data, where = finite_only(results.to_dict())
+        if not where:
+            return results
+        note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
+                f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
+        self._note(note, "warning")
+        data["notes"] = self.state.notes
         return RunResults.from_dict(data)
 
     def _write(self, results: RunResults) -> None:
@@ -781,28 +792,6 @@ def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str
     for n, g in enumerate(gens):
         out[g.doc_id] = {r.name: (r.per_sample[n] if n < len(r.per_sample) else None) for r in results}
     return out
-
-
-def _training_facts(loaded: LoadedModel) -> dict[str, Any]:
-    """What a trained model's card says about its training (budget, checkpoint kept, curves)."""
-    keep = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
-            "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss", "final_loss",
-            "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve",
-            "heldout_source", "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters",
-            "init", "init_path", "architecture", "device", "precision", "train_seconds", "keep", "unique_tokens",
-            "epochs", "validation_block_losses")
-    card = loaded.training
-    return {"training": {k: card[k] for k in keep if k in card}} if card else {}
-
-
-def _metric_entry(result: MetricResult) -> dict[str, Any]:
-    entry: dict[str, Any] = {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high,
-                             "higher_is_better": result.higher_is_better}
-    if result.info:
-        entry["info"] = result.info
-    if result.error:
-        entry["error"] = result.error
-    return entry
 
 
 def _generation_stats(gens: list[Generation]) -> dict[str, Any]:

@@ -25,10 +25,8 @@ def short_condition(condition_id: str) -> str:
 
 
 def number(value: float) -> str:
-    """Enough digits for a score on a 0-1 scale (0.412) or a 0-100 scale (68.8), no more."""
-    magnitude = abs(value)
-    if magnitude >= 100:
-        return f"{value:.0f}"
-    if magnitude >= 10:
-        return f"{value:.1f}"
-    return f"{value:.3f}"
+    """Enough digits for a score on a 0-1 scale (0.412) or a 0-100 scale (68.8), no more: the report's
+    rounding (:func:`mlmh.results.format_number`) in its compact form."""
+    from mlmh.results import format_number
+
+    return format_number(value, compact=True)
