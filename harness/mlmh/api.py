@@ -60,8 +60,8 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     """
     checked = plan(preset, overrides, resume=resume, output_path=output_path)
     out = run_directory(checked.config, output_path, resume=resume)
-    return run(checked, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
-               ray_address=ray_address, cancel=cancel)
+    return run(checked.config, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
+               backend=backend, ray_address=ray_address, cancel=cancel, plan=checked)
 
 
 def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
@@ -121,19 +121,22 @@ def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume
     return default_output_path(config.preset)
 
 
-def run(config: "RunConfig | RunPlan", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
+def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
         use_cache: bool = True, workers: int = 1, backend: str = "local", ray_address: str | None = None,
-        cancel: threading.Event | None = None, executor: "Executor | None" = None) -> "RunResults":
-    """Run ``config`` (or the plan :func:`plan` checked) into ``out`` on the executor ``backend``/``workers`` ask
-    for, or on ``executor`` when one is given already made (checked before any progress display starts);
-    closed afterwards."""
+        cancel: threading.Event | None = None, executor: "Executor | None" = None,
+        plan: "RunPlan | None" = None) -> "RunResults":
+    """Run ``config`` into ``out`` on the executor ``backend``/``workers`` ask for, or on ``executor`` when one is
+    given already made (checked before any progress display starts); closed afterwards. ``plan`` is the plan
+    :func:`plan` checked for ``config`` (built here when None), so the run builds its components once."""
     from mlmh.executors import make_executor
-    from mlmh.plan import as_plan
+    from mlmh.plan import build_plan
     from mlmh.runner import run_experiment
 
-    checked = as_plan(config)
+    if plan is not None and plan.config is not config:
+        raise ValueError("plan was checked for another configuration than config")
+    checked = plan if plan is not None else build_plan(config)
     if executor is None:
-        executor = make_executor(backend, workers, ray_address, checked.config)
+        executor = make_executor(backend, workers, ray_address, config)
     try:
         return run_experiment(checked, progress, cancel, output_path=out, resume=resume, use_cache=use_cache,
                               executor=executor)

@@ -310,7 +310,8 @@ def _curve_rows(train: list[dict[str, float]], validation: list[dict[str, float]
     picked = validation[::step]
     if picked[-1] is not validation[-1]:
         picked.append(validation[-1])
-    return [[str(int(p["step"])), format_number(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-", format_number(p["loss"])]
+    return [[str(int(p["step"])), format_number(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-",
+             format_number(p["loss"])]
             for p in picked]
 
 

@@ -75,29 +75,44 @@ SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
 
 @dataclass
 class RunState:
-    """What the stages hand to each other."""
+    """What each stage hands to the next (the stage that fills a field is named beside it)."""
 
-    corpus: Corpus | None = None
-    documents: dict[str, list[Document]] = field(default_factory=dict)  # role -> documents
-    role_of: dict[str, str] = field(default_factory=dict)  # doc id -> role
-    headline: str = "seen"  # the document set the comparison leads with: unseen when the dataset has a test split
-    train: Corpus | None = None
-    test: Corpus | None = None
-    models: dict[str, LoadedModel] = field(default_factory=dict)
-    items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)
-    generations: dict[str, list[Generation]] = field(default_factory=dict)
-    quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)  # condition -> role -> quality
-    metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # condition -> headline set
-    # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> scores
-    baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Score]]]] = field(default_factory=dict)
-    filler_word: str = ""
-    downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    baseline: dict[str, Any] = field(default_factory=dict)
-    correlations: list[dict[str, Any]] = field(default_factory=list)
+    corpus: Corpus | None = None  # data
+    documents: dict[str, list[Document]] = field(default_factory=dict)  # data, cut to the windows by mask: role -> docs
+    role_of: dict[str, str] = field(default_factory=dict)  # data: doc id -> role
+    headline: str = "seen"  # data, decided once: the set the comparison leads with (unseen when there is a test split)
+    test: Corpus | None = None  # data: the real test split the downstream tasks test on
+    models: dict[str, LoadedModel] = field(default_factory=dict)  # models: spec -> loaded
+    train: Corpus | None = None  # mask: the real train documents the synthetic corpora replace
+    items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)  # mask: (masking, seed) -> items
+    generations: dict[str, list[Generation]] = field(default_factory=dict)  # generate: condition -> generations
+    filler_word: str = ""  # metrics
+    # metrics: condition -> role -> quality, the baselines of its masking and seed beside it
+    quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)
+    metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # metrics: condition -> headline set's
+    downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # downstream: condition -> scores
+    baseline: dict[str, Any] = field(default_factory=dict)  # downstream: task -> scores on the real train split
+    correlations: list[dict[str, Any]] = field(default_factory=list)  # correlation
+
+
+@dataclass
+class RunLog:
+    """What the run records as it goes, whichever stage is running: notes, failed components, the conditions
+    they left without results, and each stage's time."""
+
     notes: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # condition id -> why it has no results
     timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Scoring:
+    """What each scoring call of the metrics stage shares: the result cache and the stage's progress count."""
+
+    lookup: Any  # mlmh.cache.ResultLookup of MetricResult
+    total: int
+    done: int = 0
 
 
 def default_output_path(preset: str, root: str | Path = "runs") -> Path:
@@ -150,6 +165,7 @@ class Runner:
         self.cache_path = cache_path
         self.executor = executor
         self.state = RunState()
+        self.log = RunLog()
         self._generated_any = False
 
     @property
@@ -184,7 +200,7 @@ class Runner:
             self._stage("metrics", lambda: self._score(cache))
             self._stage("downstream", lambda: self._downstream(cache))
             self._stage("correlation", self._correlate)
-            self.state.timings["total"] = round(time.time() - started, 3)
+            self.log.timings["total"] = round(time.time() - started, 3)
             results = self._results(started)
             self._stage("report", lambda: self._write(results))
         finally:
@@ -197,7 +213,7 @@ class Runner:
         t0 = time.time()
         body()
         seconds = time.time() - t0
-        self.state.timings[name] = round(seconds, 3)
+        self.log.timings[name] = round(seconds, 3)
         self.bus.emit(StageFinished(stage=name, seconds=seconds))
 
     def resume_hint(self) -> str:
@@ -211,8 +227,8 @@ class Runner:
             raise RunCancelled(f"run cancelled; resume with: {self.resume_hint()}")
 
     def _note(self, text: str, level: str = "info", emit: bool = True) -> None:
-        if text not in self.state.notes:
-            self.state.notes.append(text)
+        if text not in self.log.notes:
+            self.log.notes.append(text)
             if emit:
                 self.bus.emit(Message(level=level, text=text))
 
@@ -222,8 +238,8 @@ class Runner:
 
         message = exc if isinstance(exc, str) else describe_error(exc)
         entry = {"component": component, "during": what, "error": message}
-        if entry not in self.state.errors:
-            self.state.errors.append(entry)
+        if entry not in self.log.errors:
+            self.log.errors.append(entry)
             self._note(f"{component} failed ({what}): {message}", "warning")
 
     def _fail(self, conditions: Sequence[Any], component: Any, what: str, exc: BaseException | str) -> None:
@@ -236,15 +252,15 @@ class Runner:
         self._error(name, what, exc)
         message = exc if isinstance(exc, str) else describe_error(exc)
         for condition in conditions:
-            self.state.failed.setdefault(condition.id, f"{name} failed ({what}): {message}")
-        if all(c.id in self.state.failed for c in self.conditions):
+            self.log.failed.setdefault(condition.id, f"{name} failed ({what}): {message}")
+        if all(c.id in self.log.failed for c in self.conditions):
             raise MlmhError("every condition failed: " + "; ".join(
-                f"{e['component']} ({e['during']}): {e['error']}" for e in self.state.errors))
+                f"{e['component']} ({e['during']}): {e['error']}" for e in self.log.errors))
 
     @property
     def running(self) -> list[Any]:
         """The conditions no component failure has stopped."""
-        return [c for c in self.conditions if c.id not in self.state.failed]
+        return [c for c in self.conditions if c.id not in self.log.failed]
 
     # -- setup ---------------------------------------------------------------------------------
     def _prepare_output(self) -> None:
@@ -400,7 +416,7 @@ class Runner:
 
         def done(unit: Any, batch: list[Generation]) -> None:
             nonlocal completed
-            if unit.condition in self.state.failed:
+            if unit.condition in self.log.failed:
                 return
             cache.put_many({keys[(unit.condition, g.doc_id)]: g for g in batch})
             self._generated_any = True
@@ -430,26 +446,32 @@ class Runner:
         from mlmh.cache import ResultLookup
         from mlmh.memorization import baseline_words, filler_generations, filler_word
 
-        self._scores = ResultLookup(cache, MetricResult)
         self.state.filler_word = filler_word(self.state.corpus.split("train"))
         baselines = baseline_words(self.state.filler_word)
         keys = list(self.state.items)
         roles = sum(1 for role in ROLES if self.state.documents.get(role))
-        self._scoring_total = (len(self.conditions) + len(keys) * len(baselines)) * len(self.plan.metrics) * roles
-        self.bus.emit(StageStarted(stage="metrics", total=self._scoring_total, description="scoring"))
-        self._scored = 0
+        scoring = Scoring(ResultLookup(cache, MetricResult),
+                          (len(self.conditions) + len(keys) * len(baselines)) * len(self.plan.metrics) * roles)
+        self.bus.emit(StageStarted(stage="metrics", total=scoring.total, description="scoring"))
+        # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> scores
+        scored_baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Score]]]] = {}
         for name, word in baselines.items():
             for key in keys:
                 generations = filler_generations(self.state.items[key], word)
-                scored = self._score_roles(generations, key[1], f"{name} baseline", filler=True)[0]
-                self.state.baselines.setdefault(name, {})[key] = {role: block.metrics for role, block in scored.items()}
+                scored = self._score_roles(generations, key[1], f"{name} baseline", scoring, filler=True)[0]
+                scored_baselines.setdefault(name, {})[key] = {role: block.metrics for role, block in scored.items()}
         for condition in self.running:
-            quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
-            self.state.quality[condition.id] = quality
+            quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id,
+                                                  scoring)
+            key = (condition.masking.spec, condition.seed)  # each set's quality beside its baselines
+            self.state.quality[condition.id] = {
+                role: dataclasses.replace(block, **{name: by_key.get(key, {}).get(role, {})
+                                                    for name, by_key in scored_baselines.items()})
+                for role, block in quality.items()}
             self.state.metric_results[condition.id] = headline
-        self._say_cached(self._scores, "metrics")
+        self._say_cached(scoring.lookup, "metrics")
 
-    def _score_roles(self, generations: list[Generation], seed: int, what: str, *,
+    def _score_roles(self, generations: list[Generation], seed: int, what: str, scoring: Scoring, *,
                      filler: bool = False) -> tuple[dict[str, RoleQuality], list[MetricResult]]:
         """Quality of ``generations`` on each document set; also the headline set's raw results.
 
@@ -464,7 +486,7 @@ class Runner:
             if not gens:
                 continue
             scorable = [g for g in gens if g.masked_words]
-            results = self._metrics_of(scorable, seed, what, quiet=filler) if scorable else []
+            results = self._metrics_of(scorable, seed, what, scoring, quiet=filler) if scorable else []
             if filler:
                 results = [r for r in results if not r.error]
             out[role] = RoleQuality(
@@ -477,7 +499,8 @@ class Runner:
                            "scored", "warning")
         return out, raw.get(self.state.headline, [])
 
-    def _metrics_of(self, gens: list[Generation], seed: int, what: str, quiet: bool = False) -> list[MetricResult]:
+    def _metrics_of(self, gens: list[Generation], seed: int, what: str, scoring: Scoring,
+                    quiet: bool = False) -> list[MetricResult]:
         from mlmh.cache import content_digest
         from mlmh.components import ScoringItem
 
@@ -487,21 +510,21 @@ class Runner:
         for metric in self.plan.metrics:
             self._check_cancel()
             name = self.plan.describe(metric)
-            key = self._result_key(self._scores, metric, seed, digest)
-            scored = self._scores.get(key)
+            key = self._result_key(scoring.lookup, metric, seed, digest)
+            scored = scoring.lookup.get(key)
             if scored is None:
                 from mlmh.contracts import score_metric
 
                 # a failing metric, or one breaking its contract, is an error result; the others still score
                 scored = score_metric(metric, items, seed=seed)
-                self._scores.put(key, scored)
+                scoring.lookup.put(key, scored)
             for result in scored:
                 result.name = self.plan.metric_label(metric, result.name)
                 if result.error and not quiet:
                     self._error(name, f"scoring {what}", result.error)
             results.extend(scored)
-            self._scored += 1
-            self.bus.emit(Progress(stage="metrics", completed=self._scored, total=self._scoring_total,
+            scoring.done += 1
+            self.bus.emit(Progress(stage="metrics", completed=scoring.done, total=scoring.total,
                                    info={"condition": what, "metric": metric.short_spec}))
         return results
 
@@ -528,7 +551,7 @@ class Runner:
     def _downstream(self, cache: Any) -> None:
         from mlmh.cache import ResultLookup
 
-        self._tasks = ResultLookup(cache, TaskResult)
+        lookup = ResultLookup(cache, TaskResult)
         corpus, train, test = self.state.corpus, self.state.train, self.state.test
         assert corpus is not None and train is not None and test is not None
         tasks = self.plan.tasks
@@ -545,7 +568,7 @@ class Runner:
         seed = self.config.seeds[0]
         for task in tasks:
             self._check_cancel()
-            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, "real train split")
+            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, "real train split", lookup)
             done += 1
             self.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
         for condition in self.running:
@@ -556,19 +579,21 @@ class Runner:
             scores = {}
             for task in tasks:
                 self._check_cancel()
-                scores[task.name] = self._task_scores(task, synthetic, test, condition.seed, condition.id)
+                scores[task.name] = self._task_scores(task, synthetic, test, condition.seed, condition.id,
+                                                     lookup)
                 done += 1
                 self.bus.emit(Progress(stage="downstream", completed=done, total=total,
                                        info={"task": task.name, "condition": condition.id}))
             self.state.downstream[condition.id] = scores
-        self._say_cached(self._tasks, "downstream")
+        self._say_cached(lookup, "downstream")
 
-    def _task_scores(self, task: Any, train: Corpus, test: Corpus, seed: int, what: str) -> dict[str, float]:
+    def _task_scores(self, task: Any, train: Corpus, test: Corpus, seed: int, what: str,
+                     lookup: Any) -> dict[str, float]:
         from mlmh.cache import content_digest
 
         name = self.plan.describe(task)
-        key = self._result_key(self._tasks, task, seed, content_digest([train, test]))
-        kept = self._tasks.get(key)
+        key = self._result_key(lookup, task, seed, content_digest([train, test]))
+        kept = lookup.get(key)
         if kept is not None:
             result: TaskResult = kept[0]
         else:
@@ -583,7 +608,7 @@ class Runner:
             if problem:
                 self._error(name, f"on {what}", f"ContractError: {problem}")
                 return {}
-            self._tasks.put(key, [result])
+            lookup.put(key, [result])
         if result.error:
             self._error(name, f"on {what}", result.error)
             return {}
@@ -640,23 +665,20 @@ class Runner:
             models={spec: model_record(m.identity, m.component.model_kind, m.training)
                     for spec, m in self.state.models.items()},
             findings=run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
-            notes=list(self.state.notes),
-            errors=list(self.state.errors),
+            notes=list(self.log.notes),
+            errors=list(self.log.errors),
             started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-            timings=dict(self.state.timings),  # as written: the report stage that writes it is timed after
+            timings=dict(self.log.timings),  # as written: the report stage that writes it is timed after
         ))
         results.crossover = self._crossover(results, headline)
         return results
 
     def _condition_result(self, condition: Any, headline: str) -> ConditionResult:
-        """One condition's quality per document set (with the baselines of its masking and seed beside it),
-        its seen - unseen gap, downstream scores and generation costs; a failed one says why it has none."""
+        """One condition's quality per document set, its seen - unseen gap, downstream scores and generation
+        costs; a failed one says why it has none."""
         from mlmh.memorization import gap
 
-        key = (condition.masking.spec, condition.seed)
-        quality = {role: dataclasses.replace(block, **{name: scored.get(key, {}).get(role, {})
-                                                       for name, scored in self.state.baselines.items()})
-                   for role, block in self.state.quality.get(condition.id, {}).items()}
+        quality = self.state.quality.get(condition.id, {})
         gaps: dict[str, Score] = {}
         if "seen" in quality and "unseen" in quality:
             seen, unseen = quality["seen"], quality["unseen"]
@@ -672,7 +694,7 @@ class Runner:
             metrics=quality[headline].metrics if headline in quality else {},
             downstream=self.state.downstream.get(condition.id, {}),
             generation=_generation_stats(self.state.generations.get(condition.id, [])),
-            failed=self.state.failed.get(condition.id))
+            failed=self.log.failed.get(condition.id))
 
     def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
         """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
@@ -696,7 +718,7 @@ class Runner:
             return finite_only(summary)[0] if summary is not None else None  # results.json is strict JSON
         except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
             self._error("crossover", "results", exc)
-            results.errors = self.state.errors
+            results.errors = self.log.errors
             return None
 
     def _finite(self, results: RunResults) -> RunResults:
@@ -710,7 +732,7 @@ class Runner:
         note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
                 f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
         self._note(note, "warning")
-        data["notes"] = self.state.notes
+        data["notes"] = self.log.notes
         return RunResults.from_dict(data)
 
     def _write(self, results: RunResults) -> None:

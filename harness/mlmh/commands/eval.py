@@ -98,7 +98,8 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     executor = make_executor(backend, workers, ray_address, config)  # a bad backend is refused before any display
     with RichListener() as listener, _terminate_as_interrupt():
         try:
-            results = api.run(plan, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
+            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor,
+                              plan=plan)
         except Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt:
