@@ -22,7 +22,7 @@ from mlmh.components import Tracker
 from mlmh.config import from_table
 from mlmh.errors import SpecError
 from mlmh.plugin_manager import get_plugin_manager
-from mlmh.report import load_results
+from mlmh.results import load_results
 from mlmh.runner import run_experiment
 from mlmh.tracking import safe_name
 

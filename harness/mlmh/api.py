@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mlmh.executors import Executor
     from mlmh.config import RunConfig
     from mlmh.events import Listener
+    from mlmh.plan import RunPlan
     from mlmh.types import Document, Generation, RunResults
 
 #: the dataset a trained-* model learns from when it regenerates a given text and its spec names no dataset
@@ -57,10 +58,10 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     >>> results.headline, results.conditions[0].unseen.documents
     ('unseen', 2)
     """
-    config = configuration(preset, overrides, resume=resume, output_path=output_path)
-    out = run_directory(config, output_path, resume=resume)
-    return run(config, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
-               ray_address=ray_address, cancel=cancel)
+    checked = plan(preset, overrides, resume=resume, output_path=output_path)
+    out = run_directory(checked.config, output_path, resume=resume)
+    return run(checked.config, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
+               backend=backend, ray_address=ray_address, cancel=cancel, plan=checked)
 
 
 def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
@@ -70,7 +71,17 @@ def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *
     to resume a run directory with no preset named, the configuration that run saved. ``sweep_epochs`` and
     ``sweep_tokens`` ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained
     sweep (:func:`mlmh.crossover.expand_models`)."""
-    from mlmh.config import check_components, resolve
+    return plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
+                sweep_tokens=sweep_tokens).config
+
+
+def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
+         output_path: str | Path | None = None, sweep_epochs: str | None = None,
+         sweep_tokens: str | None = None) -> "RunPlan":
+    """The configuration of :func:`configuration`, checked by building its plan (:func:`mlmh.plan.build_plan`):
+    the plan :func:`run` runs, so a run builds its components once."""
+    from mlmh.config import resolve
+    from mlmh.plan import build_plan
     from mlmh.registry import get_registry
     from mlmh.runner import saved_config
 
@@ -80,19 +91,19 @@ def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *
         given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v]
         if given:
             raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
-        return saved_config(output_path)
+        return build_plan(saved_config(output_path))
     if not preset:
         names = ", ".join(get_registry().names("preset"))
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
-    config = resolve(preset, overrides)
+    config = resolve(preset, overrides, validate=False)
     if sweep_epochs or sweep_tokens:
         from mlmh.crossover import expand_models, parse_axis
 
+        build_plan(config)  # the preset's own models are checked before the sweep expands them
         config.models = expand_models(config.models, epochs=parse_axis(sweep_epochs, float, "--sweep-epochs"),
                                       tokens=parse_axis(sweep_tokens, int, "--sweep-tokens"))
         config.overridden = sorted({*config.overridden, "models"})
-        check_components(config)
-    return config
+    return build_plan(config)
 
 
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:
@@ -112,16 +123,22 @@ def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume
 
 def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
         use_cache: bool = True, workers: int = 1, backend: str = "local", ray_address: str | None = None,
-        cancel: threading.Event | None = None, executor: "Executor | None" = None) -> "RunResults":
+        cancel: threading.Event | None = None, executor: "Executor | None" = None,
+        plan: "RunPlan | None" = None) -> "RunResults":
     """Run ``config`` into ``out`` on the executor ``backend``/``workers`` ask for, or on ``executor`` when one is
-    given already made (checked before any progress display starts); closed afterwards."""
+    given already made (checked before any progress display starts); closed afterwards. ``plan`` is the plan
+    :func:`plan` checked for ``config`` (built here when None), so the run builds its components once."""
     from mlmh.executors import make_executor
+    from mlmh.plan import build_plan
     from mlmh.runner import run_experiment
 
+    if plan is not None and plan.config is not config:
+        raise ValueError("plan was checked for another configuration than config")
+    checked = plan if plan is not None else build_plan(config)
     if executor is None:
         executor = make_executor(backend, workers, ray_address, config)
     try:
-        return run_experiment(config, progress, cancel, output_path=out, resume=resume, use_cache=use_cache,
+        return run_experiment(checked, progress, cancel, output_path=out, resume=resume, use_cache=use_cache,
                               executor=executor)
     finally:
         if executor is not None:

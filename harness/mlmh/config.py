@@ -157,22 +157,11 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     if not isinstance(log, bool):
         raise SpecError(f"{source}: key 'log_samples' must be true or false, got {log!r}")
     config.log_samples = log
-    if validate:
-        check_components(config)
+    if validate:  # a caller that runs the configuration validates with mlmh.plan.build_plan and keeps the plan
+        from mlmh.plan import build_plan
+
+        build_plan(config)
     return config
-
-
-def check_components(config: RunConfig) -> None:
-    """Build the run plan once so unknown names and bad parameters fail before the run starts."""
-    from mlmh.plan import build_plan
-    from mlmh.registry import get_registry
-
-    try:
-        get_registry().build("dataset", config.dataset)  # a spec: NAME or NAME:key=value,...
-    except SpecError as exc:
-        where = "--dataset" if "dataset" in config.overridden else f"{config.source}: key 'dataset'"
-        raise SpecError(f"{where}: {exc}") from None
-    build_plan(config)
 
 
 def _string(table: dict[str, Any], key: str, source: str, required: bool = False) -> str | None:

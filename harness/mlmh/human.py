@@ -151,7 +151,7 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
 
     run = RunDir(run_dir)
     key = run.read_human_key()
-    results = run.read_results_data() if run.results.is_file() else None  # checked before anything is written
+    results = run.read_results() if run.results.is_file() else None  # checked before anything is written
     raters: dict[str, dict[str, dict[str, int]]] = {}
     for sheet in sheets:
         name, ratings, _ = read_sheet(sheet, key)
@@ -184,10 +184,10 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
              "conditions": conditions, "agreement": agreement,
              "agreement_method": "Krippendorff's alpha, ordinal (krippendorff package); None with fewer than 2 raters"}
     run.write_json(run.human, human)
-    if results is not None:
+    if results is not None:  # the typed results, their human block set, written back whole through RunDir
         from mlmh.report import write_report
 
-        results["human"] = human
+        results.human = human
         run.write_results(results)
         write_report(results, run)
     return human

@@ -243,11 +243,21 @@ def load_context(config: "RunConfig", corpus: Any, progress: Any = None) -> Any:
 
 
 def build_plan(config: "RunConfig") -> RunPlan:
-    """Build every component of ``config`` once and expand the grid (the registry's one caller)."""
+    """Build every component of ``config`` once and expand the grid (the registry's one caller).
+
+    This is the validation of a configuration: an unknown name or a bad parameter is a SpecError naming
+    the preset key or the flag, and the plan it returns is the one checked, which the runner runs
+    (:func:`mlmh.runner.run_experiment`), so a run builds its components once.
+    """
     from mlmh.registry import get_registry
 
     registry = get_registry()
     build = registry.build
+    try:
+        dataset = build("dataset", config.dataset)  # a spec: NAME or NAME:key=value,...
+    except SpecError as exc:
+        where = "--dataset" if "dataset" in config.overridden else f"{config.source}: key 'dataset'"
+        raise SpecError(f"{where}: {exc}") from None
 
     def built(key: str, kind: str) -> list[Any]:
         out: dict[str, Any] = {}
@@ -260,7 +270,7 @@ def build_plan(config: "RunConfig") -> RunPlan:
             out.setdefault(component.spec, component)
         return list(out.values())
 
-    plan = RunPlan(config=config, dataset=build("dataset", config.dataset), models=built("models", "model"),
+    plan = RunPlan(config=config, dataset=dataset, models=built("models", "model"),
                    maskings=built("maskings", "masking"), samplers=built("samplers", "sampler"),
                    metrics=built("metrics", "metric"), tasks=built("tasks", "task"),
                    trackers=built("trackers", "tracker"))
@@ -274,3 +284,8 @@ def build_plan(config: "RunConfig") -> RunPlan:
                                  f"passes per batch of documents; is that intended?")
     plan.expand()
     return plan
+
+
+def as_plan(run: "RunConfig | RunPlan") -> RunPlan:
+    """``run`` when it is a plan already checked, else the plan of a configuration, built (and checked) now."""
+    return run if isinstance(run, RunPlan) else build_plan(run)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from mlmh.report import higher_is_better, main_metrics
+from mlmh.results import higher_is_better, main_metrics
 from mlmh.rundir import RunDir, write_atomic
 from mlmh.types import ConditionResult, RunResults, Score
 

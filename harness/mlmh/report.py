@@ -11,90 +11,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from mlmh.results import (as_results, best_conditions, better, format_number, format_score, higher_is_better,
+                          main_metrics, metric_names, roles)
 from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
 
-#: the metrics the comparison tables lead with, when a run has them
-MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
               "seen": "seen documents (train split: the models learned from them)"}
-
-
-def as_results(results: RunResults | dict[str, Any]) -> RunResults:
-    return results if isinstance(results, RunResults) else RunResults.from_dict(results)
-
-
-def results_path(path: str | Path) -> Path:
-    """``path`` itself when it is a file, else the results file inside the run directory."""
-    return RunDir.of(path).results
-
-
-def load_results(run_dir: str | Path) -> RunResults:
-    """The typed results of a run directory (or of its results file), for the report, the CLI and the TUI;
-    every reader comes here, and a bad file is one line naming it and the key (:class:`~mlmh.rundir.RunDir`)."""
-    return RunDir.of(run_dir).read_results()
-
-
-def roles(results: RunResults) -> list[str]:
-    """The document sets the run scored, headline first."""
-    present = [r for r in ("unseen", "seen") if any(getattr(c, r) is not None for c in results.conditions)]
-    return sorted(present, key=lambda r: r != results.headline)
-
-
-def metric_names(results: RunResults, role: str | None = None) -> list[str]:
-    names: dict[str, None] = {}
-    for row in results.conditions:
-        for name in row.quality(role):
-            names.setdefault(name)
-    return list(names)
-
-
-def pick_main(names: Iterable[str], limit: int = 6) -> list[str]:
-    """The metrics to show first: the paper's ones when present, else the first few."""
-    names = list(names)
-    return [m for m in MAIN_METRICS if m in names] or names[:limit]
-
-
-def main_metrics(results: RunResults, role: str | None = None) -> list[str]:
-    return pick_main(metric_names(results, role))
-
-
-def higher_is_better(results: RunResults, metric: str) -> bool:
-    for row in results.conditions:
-        for role in (None, "seen", "unseen"):
-            score = row.quality(role).get(metric)
-            if score is not None:
-                return score.higher_is_better
-    return True
-
-
-def _better(results: RunResults, metric: str, a: float, b: float) -> bool:
-    return a > b if higher_is_better(results, metric) else a < b
-
-
-def best_conditions(results: RunResults, metric: str, role: str | None = None) -> set[str]:
-    """Ids of the condition(s) with the best value of ``metric`` on ``role`` (ties all win)."""
-    values = {row.id: row.value(metric, role) for row in results.conditions}
-    values = {k: v for k, v in values.items() if v is not None}
-    if not values:
-        return set()
-    best = (max if higher_is_better(results, metric) else min)(values.values())
-    return {k for k, v in values.items() if v == best}
-
-
-def format_score(score: Score | None, with_ci: bool = True) -> str:
-    if score is None or score.value is None:
-        return "n/a"
-    text = _num(score.value)
-    if with_ci and score.has_ci:
-        text += f" [{_num(score.ci_low)}, {_num(score.ci_high)}]"  # type: ignore[arg-type]
-    return text
-
-
-def _num(value: float) -> str:
-    value = float(value)
-    return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
 # -- findings ---------------------------------------------------------------------------------------
@@ -108,14 +32,14 @@ def kind_comparison(results: RunResults, metric: str, kind_a: str = "mlm", kind_
             continue
         slot = groups[(row.masking, row.seed)]
         best = slot.get(row.model_kind)
-        if best is None or _better(results, metric, value, best.value(metric, role)):  # type: ignore[arg-type]
+        if best is None or better(results, metric, value, best.value(metric, role)):  # type: ignore[arg-type]
             slot[row.model_kind] = row
     out = []
     for (masking, seed), slot in groups.items():
         if kind_a not in slot or kind_b not in slot:
             continue
         a, b = slot[kind_a].quality(role)[metric], slot[kind_b].quality(role)[metric]
-        winner = None if a.value == b.value else kind_a if _better(results, metric, a.value, b.value) else kind_b  # type: ignore[arg-type]
+        winner = None if a.value == b.value else kind_a if better(results, metric, a.value, b.value) else kind_b  # type: ignore[arg-type]
         out.append({"masking": masking, "seed": seed, "a": slot[kind_a], "b": slot[kind_b], "winner": winner,
                     "overlapping": a.overlaps(b)})
     return out
@@ -253,8 +177,8 @@ def ratio_trends(results: RunResults, role: str | None = None) -> list[str]:
                 continue
             rho = float(spearmanr(ratios, values).statistic)
             direction = "falls" if rho < -0.5 else "rises" if rho > 0.5 else "shows no clear trend"
-            parts.append(f"{model} / {sampler} {direction} ({_num(values[0])} at {ratios[0]} -> "
-                         f"{_num(values[-1])} at {ratios[-1]}, Spearman rho {rho:+.2f})")
+            parts.append(f"{model} / {sampler} {direction} ({format_number(values[0])} at {ratios[0]} -> "
+                         f"{format_number(values[-1])} at {ratios[-1]}, Spearman rho {rho:+.2f})")
         if parts:
             lines.append(f"**{metric}** as the masking ratio grows: " + "; ".join(parts) + ".")
     return lines
@@ -364,7 +288,7 @@ def training_section(results: RunResults) -> list[str]:
         if any(why):
             lines += [" ".join(w for w in why if w), ""]
         accuracy = card.get("accuracy_at_ratio")
-        measured = [f"{k}: {_num(v['accuracy'])} ({_num(v.get('unigram_baseline_accuracy') or 0)})"
+        measured = [f"{k}: {format_number(v['accuracy'])} ({format_number(v.get('unigram_baseline_accuracy') or 0)})"
                     for k, v in (accuracy.items() if isinstance(accuracy, dict) else [])
                     if isinstance(v, dict) and v.get("accuracy") is not None]  # None: no validation targets
         if measured:
@@ -386,7 +310,8 @@ def _curve_rows(train: list[dict[str, float]], validation: list[dict[str, float]
     picked = validation[::step]
     if picked[-1] is not validation[-1]:
         picked.append(validation[-1])
-    return [[str(int(p["step"])), _num(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-", _num(p["loss"])]
+    return [[str(int(p["step"])), format_number(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-",
+             format_number(p["loss"])]
             for p in picked]
 
 
@@ -407,7 +332,7 @@ def downstream_table(results: RunResults) -> list[str]:
 
 def _cell(scores: dict[str, dict[str, float]], column: tuple[str, str]) -> str:
     value = scores.get(column[0], {}).get(column[1])
-    return "n/a" if value is None else _num(value)
+    return "n/a" if value is None else format_number(value)
 
 
 def correlation_table(results: RunResults) -> list[str]:
@@ -465,7 +390,7 @@ def crossover_section(results: RunResults) -> list[str]:
     rows = []
     for p in block["points"]:
         row = [f"{p['unique_tokens']:,}", f"{p['epochs']:g}", p["objective"],
-               _num(p["validation_loss"]) if p.get("validation_loss") is not None else "-",
+               format_number(p["validation_loss"]) if p.get("validation_loss") is not None else "-",
                f"{p['approx_train_flops']:.2g}" if p.get("approx_train_flops") else "-",
                f"{p['train_seconds']:.0f}" if p.get("train_seconds") is not None else "-"]
         row += [format_score(Score.from_dict(p["unseen"].get(m))) for m in metrics]

@@ -413,7 +413,7 @@ class RunDir:
         return RunConfig.from_dict(self.read_config_record()["config"])
 
     def read_results_data(self) -> dict[str, Any]:
-        """results.json as checked JSON (what ``human import`` adds its block to)."""
+        """results.json as checked JSON (what :meth:`read_results` types)."""
         if not self.results.is_file():
             raise SpecError(f"{self.results} does not exist: pass a run directory written by mlmh eval, or its "
                             f"{RESULTS}")
@@ -486,5 +486,5 @@ class RunDir:
         return self.write_json(self.config, record)
 
     def write_results(self, results: Any) -> Path:
-        """results.json (a RunResults or its dict): the last file a run writes."""
-        return self.write_json(self.results, results if isinstance(results, dict) else results.to_dict())
+        """results.json: the serialisation (``to_dict``) of a RunResults, the last file a run writes."""
+        return self.write_json(self.results, results.to_dict())

@@ -3,14 +3,17 @@
 Public API (the CLI, the TUI and the bench call these)::
 
     from mlmh.config import resolve
+    from mlmh.plan import build_plan
     from mlmh.runner import run_experiment, RunCancelled
 
-    config = resolve("quick", {"limit": 4})                 # a RunConfig
-    results = run_experiment(config, listener=print,        # any callable taking a RunEvent
+    plan = build_plan(resolve("quick", {"limit": 4}, validate=False))   # checks the RunConfig: a RunPlan
+    results = run_experiment(plan, listener=print,          # any callable taking a RunEvent
                              cancel=threading.Event(),      # set() it to stop between batches
                              output_path="runs/x", resume=False, use_cache=True)
 
-``run_experiment`` returns the results dict it wrote to ``<output_path>/results.json``; it raises
+``run_experiment`` runs a checked plan (given a RunConfig, it builds the plan first) and returns the typed
+results (:class:`~mlmh.types.RunResults`): each stage hands typed values to the next, and results.json is
+their serialisation, written once, atomically (:class:`~mlmh.rundir.RunDir`). It raises
 :class:`RunCancelled` when ``cancel`` is set and :class:`~mlmh.errors.MlmhError` subclasses on bad input.
 
 Stages: data -> models (train on first use) -> mask -> generate -> metrics -> downstream -> correlation
@@ -22,6 +25,7 @@ comes from :mod:`mlmh.seeding`, so results do not depend on batch size or on wha
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,10 +39,11 @@ from mlmh.config import RunConfig
 from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
+from mlmh.plan import RunPlan, as_plan
 from mlmh.rundir import RunDir, RunDirError
 from mlmh.seeding import sample_seed
-from mlmh.types import (RESULTS_SCHEMA, Corpus, Document, Generation, MaskedItem, MetricResult, RunResults, TaskResult,
-                        to_dict)
+from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Generation, MaskedItem, MetricResult,
+                        RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
 
 #: result fields that measure time, not outcome: resume and batch-size checks ignore them
 TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
@@ -70,28 +75,44 @@ SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
 
 @dataclass
 class RunState:
-    """What the stages hand to each other."""
+    """What each stage hands to the next (the stage that fills a field is named beside it)."""
 
-    corpus: Corpus | None = None
-    documents: dict[str, list[Document]] = field(default_factory=dict)  # role -> documents
-    role_of: dict[str, str] = field(default_factory=dict)  # doc id -> role
-    train: Corpus | None = None
-    test: Corpus | None = None
-    models: dict[str, LoadedModel] = field(default_factory=dict)
-    items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)
-    generations: dict[str, list[Generation]] = field(default_factory=dict)
-    quality: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # condition -> role -> set
-    metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # condition -> headline set
-    # baseline name ("filler", "deletion") -> (masking, seed) -> role -> quality
-    baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Any]]]] = field(default_factory=dict)
-    filler_word: str = ""
-    downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    baseline: dict[str, Any] = field(default_factory=dict)
-    correlations: list[dict[str, Any]] = field(default_factory=list)
+    corpus: Corpus | None = None  # data
+    documents: dict[str, list[Document]] = field(default_factory=dict)  # data, cut to the windows by mask: role -> docs
+    role_of: dict[str, str] = field(default_factory=dict)  # data: doc id -> role
+    headline: str = "seen"  # data, decided once: the set the comparison leads with (unseen when there is a test split)
+    test: Corpus | None = None  # data: the real test split the downstream tasks test on
+    models: dict[str, LoadedModel] = field(default_factory=dict)  # models: spec -> loaded
+    train: Corpus | None = None  # mask: the real train documents the synthetic corpora replace
+    items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)  # mask: (masking, seed) -> items
+    generations: dict[str, list[Generation]] = field(default_factory=dict)  # generate: condition -> generations
+    filler_word: str = ""  # metrics
+    # metrics: condition -> role -> quality, the baselines of its masking and seed beside it
+    quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)
+    metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # metrics: condition -> headline set's
+    downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # downstream: condition -> scores
+    baseline: dict[str, Any] = field(default_factory=dict)  # downstream: task -> scores on the real train split
+    correlations: list[dict[str, Any]] = field(default_factory=list)  # correlation
+
+
+@dataclass
+class RunLog:
+    """What the run records as it goes, whichever stage is running: notes, failed components, the conditions
+    they left without results, and each stage's time."""
+
     notes: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # condition id -> why it has no results
     timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Scoring:
+    """What each scoring call of the metrics stage shares: the result cache and the stage's progress count."""
+
+    lookup: Any  # mlmh.cache.ResultLookup of MetricResult
+    total: int
+    done: int = 0
 
 
 def default_output_path(preset: str, root: str | Path = "runs") -> Path:
@@ -113,23 +134,28 @@ def saved_config(out: str | Path) -> RunConfig:
     return RunDir(out).saved_config()
 
 
-def run_experiment(config: RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None, *,
-                   output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
+def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None,
+                   *, output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
                    cache_path: str | Path | None = None, executor: Any = None) -> RunResults:
-    """Run every condition of ``config`` and write results.json, report.md and plots to ``output_path``.
+    """Run every condition of the plan ``run`` (a RunConfig is planned first, :func:`mlmh.plan.as_plan`) and
+    write results.json, report.md and plots to ``output_path``.
 
     ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
     """
-    out = Path(output_path) if output_path else default_output_path(config.preset)
-    runner = Runner(config, EventBus(listener), cancel or threading.Event(), out, resume=resume,
+    plan = as_plan(run)
+    out = Path(output_path) if output_path else default_output_path(plan.config.preset)
+    runner = Runner(plan, EventBus(listener), cancel or threading.Event(), out, resume=resume,
                     use_cache=use_cache, cache_path=cache_path, executor=executor)
     return runner.run()
 
 
 class Runner:
-    def __init__(self, config: RunConfig, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,
+    """One run of a plan: the stages in order, each handing its results to the next through :class:`RunState`."""
+
+    def __init__(self, plan: RunPlan, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,
                  use_cache: bool, cache_path: str | Path | None, executor: Any = None) -> None:
-        self.config = config
+        self.plan = plan
+        self.config: RunConfig = plan.config
         self.bus = bus
         self.cancel = cancel
         self.out = out
@@ -139,7 +165,7 @@ class Runner:
         self.cache_path = cache_path
         self.executor = executor
         self.state = RunState()
-        self.plan: Any = None
+        self.log = RunLog()
         self._generated_any = False
 
     @property
@@ -148,10 +174,7 @@ class Runner:
 
     # -- orchestration -------------------------------------------------------------------------
     def run(self) -> RunResults:
-        from mlmh.plan import build_plan
-
         started = time.time()
-        self.plan = build_plan(self.config)
         self.bus.trackers = self.plan.trackers
         self._prepare_output()
         try:
@@ -177,7 +200,7 @@ class Runner:
             self._stage("metrics", lambda: self._score(cache))
             self._stage("downstream", lambda: self._downstream(cache))
             self._stage("correlation", self._correlate)
-            self.state.timings["total"] = round(time.time() - started, 3)
+            self.log.timings["total"] = round(time.time() - started, 3)
             results = self._results(started)
             self._stage("report", lambda: self._write(results))
         finally:
@@ -190,7 +213,7 @@ class Runner:
         t0 = time.time()
         body()
         seconds = time.time() - t0
-        self.state.timings[name] = round(seconds, 3)
+        self.log.timings[name] = round(seconds, 3)
         self.bus.emit(StageFinished(stage=name, seconds=seconds))
 
     def resume_hint(self) -> str:
@@ -204,8 +227,8 @@ class Runner:
             raise RunCancelled(f"run cancelled; resume with: {self.resume_hint()}")
 
     def _note(self, text: str, level: str = "info", emit: bool = True) -> None:
-        if text not in self.state.notes:
-            self.state.notes.append(text)
+        if text not in self.log.notes:
+            self.log.notes.append(text)
             if emit:
                 self.bus.emit(Message(level=level, text=text))
 
@@ -215,8 +238,8 @@ class Runner:
 
         message = exc if isinstance(exc, str) else describe_error(exc)
         entry = {"component": component, "during": what, "error": message}
-        if entry not in self.state.errors:
-            self.state.errors.append(entry)
+        if entry not in self.log.errors:
+            self.log.errors.append(entry)
             self._note(f"{component} failed ({what}): {message}", "warning")
 
     def _fail(self, conditions: Sequence[Any], component: Any, what: str, exc: BaseException | str) -> None:
@@ -229,15 +252,15 @@ class Runner:
         self._error(name, what, exc)
         message = exc if isinstance(exc, str) else describe_error(exc)
         for condition in conditions:
-            self.state.failed.setdefault(condition.id, f"{name} failed ({what}): {message}")
-        if all(c.id in self.state.failed for c in self.conditions):
+            self.log.failed.setdefault(condition.id, f"{name} failed ({what}): {message}")
+        if all(c.id in self.log.failed for c in self.conditions):
             raise MlmhError("every condition failed: " + "; ".join(
-                f"{e['component']} ({e['during']}): {e['error']}" for e in self.state.errors))
+                f"{e['component']} ({e['during']}): {e['error']}" for e in self.log.errors))
 
     @property
     def running(self) -> list[Any]:
         """The conditions no component failure has stopped."""
-        return [c for c in self.conditions if c.id not in self.state.failed]
+        return [c for c in self.conditions if c.id not in self.log.failed]
 
     # -- setup ---------------------------------------------------------------------------------
     def _prepare_output(self) -> None:
@@ -297,6 +320,7 @@ class Runner:
             self._note(f"dataset {self.config.dataset} has no test split: quality is measured on seen (train) "
                        "documents only, and cannot separate generation from memorization", "warning")
         self.state.role_of = {d.id: role for role in ROLES for d in self.state.documents[role]}
+        self.state.headline = "unseen" if self.state.documents["unseen"] else "seen"
         self.state.test = _subcorpus(corpus, corpus.split("test"))
         if any(not m.name.startswith("trained-") for m in self.plan.models):
             self._note("seen / unseen are the dataset's train / test splits; mlmh does not know what a user "
@@ -392,7 +416,7 @@ class Runner:
 
         def done(unit: Any, batch: list[Generation]) -> None:
             nonlocal completed
-            if unit.condition in self.state.failed:
+            if unit.condition in self.log.failed:
                 return
             cache.put_many({keys[(unit.condition, g.doc_id)]: g for g in batch})
             self._generated_any = True
@@ -422,61 +446,61 @@ class Runner:
         from mlmh.cache import ResultLookup
         from mlmh.memorization import baseline_words, filler_generations, filler_word
 
-        self._scores = ResultLookup(cache, MetricResult)
         self.state.filler_word = filler_word(self.state.corpus.split("train"))
         baselines = baseline_words(self.state.filler_word)
         keys = list(self.state.items)
         roles = sum(1 for role in ROLES if self.state.documents.get(role))
-        self._scoring_total = (len(self.conditions) + len(keys) * len(baselines)) * len(self.plan.metrics) * roles
-        self.bus.emit(StageStarted(stage="metrics", total=self._scoring_total, description="scoring"))
-        self._scored = 0
+        scoring = Scoring(ResultLookup(cache, MetricResult),
+                          (len(self.conditions) + len(keys) * len(baselines)) * len(self.plan.metrics) * roles)
+        self.bus.emit(StageStarted(stage="metrics", total=scoring.total, description="scoring"))
+        # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> scores
+        scored_baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Score]]]] = {}
         for name, word in baselines.items():
             for key in keys:
                 generations = filler_generations(self.state.items[key], word)
-                self.state.baselines.setdefault(name, {})[key] = self._score_roles(
-                    generations, key[1], f"{name} baseline", filler=True)[0]
+                scored = self._score_roles(generations, key[1], f"{name} baseline", scoring, filler=True)[0]
+                scored_baselines.setdefault(name, {})[key] = {role: block.metrics for role, block in scored.items()}
         for condition in self.running:
-            quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id)
-            self.state.quality[condition.id] = quality
+            quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id,
+                                                  scoring)
+            key = (condition.masking.spec, condition.seed)  # each set's quality beside its baselines
+            self.state.quality[condition.id] = {
+                role: dataclasses.replace(block, **{name: by_key.get(key, {}).get(role, {})
+                                                    for name, by_key in scored_baselines.items()})
+                for role, block in quality.items()}
             self.state.metric_results[condition.id] = headline
-        self._say_cached(self._scores, "metrics")
+        self._say_cached(scoring.lookup, "metrics")
 
-    def _score_roles(self, generations: list[Generation], seed: int, what: str, *,
-                     filler: bool = False) -> tuple[dict[str, dict[str, Any]], list[MetricResult]]:
+    def _score_roles(self, generations: list[Generation], seed: int, what: str, scoring: Scoring, *,
+                     filler: bool = False) -> tuple[dict[str, RoleQuality], list[MetricResult]]:
         """Quality of ``generations`` on each document set; also the headline set's raw results.
 
         The ``filler`` baseline has no step traces, so metrics that need one are left out of it quietly.
         """
         from mlmh.memorization import verbatim_recall
 
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, RoleQuality] = {}
         raw: dict[str, list[MetricResult]] = {}
         for role in ROLES:
             gens = [g for g in generations if self.state.role_of.get(g.doc_id) == role]
             if not gens:
                 continue
             scorable = [g for g in gens if g.masked_words]
-            entry: dict[str, Any] = {"documents": len(gens), "scored": len(scorable)}
-            if len(scorable) < len(gens):
-                entry["nothing_masked"] = len(gens) - len(scorable)
-            truncated = sum(1 for g in gens if g.truncated_tokens)
-            if truncated:
-                entry["truncated_documents"] = truncated
-            results = self._metrics_of(scorable, seed, what, quiet=filler) if scorable else []
+            results = self._metrics_of(scorable, seed, what, scoring, quiet=filler) if scorable else []
             if filler:
                 results = [r for r in results if not r.error]
-            entry["metrics"] = {r.name: _metric_entry(r) for r in results}
-            if not filler:
-                entry["verbatim_recall"] = verbatim_recall(scorable, seed=seed)
-            out[role] = entry
+            out[role] = RoleQuality(
+                documents=len(gens), scored=len(scorable), metrics={r.name: Score.of(r) for r in results},
+                verbatim_recall=None if filler else Score.from_dict(verbatim_recall(scorable, seed=seed)),
+                nothing_masked=len(gens) - len(scorable), truncated_documents=sum(1 for g in gens if g.truncated_tokens))
             raw[role] = results
             if not scorable and not filler:
                 self._note(f"{what}: nothing was masked in any {role} document, so its {role} quality is not "
                            "scored", "warning")
-        headline = "unseen" if "unseen" in raw else "seen"
-        return out, raw.get(headline, [])
+        return out, raw.get(self.state.headline, [])
 
-    def _metrics_of(self, gens: list[Generation], seed: int, what: str, quiet: bool = False) -> list[MetricResult]:
+    def _metrics_of(self, gens: list[Generation], seed: int, what: str, scoring: Scoring,
+                    quiet: bool = False) -> list[MetricResult]:
         from mlmh.cache import content_digest
         from mlmh.components import ScoringItem
 
@@ -486,21 +510,21 @@ class Runner:
         for metric in self.plan.metrics:
             self._check_cancel()
             name = self.plan.describe(metric)
-            key = self._result_key(self._scores, metric, seed, digest)
-            scored = self._scores.get(key)
+            key = self._result_key(scoring.lookup, metric, seed, digest)
+            scored = scoring.lookup.get(key)
             if scored is None:
                 from mlmh.contracts import score_metric
 
                 # a failing metric, or one breaking its contract, is an error result; the others still score
                 scored = score_metric(metric, items, seed=seed)
-                self._scores.put(key, scored)
+                scoring.lookup.put(key, scored)
             for result in scored:
                 result.name = self.plan.metric_label(metric, result.name)
                 if result.error and not quiet:
                     self._error(name, f"scoring {what}", result.error)
             results.extend(scored)
-            self._scored += 1
-            self.bus.emit(Progress(stage="metrics", completed=self._scored, total=self._scoring_total,
+            scoring.done += 1
+            self.bus.emit(Progress(stage="metrics", completed=scoring.done, total=scoring.total,
                                    info={"condition": what, "metric": metric.short_spec}))
         return results
 
@@ -527,7 +551,7 @@ class Runner:
     def _downstream(self, cache: Any) -> None:
         from mlmh.cache import ResultLookup
 
-        self._tasks = ResultLookup(cache, TaskResult)
+        lookup = ResultLookup(cache, TaskResult)
         corpus, train, test = self.state.corpus, self.state.train, self.state.test
         assert corpus is not None and train is not None and test is not None
         tasks = self.plan.tasks
@@ -544,7 +568,7 @@ class Runner:
         seed = self.config.seeds[0]
         for task in tasks:
             self._check_cancel()
-            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, "real train split")
+            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, "real train split", lookup)
             done += 1
             self.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
         for condition in self.running:
@@ -555,19 +579,21 @@ class Runner:
             scores = {}
             for task in tasks:
                 self._check_cancel()
-                scores[task.name] = self._task_scores(task, synthetic, test, condition.seed, condition.id)
+                scores[task.name] = self._task_scores(task, synthetic, test, condition.seed, condition.id,
+                                                     lookup)
                 done += 1
                 self.bus.emit(Progress(stage="downstream", completed=done, total=total,
                                        info={"task": task.name, "condition": condition.id}))
             self.state.downstream[condition.id] = scores
-        self._say_cached(self._tasks, "downstream")
+        self._say_cached(lookup, "downstream")
 
-    def _task_scores(self, task: Any, train: Corpus, test: Corpus, seed: int, what: str) -> dict[str, float]:
+    def _task_scores(self, task: Any, train: Corpus, test: Corpus, seed: int, what: str,
+                     lookup: Any) -> dict[str, float]:
         from mlmh.cache import content_digest
 
         name = self.plan.describe(task)
-        key = self._result_key(self._tasks, task, seed, content_digest([train, test]))
-        kept = self._tasks.get(key)
+        key = self._result_key(lookup, task, seed, content_digest([train, test]))
+        kept = lookup.get(key)
         if kept is not None:
             result: TaskResult = kept[0]
         else:
@@ -582,7 +608,7 @@ class Runner:
             if problem:
                 self._error(name, f"on {what}", f"ContractError: {problem}")
                 return {}
-            self._tasks.put(key, [result])
+            lookup.put(key, [result])
         if result.error:
             self._error(name, f"on {what}", result.error)
             return {}
@@ -593,8 +619,9 @@ class Runner:
         self.bus.emit(StageStarted(stage="correlation", total=1, description="quality vs downstream"))
         rows = []
         for c in self.running:
-            seen = self.state.quality[c.id].get("seen", {}).get("metrics", {})
-            rows.append({"condition": c.id, "metrics": {k: v["value"] for k, v in seen.items() if v.get("value") is not None},
+            seen = self.state.quality[c.id].get("seen")
+            rows.append({"condition": c.id, "metrics": {k: v.value for k, v in (seen.metrics if seen else {}).items()
+                                                        if v.value is not None},
                          "downstream": self.state.downstream.get(c.id, {})})
         if any(row["downstream"] for row in rows):
             from mlmh.analysis import correlate
@@ -604,65 +631,70 @@ class Runner:
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, started: float) -> RunResults:
+        """The run's typed results, built from what the stages handed on: results.json is their ``to_dict``."""
         from mlmh.claims import run_findings
-        from mlmh.memorization import gap
 
+        headline = self.state.headline
         conditions = []
-        headline = "unseen" if self.state.documents.get("unseen") else "seen"
         for condition in self.conditions:
-            gens = self.state.generations.get(condition.id, [])
-            row = condition.row()
-            if condition.id in self.state.failed:
-                row["failed"] = self.state.failed[condition.id]
-            quality = self.state.quality.get(condition.id, {})
-            key = (condition.masking.spec, condition.seed)
-            for role, entry in quality.items():
-                for name, scored in self.state.baselines.items():
-                    entry[name] = scored.get(key, {}).get(role, {}).get("metrics", {})
-                row[role] = entry
-            row["metrics"] = quality.get(headline, {}).get("metrics", {})
-            if "seen" in quality and "unseen" in quality:
-                row["gap"] = {name: g for name in quality["seen"]["metrics"]
-                              if (g := gap(quality["seen"]["metrics"][name], quality["unseen"]["metrics"].get(name)))}
-                recall = gap(quality["seen"].get("verbatim_recall"), quality["unseen"].get("verbatim_recall"))
-                if recall:
-                    row["gap"]["verbatim_recall"] = recall
-            row["downstream"] = self.state.downstream.get(condition.id, {})
-            row["generation"] = _generation_stats(gens)
+            row = self._condition_result(condition, headline)
             conditions.append(row)
-            truncated = row["generation"]["truncated_documents"]
+            truncated = row.generation["truncated_documents"]
             if truncated:  # fit_to_windows estimates per word; a model may still cut a few tokens
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                            "tokens; their last masked words were left as they were (generation.truncated_tokens)",
                            "warning", emit=False)
-        results = self._finite_results({
-            "schema_version": RESULTS_SCHEMA,
-            "run_id": self.out.name,
-            "config": self.config.to_dict(),
-            "versions": versions(),
-            "dataset": {"name": self.config.dataset, "source": self.state.corpus.source if self.state.corpus else "",
-                        "train_documents": len(self.state.corpus.split("train")) if self.state.corpus else 0,
-                        "validation_documents": len(self.state.corpus.split("validation")) if self.state.corpus else 0,
-                        "test_documents": len(self.state.test.documents) if self.state.test else 0},
-            "documents": {role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
-                                 "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
-            "headline": headline,
-            "filler_word": self.state.filler_word,
-            "n_samples": sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
-            "n_conditions": len(conditions),
-            "conditions": conditions,
-            "baseline": self.state.baseline,
-            "correlations": self.state.correlations,
-            "models": {spec: {"identity": m.identity, "model_kind": m.component.model_kind,
-                              **_training_facts(m)} for spec, m in self.state.models.items()},
-            "findings": run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
-            "notes": self.state.notes,
-            "errors": self.state.errors,
-            "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-            "timings": dict(self.state.timings),  # as written: the report stage that writes it is timed after
-        })
+        corpus, test = self.state.corpus, self.state.test
+        results = self._finite(RunResults(
+            run_id=self.out.name,
+            config=self.config.to_dict(),
+            conditions=conditions,
+            schema_version=RESULTS_SCHEMA,
+            versions=versions(),
+            dataset={"name": self.config.dataset, "source": corpus.source if corpus else "",
+                     "train_documents": len(corpus.split("train")) if corpus else 0,
+                     "validation_documents": len(corpus.split("validation")) if corpus else 0,
+                     "test_documents": len(test.documents) if test else 0},
+            documents={role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
+                              "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
+            headline=headline,
+            filler_word=self.state.filler_word,
+            n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
+            baseline=self.state.baseline,
+            correlations=self.state.correlations,
+            models={spec: model_record(m.identity, m.component.model_kind, m.training)
+                    for spec, m in self.state.models.items()},
+            findings=run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
+            notes=list(self.log.notes),
+            errors=list(self.log.errors),
+            started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+            timings=dict(self.log.timings),  # as written: the report stage that writes it is timed after
+        ))
         results.crossover = self._crossover(results, headline)
         return results
+
+    def _condition_result(self, condition: Any, headline: str) -> ConditionResult:
+        """One condition's quality per document set, its seen - unseen gap, downstream scores and generation
+        costs; a failed one says why it has none."""
+        from mlmh.memorization import gap
+
+        quality = self.state.quality.get(condition.id, {})
+        gaps: dict[str, Score] = {}
+        if "seen" in quality and "unseen" in quality:
+            seen, unseen = quality["seen"], quality["unseen"]
+            pairs = [(name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
+            pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
+            for name, a, b in pairs:
+                found = gap(a.to_dict() if a else None, b.to_dict() if b else None)
+                if found:
+                    gaps[name] = Score.from_dict(found)  # type: ignore[assignment]
+        row = condition.row()
+        return ConditionResult(
+            **row, seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
+            metrics=quality[headline].metrics if headline in quality else {},
+            downstream=self.state.downstream.get(condition.id, {}),
+            generation=_generation_stats(self.state.generations.get(condition.id, [])),
+            failed=self.log.failed.get(condition.id))
 
     def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
         """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
@@ -686,20 +718,21 @@ class Runner:
             return finite_only(summary)[0] if summary is not None else None  # results.json is strict JSON
         except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
             self._error("crossover", "results", exc)
-            results.errors = self.state.errors
+            results.errors = self.log.errors
             return None
 
-    def _finite_results(self, data: dict[str, Any]) -> RunResults:
-        """The run's results with any NaN or infinity that slipped past the components' checks written
-        as null, and a note saying where (results.json is strict JSON)."""
+    def _finite(self, results: RunResults) -> RunResults:
+        """``results`` with any NaN or infinity that slipped past the components' checks written as null,
+        and a note saying where (results.json is strict JSON); as built when every number is finite."""
         from mlmh.contracts import finite_only
 
-        data, where = finite_only(data)
-        if where:
-            note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
-                    f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
-            self._note(note, "warning")
-            data["notes"] = self.state.notes
+        data, where = finite_only(results.to_dict())
+        if not where:
+            return results
+        note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
+                f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
+        self._note(note, "warning")
+        data["notes"] = self.log.notes
         return RunResults.from_dict(data)
 
     def _write(self, results: RunResults) -> None:
@@ -781,28 +814,6 @@ def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str
     for n, g in enumerate(gens):
         out[g.doc_id] = {r.name: (r.per_sample[n] if n < len(r.per_sample) else None) for r in results}
     return out
-
-
-def _training_facts(loaded: LoadedModel) -> dict[str, Any]:
-    """What a trained model's card says about its training (budget, checkpoint kept, curves)."""
-    keep = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
-            "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss", "final_loss",
-            "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve",
-            "heldout_source", "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters",
-            "init", "init_path", "architecture", "device", "precision", "train_seconds", "keep", "unique_tokens",
-            "epochs", "validation_block_losses")
-    card = loaded.training
-    return {"training": {k: card[k] for k in keep if k in card}} if card else {}
-
-
-def _metric_entry(result: MetricResult) -> dict[str, Any]:
-    entry: dict[str, Any] = {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high,
-                             "higher_is_better": result.higher_is_better}
-    if result.info:
-        entry["info"] = result.info
-    if result.error:
-        entry["error"] = result.error
-    return entry
 
 
 def _generation_stats(gens: list[Generation]) -> dict[str, Any]:

@@ -231,6 +231,12 @@ class Score:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. matched/masked counts, significant
 
     @classmethod
+    def of(cls, result: MetricResult) -> "Score":
+        """What results.json keeps of a metric's result: its value, CI, direction, provenance and error."""
+        return cls(value=result.value, ci_low=result.ci_low, ci_high=result.ci_high,
+                   higher_is_better=result.higher_is_better, info=result.info, error=result.error)
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Score | None":
         if data is None:
             return None
@@ -354,6 +360,25 @@ class ConditionResult:
     def value(self, metric: str, role: str | None = None) -> float | None:
         score = self.quality(role).get(metric)
         return None if score is None else score.value
+
+
+#: what results.json keeps of a trained model's card (its training_card.json): the budget rule, the checkpoint
+#: kept, the curves and how training ended; the report's "Training" section reads these
+TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
+                  "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss",
+                  "final_loss", "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve",
+                  "validation_curve", "heldout_source", "validation_holds", "stop_reason", "left_plateau_at_step",
+                  "patience_tokens", "parameters", "init", "init_path", "architecture", "device", "precision",
+                  "train_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
+
+
+def model_record(identity: str, model_kind: str, card: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A model's entry in ``RunResults.models``: its identity and kind, and the :data:`TRAINING_FACTS` of its
+    training card when mlmh trained it."""
+    record: dict[str, Any] = {"identity": identity, "model_kind": model_kind}
+    if card:
+        record["training"] = {k: card[k] for k in TRAINING_FACTS if k in card}
+    return record
 
 
 @dataclass

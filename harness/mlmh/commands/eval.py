@@ -85,8 +85,9 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "trackers": _optional_list(trackers),
         "seeds": list(seeds) or None,
     }
-    config = api.configuration(preset, overrides, resume=resume, output_path=output_path,
-                               sweep_epochs=sweep_epochs, sweep_tokens=sweep_tokens)
+    plan = api.plan(preset, overrides, resume=resume, output_path=output_path,
+                    sweep_epochs=sweep_epochs, sweep_tokens=sweep_tokens)
+    config = plan.config
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return
@@ -97,7 +98,8 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     executor = make_executor(backend, workers, ray_address, config)  # a bad backend is refused before any display
     with RichListener() as listener, _terminate_as_interrupt():
         try:
-            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
+            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor,
+                              plan=plan)
         except Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt:
@@ -140,8 +142,8 @@ def print_summary(results: Any, out: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.report import (best_conditions, disagreements, format_score, higher_is_better, kind_findings, main_metrics,
-                             roles)
+    from mlmh.report import disagreements, kind_findings
+    from mlmh.results import best_conditions, format_score, higher_is_better, main_metrics, roles
 
     console = Console()
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns

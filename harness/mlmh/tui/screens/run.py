@@ -106,9 +106,10 @@ class RunScreen(Screen):
             self.notify("pick a preset first", severity="error")
             return
         from mlmh.config import resolve
+        from mlmh.plan import build_plan
 
         try:
-            config = resolve(preset, dict(TUI_OVERRIDES))
+            plan = build_plan(resolve(preset, dict(TUI_OVERRIDES), validate=False))  # checked here, run as checked
         except MlmhError as exc:
             self.notify(str(exc), severity="error", title="Cannot start")
             return
@@ -119,7 +120,7 @@ class RunScreen(Screen):
         self.output_path = None
         self._set_buttons()
         self.query_one("#run-status", Label).update(f"running preset {preset} …")
-        self._run(config, self.cancel_event)
+        self._run(plan, self.cancel_event)
 
     @on(Button.Pressed, "#run-cancel")
     def action_cancel(self) -> None:
@@ -139,7 +140,7 @@ class RunScreen(Screen):
 
     # -- the worker -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="run")
-    def _run(self, config, cancel: threading.Event) -> None:
+    def _run(self, plan, cancel: threading.Event) -> None:
         from mlmh.runner import RunCancelled, run_experiment
 
         output: list[str] = []
@@ -150,7 +151,7 @@ class RunScreen(Screen):
             self.post_message(RunEventPosted(event))
 
         try:
-            run_experiment(config, listener=listen, cancel=cancel)
+            run_experiment(plan, listener=listen, cancel=cancel)
         except RunCancelled:
             self.post_message(RunEnded("cancelled", output[0] if output else None))
         except MlmhError as exc:

@@ -1,5 +1,6 @@
 """Conditions × metrics with confidence intervals, the best value of each column starred; a click
-on a column header (or ``s``) sorts by it, again to reverse."""
+on a column header (or ``s``) sorts by it, again to reverse. Which cells are best and whether a metric
+is better high or low are :mod:`mlmh.results`' answers, so the table stars what report.md puts in bold."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from mlmh.results import best_keys, higher_is_better
 from mlmh.tui.labels import number, short_spec
 from mlmh.tui.widgets.plots import downstream_keys
 from mlmh.types import ConditionResult, Score
@@ -33,12 +35,10 @@ def _value(cell: Any) -> float | None:
 def columns_of(conditions: list[ConditionResult]) -> list[Column]:
     """Label columns, then every metric, then every downstream ``task:metric``, in first-seen order."""
     columns = [Column(k, k, None) for k in LABEL_COLUMNS]
-    seen: set[str] = set()
+    names: dict[str, None] = {}
     for condition in conditions:
-        for name, score in condition.metrics.items():
-            if name not in seen:
-                seen.add(name)
-                columns.append(Column(f"metric:{name}", name, score.higher_is_better))
+        names.update(dict.fromkeys(condition.metrics))
+    columns += [Column(f"metric:{name}", name, higher_is_better(conditions, name)) for name in names]
     columns += [Column(f"downstream:{key}", key, True) for key in downstream_keys(conditions)]
     return columns
 
@@ -54,14 +54,14 @@ def cell_of(condition: ConditionResult, column: Column) -> Any:
     return (condition.downstream.get(task) or {}).get(metric)
 
 
-def best_of(conditions: list[ConditionResult], column: Column) -> float | None:
-    values = [v for v in (_value(cell_of(c, column)) for c in conditions) if v is not None]
-    if not values or column.higher_is_better is None:
-        return None
-    return max(values) if column.higher_is_better else min(values)
+def best_of(conditions: list[ConditionResult], column: Column) -> set[str]:
+    """Ids of the conditions best in ``column`` (none for a label column)."""
+    if column.higher_is_better is None:
+        return set()
+    return best_keys({c.id: _value(cell_of(c, column)) for c in conditions}, column.higher_is_better)
 
 
-def format_cell(cell: Any, best: float | None) -> Text:
+def format_cell(cell: Any, best: bool) -> Text:
     if not isinstance(cell, (Score, int, float)) or isinstance(cell, bool):
         return Text(str(cell) if cell is not None else "–", style="" if cell is not None else "dim")
     value = _value(cell)
@@ -70,7 +70,7 @@ def format_cell(cell: Any, best: float | None) -> Text:
     text = Text(number(value))
     if isinstance(cell, Score) and cell.has_ci:
         text.append(f" [{number(cell.ci_low)},{number(cell.ci_high)}]", style="dim")  # type: ignore[arg-type]
-    if best is not None and value == best:
+    if best:
         text.stylize("bold green")
         text.append(" ★", style="bold yellow")
     return text
@@ -121,7 +121,7 @@ class ResultsTable(DataTable):
         """Rebuild columns and rows; widths are set from the content, so a refill never truncates."""
         self.clear(columns=True)
         bests = {c.key: best_of(self.conditions, c) for c in self.table_columns}
-        rows = [(condition.id, [format_cell(cell_of(condition, c), bests[c.key]) for c in self.table_columns])
+        rows = [(condition.id, [format_cell(cell_of(condition, c), condition.id in bests[c.key]) for c in self.table_columns])
                 for condition in self.ordered()]
         for index, column in enumerate(self.table_columns):
             arrow = ""

@@ -1,0 +1,120 @@
+"""Questions about a run's :class:`~mlmh.types.RunResults`, answered once for every reader.
+
+report.md, the figures, the CLI summary table and the TUI's results table all ask the same things of a
+run: which document sets it scored (headline first), which metrics lead a table, whether a metric is
+better high or low, which conditions are best in a column, and how a number is written. Each answer
+lives here, so the report and the TUI always star the same cells and round by the same rule.
+
+The one reader of results.json is :func:`load_results` (through :class:`~mlmh.rundir.RunDir`); the
+runner builds RunResults directly and RunDir writes its ``to_dict``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from mlmh.types import ConditionResult, RunResults, Score
+
+#: the metrics the comparison tables lead with, when a run has them
+MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
+
+
+def as_results(results: RunResults | dict[str, Any]) -> RunResults:
+    return results if isinstance(results, RunResults) else RunResults.from_dict(results)
+
+
+def results_path(path: str | Path) -> Path:
+    """``path`` itself when it is a file, else the results file inside the run directory."""
+    from mlmh.rundir import RunDir
+
+    return RunDir.of(path).results
+
+
+def load_results(run_dir: str | Path) -> RunResults:
+    """The typed results of a run directory (or of its results file), for the report, the CLI and the TUI;
+    every reader comes here, and a bad file is one line naming it and the key (:class:`~mlmh.rundir.RunDir`)."""
+    from mlmh.rundir import RunDir
+
+    return RunDir.of(run_dir).read_results()
+
+
+# -- which sets and metrics --------------------------------------------------------------------------
+def roles(results: RunResults) -> list[str]:
+    """The document sets the run scored, headline first."""
+    present = [r for r in ("unseen", "seen") if any(getattr(c, r) is not None for c in results.conditions)]
+    return sorted(present, key=lambda r: r != results.headline)
+
+
+def metric_names(results: RunResults, role: str | None = None) -> list[str]:
+    """Every metric scored on ``role`` (the headline set's when None), in first-seen order."""
+    names: dict[str, None] = {}
+    for row in results.conditions:
+        for name in row.quality(role):
+            names.setdefault(name)
+    return list(names)
+
+
+def pick_main(names: Iterable[str], limit: int = 6) -> list[str]:
+    """The metrics to show first: the paper's ones when present, else the first few."""
+    names = list(names)
+    return [m for m in MAIN_METRICS if m in names] or names[:limit]
+
+
+def main_metrics(results: RunResults, role: str | None = None) -> list[str]:
+    return pick_main(metric_names(results, role))
+
+
+def higher_is_better(results: RunResults | Iterable[ConditionResult], metric: str) -> bool:
+    """Whether a larger ``metric`` is better, as the first score of it in the run says (True if none does)."""
+    conditions = results.conditions if isinstance(results, RunResults) else results
+    for row in conditions:
+        for role in (None, "seen", "unseen"):
+            score = row.quality(role).get(metric)
+            if score is not None:
+                return score.higher_is_better
+    return True
+
+
+def better(results: RunResults, metric: str, a: float, b: float) -> bool:
+    """Whether value ``a`` of ``metric`` beats value ``b``."""
+    return a > b if higher_is_better(results, metric) else a < b
+
+
+# -- best per column ---------------------------------------------------------------------------------
+def best_keys(values: Mapping[str, float | None], higher: bool) -> set[str]:
+    """The keys holding the best of ``values`` (ties all win; None is no value): the one rule behind
+    "best per column" in report.md, the CLI summary and the TUI's table."""
+    present = {k: v for k, v in values.items() if v is not None}
+    if not present:
+        return set()
+    best = (max if higher else min)(present.values())
+    return {k for k, v in present.items() if v == best}
+
+
+def best_conditions(results: RunResults, metric: str, role: str | None = None) -> set[str]:
+    """Ids of the condition(s) with the best value of ``metric`` on ``role`` (ties all win)."""
+    return best_keys({row.id: row.value(metric, role) for row in results.conditions}, higher_is_better(results, metric))
+
+
+# -- numbers -----------------------------------------------------------------------------------------
+def format_number(value: float, *, compact: bool = False) -> str:
+    """A score as every table writes it: three decimals below 10 (0.412), two above (68.82). ``compact``
+    (the TUI's 80-column table) keeps one decimal from 10 and none from 100 (68.8, 123)."""
+    value = float(value)
+    magnitude = abs(value)
+    if magnitude < 10:
+        return f"{value:.3f}"
+    if not compact:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if magnitude < 100 else f"{value:.0f}"
+
+
+def format_score(score: Score | None, with_ci: bool = True) -> str:
+    """``value [ci_low, ci_high]``, or ``n/a`` when there is no value."""
+    if score is None or score.value is None:
+        return "n/a"
+    text = format_number(score.value)
+    if with_ci and score.has_ci:
+        text += f" [{format_number(score.ci_low)}, {format_number(score.ci_high)}]"  # type: ignore[arg-type]
+    return text
