@@ -387,7 +387,7 @@ def test_gen_ppl_needs_a_model(monkeypatch):
         run("gen-ppl", items())
 
 
-# -- registration and throughput ----------------------------------------------------------------
+# -- registration ----------------------------------------------------------------------------
 
 
 def test_all_metrics_registered_with_direction():
@@ -396,13 +396,6 @@ def test_all_metrics_registered_with_direction():
     assert {"bleu", "rouge", "meteor", "bertscore", "stutter", "seq-rep-n", "distinct-n", "self-bleu", "novelty", "gen-ppl"} <= names
     lower = {m.name for m in registry.all("metric") if not m.higher_is_better}
     assert {"stutter", "seq-rep-n", "self-bleu", "gen-ppl"} <= lower
-
-
-def test_metric_throughput_measures_pairs_per_second():
-    from mlmh.scoring import metric_throughput
-
-    row = metric_throughput("bleu", n_pairs=20, words=30)
-    assert row["metric"] == "bleu" and row["pairs"] == 20 and row["pairs_per_second"] > 0 and row["cpu_seconds"] >= 0
 
 
 def test_no_samples_give_no_value_not_a_crash():

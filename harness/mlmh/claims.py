@@ -278,12 +278,11 @@ def evaluate(cells: list[Cell], *, seed: int = 0, claims: Sequence[Claim] = CLAI
 # -- from a run ------------------------------------------------------------------------------------
 def counts_of(generation: Any) -> dict[str, tuple[float, float]]:
     """Per-document (hits, positions) of each measure, by the run's own rules."""
-    from mlmh.components import ScoringItem
     from mlmh.memorization import verbatim_recall
-    from mlmh_builtins.metrics_diversity import repeats_left_neighbour, word_sequence
+    from mlmh.stutter import generated_words, repeats_left_neighbour
 
     recall = verbatim_recall([generation])
-    sequence = word_sequence(ScoringItem(prediction=generation.text, reference=generation.original, generation=generation))
+    sequence = generated_words(generation)
     stutter = repeats_left_neighbour([w for w, _ in sequence], [g for _, g in sequence])
     return {ACCURACY: (recall["matched"], recall["masked"]), STUTTER: stutter}
 

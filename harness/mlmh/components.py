@@ -110,6 +110,11 @@ class Metric(Cached, Component):
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list["MetricResult"]:
         raise NotImplementedError
 
+    def forget_caches(self) -> None:
+        """Forget the per-text work this metric keeps between calls in this process (loaded models
+        may stay), so that the next :meth:`score` sees every text anew: ``mlmh bench`` times cold
+        scoring this way. Nothing to forget by default."""
+
 
 class Dataset(Component):
     """Loads a corpus from ``path`` in its official format, or the bundled sample when ``path`` is None."""

@@ -1,6 +1,8 @@
 """Readiness checks for ``mlmh doctor``: each says what it found and, when not ready, the fix.
 
-Other modules add checks with :func:`check`; ``mlmh doctor --fix`` runs the fixers that exist.
+Other modules add checks with :func:`check` when imported: the core modules of :data:`CHECK_MODULES`,
+and every plugin (builtin or not) as the plugin manager loads it, so the doctor names no plugin module
+and a plugin that replaces a builtin brings its own checks. ``mlmh doctor --fix`` runs the fixers that exist.
 """
 
 from __future__ import annotations
@@ -27,14 +29,12 @@ class Check:
 
 CHECKS: list[Check] = []
 
-#: Modules that register more checks when imported (WordNet, BERTScore model, model cache...).
+#: Core modules that register more checks when imported (model cache, training, WordNet); the plugins'
+#: checks (bundled samples, BERTScore model, taggers...) come with loading the plugins.
 CHECK_MODULES: list[str] = [
-    "mlmh_builtins.dataset_support",
     "mlmh.modelcache",
     "mlmh.training",
     "mlmh.wordnet",
-    "mlmh_builtins.metrics_bertscore",
-    "mlmh_builtins.maskings",
 ]
 
 
@@ -100,8 +100,11 @@ def _cache() -> CheckResult:
 def _load_check_modules() -> None:
     import importlib
 
+    from mlmh.plugin_manager import get_plugin_manager
+
     for name in CHECK_MODULES:
         importlib.import_module(name)
+    get_plugin_manager()  # imports every plugin module: their checks register as they load
 
 
 def run_checks() -> list[CheckResult]:

@@ -1,4 +1,6 @@
-"""The hooks a plugin can implement. Each ``register_*`` hook receives a ``register`` callback."""
+"""The hooks a plugin can implement. Each ``register_*`` hook receives a ``register`` callback;
+``register(component, replace=True)`` takes over the name of a component registered before it (a
+builtin's): how a plugin replaces a builtin (:mod:`mlmh.registry`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
 """The registry: every component that plugins registered, by kind and name.
 
 Order is deterministic (builtins, then plugins sorted by distribution name). On a duplicate name the
-first registration keeps it and a warning names both plugins. A plugin that raises inside a
-``register_*`` hook is reported by name; the others still register.
+first registration keeps it and a warning names both plugins: an accidental clash changes nothing. A
+plugin replaces a component on purpose with ``register(component, replace=True)``: it takes the name
+over from whoever registered it before (a builtin, since builtins register first), silently; a name is
+replaced once, and a second ``replace=True`` for it is a clash like any other. A plugin that raises
+inside a ``register_*`` hook is reported by name; the others still register.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Registry:
     def __init__(self) -> None:
         self._items: dict[str, dict[str, Any]] = {k: {} for k in HOOK_OF_KIND}
         self._owner: dict[tuple[str, str], str] = {}
+        #: (kind, name) -> the plugin whose component a ``replace=True`` registration took the name from
+        self.replaced: dict[tuple[str, str], str] = {}
         self.warnings: list[str] = []
         self.errors: list[str] = []
         self._loaded: set[str] = set()
@@ -53,8 +58,8 @@ class Registry:
         for impl in caller.get_hookimpls():
             owner = plugin_label(impl.plugin_name)
 
-            def register(obj: Any, source: Any = None, *, _owner: str = owner) -> None:
-                self._add(kind, obj, source, _owner)
+            def register(obj: Any, source: Any = None, *, replace: bool = False, _owner: str = owner) -> None:
+                self._add(kind, obj, source, _owner, replace)
 
             try:
                 impl.function(register=register)
@@ -62,7 +67,7 @@ class Registry:
                 self.errors.append(f"plugin '{owner}' failed in {HOOK_OF_KIND[kind]}: {type(exc).__name__}: {exc}")
         self._loaded.add(kind)
 
-    def _add(self, kind: str, obj: Any, source: Any, owner: str) -> None:
+    def _add(self, kind: str, obj: Any, source: Any, owner: str, replace: bool = False) -> None:
         if kind == "preset":
             obj = _make_preset(obj, source, owner)
         else:
@@ -74,12 +79,15 @@ class Registry:
             if not obj.name:
                 raise TypeError(f"{type(obj).__name__} has no name")
         name = obj.name
+        key = (kind, name)
         if name in self._items[kind]:
-            first = self._owner[(kind, name)]
-            self.warnings.append(
-                f"{kind} '{name}' from plugin '{owner}' ignored: already registered by plugin '{first}'"
-            )
-            return
+            first = self._owner[key]
+            if replace and key not in self.replaced:
+                self.replaced[key] = first
+            else:
+                how = "replaced" if key in self.replaced else "registered"
+                self.warnings.append(f"{kind} '{name}' from plugin '{owner}' ignored: already {how} by plugin '{first}'")
+                return
         self._items[kind][name] = obj
         self._owner[(kind, name)] = owner
 

@@ -1,12 +1,9 @@
-"""Scoring texts with metric plugins outside a run: reading prediction/reference files and measuring how
-fast each metric is (for ``mlmh score`` and ``mlmh bench``; ``--metric`` lists parse in mlmh.options)."""
+"""Scoring texts with metric plugins outside a run: reading prediction/reference files and scoring them
+(``mlmh score``; ``--metric`` lists parse in mlmh.options)."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import random
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -132,62 +129,3 @@ def score_texts(
                 results.append(MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
                                             error=describe_error(exc)))
     return results
-
-
-def english_vocabulary(limit: int = 8000) -> list[str]:
-    """Whole English words in frequency order from the packaged MiniLM WordPiece vocabulary (so
-    METEOR's WordNet lookups see real words), or made-up words when that package is absent."""
-    from mlmh_builtins.metrics_bertscore import minilm_path
-
-    path = minilm_path()
-    if path is not None and (path / "vocab.txt").is_file():
-        lines = (path / "vocab.txt").read_text(encoding="utf-8").split()
-        words = [w for w in lines if w.isalpha() and w.isascii() and len(w) > 1][:limit]
-        if len(words) > 100:
-            return words
-    return [f"w{i}" for i in range(limit)]
-
-
-def synthetic_pairs(n_pairs: int, words: int, *, seed: int = 0) -> tuple[list[str], list[str]]:
-    """Reference texts of ``words`` words from a Zipf-distributed vocabulary, and predictions with 30%
-    of words replaced: cheap stand-ins with realistic overlap for timing metrics."""
-    rng = random.Random(seed)
-    vocabulary = english_vocabulary()
-    cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocabulary))))
-    references, predictions = [], []
-    for _ in range(n_pairs):
-        ref = rng.choices(vocabulary, cum_weights=cumulative, k=words)
-        swaps = rng.choices(vocabulary, cum_weights=cumulative, k=words)
-        pred = [swap if rng.random() < 0.3 else word for word, swap in zip(ref, swaps)]
-        references.append(" ".join(ref) + ".")
-        predictions.append(" ".join(pred) + ".")
-    return predictions, references
-
-
-def metric_throughput(spec: str, *, n_pairs: int = 200, words: int = 100, seed: int = 0, warmup: bool = True) -> dict[str, float | str]:
-    """Pairs per second (wall clock) of one metric on synthetic pairs; a warm-up call first loads
-    models/WordNet, whose cost is reported separately as ``warmup_seconds``. ``cpu_seconds`` is this
-    process's CPU time, a steadier number on a busy machine."""
-    from mlmh.components import ScoringItem
-    from mlmh.registry import get_registry
-
-    metric = get_registry().build("metric", spec)
-    predictions, references = synthetic_pairs(n_pairs, words, seed=seed)
-    items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
-    warmup_seconds = 0.0
-    if warmup:
-        start = time.perf_counter()
-        metric.score(items[:2], seed=seed)
-        warmup_seconds = time.perf_counter() - start
-    start, cpu_start = time.perf_counter(), time.process_time()
-    metric.score(items, seed=seed)
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    return {
-        "metric": metric.short_spec,
-        "pairs": n_pairs,
-        "words_per_text": words,
-        "seconds": seconds,
-        "cpu_seconds": cpu_seconds,
-        "pairs_per_second": n_pairs / seconds if seconds > 0 else float("inf"),
-        "warmup_seconds": warmup_seconds,
-    }

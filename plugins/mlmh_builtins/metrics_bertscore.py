@@ -167,7 +167,7 @@ def get_encoder(model: str, layer: int) -> Encoder:
 
 
 def clear_embedding_caches() -> None:
-    """Forget every cached embedding (the bench times cold scoring this way)."""
+    """Forget every cached embedding, of every encoder of the process."""
     with _ENCODERS_LOCK:
         for encoder in _ENCODERS.values():
             with encoder.lock:
@@ -244,6 +244,16 @@ class BertScoreMetric(Metric):
             return model, layer, model
         model, layer, display = default_model()
         return model, self.params["layer"] or layer, display
+
+    def encoder(self) -> Encoder:
+        """The process's :class:`Encoder` of this configuration (loaded on first use): bert-score's
+        tokenizer and model, which ``mlmh bench`` also times alone."""
+        model, layer, _ = self.resolve()
+        return get_encoder(model, layer)
+
+    def forget_caches(self) -> None:
+        """Forget every cached embedding (of every configuration): the next call embeds every text."""
+        clear_embedding_caches()
 
     def cache_identity(self) -> str | None:
         """The resolved model's files and layer (roberta-large where cached, else MiniLM: which one

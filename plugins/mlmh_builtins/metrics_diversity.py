@@ -14,6 +14,7 @@ from mlmh import hookimpl
 from mlmh.components import InputsOnly, Metric, ScoringItem
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
+from mlmh.stutter import generated_words, repeats_left_neighbour
 from mlmh.types import Generation, MetricResult
 from mlmh.words import split_words
 from mlmh_builtins.metrics_common import SPANS_ONLY, base_info, failed_result, masked_spans, mean_result, texts
@@ -52,27 +53,9 @@ def pooled_share_result(
 
 def word_sequence(item: ScoringItem) -> list[tuple[str, bool]]:
     """(word, generated?) along the final text. Without a generation every word counts as generated."""
-    generation = item.generation
-    if generation is None:
+    if item.generation is None:
         return [(w, True) for w in split_words(item.prediction)]
-    masked = set(generation.masked_words)
-    out: list[tuple[str, bool]] = []
-    for index, word in enumerate(split_words(generation.original)):
-        if index in masked:
-            out.extend((w, True) for w in split_words(generation.output_words.get(index, "")))
-        else:
-            out.append((word, False))
-    return out
-
-
-def repeats_left_neighbour(sequence: Sequence[str], generated: Sequence[bool]) -> tuple[int, int]:
-    """(generated positions equal to their left neighbour, generated positions that have one)."""
-    hits = total = 0
-    for p in range(1, len(sequence)):
-        if generated[p]:
-            total += 1
-            hits += sequence[p] == sequence[p - 1]
-    return hits, total
+    return generated_words(item.generation)
 
 
 def subword_sequence(generation: Generation | None) -> tuple[list[str], list[bool]] | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -47,9 +46,11 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
 @click.option("--no-startup", is_flag=True, help="Skip the `mlmh --help` startup timing.")
 @click.option("--no-scaling", is_flag=True, help="Skip the eval scaling ratio (runs the runner 8 times).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--markdown", "as_markdown", is_flag=True,
+              help="Print Markdown tables instead of the table (the form docs/PERFORMANCE.md keeps).")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Also write the JSON report to FILE.")
 def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampler_labels: str, metric_names: str,
-          no_startup: bool, no_scaling: bool, as_json: bool, out_path: str | None) -> None:
+          no_startup: bool, no_scaling: bool, as_json: bool, as_markdown: bool, out_path: str | None) -> None:
     """Time every sampler against bare model forward passes doing the same work.
 
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
@@ -74,11 +75,17 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     Examples:
       mlmh bench                                  # the default figures, as a table
       mlmh bench --json --out bench.json          # one JSON object, also saved
+      mlmh bench --markdown                       # Markdown tables, as docs/PERFORMANCE.md keeps them
       mlmh bench --sizes tiny,small --lengths 32,128 --batch 1,32
       mlmh bench --samplers one-shot,mask-predict-4,clm-infill --metrics '' --no-scaling
     """
-    from mlmh.bench import BENCH_SIZES, METRIC_NAMES, SAMPLER_CASES, BenchOptions, available_cores, run_bench
+    from mlmh.bench.metrics import METRIC_NAMES
+    from mlmh.bench.models import BENCH_SIZES
+    from mlmh.bench.run import BenchOptions, available_cores, run_bench
+    from mlmh.bench.samplers import SAMPLER_CASES
 
+    if as_json and as_markdown:
+        raise SpecError("--json and --markdown: give one of them")
     keys = tuple(case.key for case in SAMPLER_CASES)
     options = BenchOptions(
         sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
@@ -106,63 +113,9 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
+    from mlmh.bench.render import render, report_markdown
+
+    if as_markdown:
+        click.echo(report_markdown(report), nl=False)
+        return
     render(report, Console())
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def render(report: dict[str, Any], console: Any) -> None:
-    """The human view: a sampler table per size, then the goals with pass/fail, then metric throughput."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from mlmh.bench import interval_text, verdict_text
-
-    for size, block in report["sizes"].items():
-        params = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in block["parameters"].items())
-        table = Table(title=f"samplers ({size}: {params}) medians of >= {report['method']['timed_runs']} runs; "
-                            "passes = harness/bare",
-                      caption="harness s is the latency of one batch of B; lean = the lean bare loop (output layer "
-                              "only where read, exact greedy choice) / bare; ovh/lean = harness / lean")
-        table.add_column("sampler", no_wrap=True)
-        for column in ("L", "B", "passes", "harness s", "bare s", "overhead", "CPU ovh", "lean", "ovh/lean",
-                       "tok/s", "samples/s", "MiB"):
-            table.add_column(column, justify="right")
-        for c in block["cells"]:
-            passes_style = "" if c["forward_passes"] == c["bare_forward_passes"] else "[yellow]"
-            table.add_row(escape(c["sampler"]), str(c["length"]), str(c["batch"]),
-                          f"{passes_style}{c['forward_passes']}/{c['bare_forward_passes']}", _fmt(c["harness_seconds"]),
-                          _fmt(c["bare_seconds"]), _fmt(c["overhead"]) + interval_text(c.get("overhead_ci")),
-                          _fmt(c.get("overhead_cpu")),
-                          _fmt(c.get("lean_cost")), _fmt(c.get("overhead_over_lean")),
-                          _fmt(c["tokens_per_s"]), _fmt(c["samples_per_s"]), _fmt(c["peak_mib"], 4))
-        console.print(table)
-    goals = Table(title="goals")
-    for column in ("figure", "value", "goal", "result", "detail"):
-        goals.add_column(column, justify="right" if column in ("value",) else "left")
-    for row in report["goals"]:
-        style = {True: "[green]", False: "[red]", None: "[dim]"}[row["passed"]]
-        goals.add_row(escape(row["name"]), _fmt(row["value"]), row["goal"], style + escape(verdict_text(row)),
-                      escape(row["detail"]))
-    console.print(goals)
-    if report.get("metrics"):
-        metrics = Table(title="metric throughput")
-        for column in ("metric", "pairs", "seconds", "pairs/s", "pairs/s, references cached", "encoder alone", "note"):
-            metrics.add_column(column)
-        for name, m in report["metrics"].items():
-            metrics.add_row(name, _fmt(m.get("pairs")), _fmt(m.get("seconds")), _fmt(m.get("pairs_per_s")),
-                            _fmt(m.get("pairs_per_s_references_cached")), _fmt(m.get("encoder_pairs_per_s")),
-                            escape(m.get("error", "")))
-        console.print(metrics)
-    if "scaling" in report and "error" in report["scaling"]:
-        console.print(f"[red]scaling could not run: {escape(report['scaling']['error'])}")
-    machine = report["machine"]
-    console.print(f"[dim]{machine['threads']} threads on {machine['cores']} cores, load average "
-                  f"{machine['load_average_before'][0]:.1f} -> {machine['load_average_after'][0]:.1f}, "
-                  f"peak memory by {machine['peak_memory_method']}, {report['wall_seconds']:.0f} s in all")
