@@ -143,7 +143,9 @@ SIZES: dict[str, SizeSpec] = {
 }
 INIT_LEARNING_RATE = 1e-4  # continued pretraining of an existing model: gentler than from scratch
 # ... but the parameters a pretrained start lacks (MiniLM's MLM head: the packaged sentence encoder has none) start
-# from random values, and at 1e-4 they barely move in a short fine-tuning: they learn at this rate instead
+# from random values, and at 1e-4 they barely move in a short fine-tuning: they learn at this rate instead. Measured
+# on official-format PAN text (the paper preset's MiniLM MLM, 80 steps of 8 x 64 tokens): validation loss at step 80
+# 6.39 against 6.66, all-[MASK] validation accuracy of the kept weights 0.057 against 0.036 (unigram baseline 0.019)
 FRESH_LEARNING_RATE = 1e-3
 
 
