@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from mlmh.errors import SpecError
-from mlmh.training import (MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES, BatchMaker, budget_steps, build_model,
-                           count_parameters, infill_example, infill_spans, load_init, loss_terms, make_blocks,
-                           make_config, most_frequent_token, split_validation, train, train_tokenizer)
+from mlmh.training import (FRESH_LEARNING_RATE, INIT_LEARNING_RATE, MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES,
+                           BatchMaker, budget_steps, build_model, count_parameters, infill_example, infill_spans,
+                           load_init, load_init_with_fresh, loss_terms, make_blocks, make_config, most_frequent_token,
+                           parameter_groups, split_validation, train, train_tokenizer)
 from tiny_models import output_rows
 
 WORDS = ("the old captain walked along the quiet harbour and counted the boats while gulls circled "
@@ -204,6 +205,7 @@ def test_init_continues_pretraining_a_checkpoint_with_its_tokenizer(tiny_mlm, tm
 
     card = train(TEXTS, micro("mlm", init=str(tiny_mlm)), tmp_path, threads=1)
     assert card["init"] == str(tiny_mlm) and card["vocabulary"].startswith("the tokenizer of")
+    assert card["fresh_parameters"] == [] and card["fresh_learning_rate"] is None  # its own head continues
     assert AutoTokenizer.from_pretrained(tmp_path).get_vocab() == AutoTokenizer.from_pretrained(tiny_mlm).get_vocab()
     before = AutoModelForMaskedLM.from_pretrained(tiny_mlm).state_dict()
     after = AutoModelForMaskedLM.from_pretrained(tmp_path).state_dict()
@@ -218,7 +220,7 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
 
     from mlmh.training import minilm_dir
 
-    model, tokenizer = load_init("minilm", objective)
+    model, tokenizer, fresh = load_init_with_fresh("minilm", objective)
     pretrained = load_file(minilm_dir() / "model.safetensors")
     key = next(k for k in pretrained if k.endswith("encoder.layer.0.attention.self.query.weight"))
     if objective == "seq2seq":  # both sides start from MiniLM; the decoder's cross-attention is new
@@ -227,6 +229,7 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
             assert torch.equal(side.encoder.layer[0].attention.self.query.weight, pretrained[key])
         assert model.config.decoder_start_token_id == tokenizer.cls_token_id
         assert model.decoder.bert.encoder.layer[0].crossattention is not None
+        assert not fresh  # EncoderDecoderModel does not report its new cross-attention (load_init_with_fresh)
         return
     assert type(model).__name__ == ("BertForMaskedLM" if objective == "mlm" else "BertLMHeadModel")
     assert model.config.is_decoder == (objective == "clm")
@@ -234,6 +237,16 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
     head = model.cls.predictions.decoder.weight
     assert head.data_ptr() == model.bert.embeddings.word_embeddings.weight.data_ptr()  # tied head
     assert tokenizer.mask_token == "[MASK]"
+    # the packaged sentence encoder has no MLM head: its transform and output bias start fresh, and learn faster
+    assert fresh == {"cls.predictions.bias", "cls.predictions.transform.dense.weight",
+                     "cls.predictions.transform.dense.bias", "cls.predictions.transform.LayerNorm.weight",
+                     "cls.predictions.transform.LayerNorm.bias"}
+    config = make_config(objective, init="minilm")
+    base, new = parameter_groups(model, config, fresh)
+    assert base["lr"] == config.learning_rate == INIT_LEARNING_RATE and new["lr"] == FRESH_LEARNING_RATE
+    named = dict(model.named_parameters())
+    assert {id(p) for p in new["params"]} == {id(named[n]) for n in fresh}
+    assert len(base["params"]) + len(new["params"]) == len(named)
 
 
 def test_epochs_set_the_number_of_steps_from_the_data(tmp_path):
@@ -496,7 +509,8 @@ def test_early_stopping_restores_the_best_step_and_stops_on_patience_in_tokens(t
     card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience_tokens=int(7 * per_step)), tmp_path, threads=1)
     assert card["stopped_early"] and 10 <= card["steps_run"] <= 16 and card["step_kept"] == 6
     assert _stopped_by_the_token_rule(card)
-    assert card["stop_reason"].startswith("stopped early: no better validation loss for") and card["left_plateau_at_step"] == 2
+    assert card["stop_reason"].startswith("stopped early: neither validation loss nor validation accuracy improved for")
+    assert card["left_plateau_at_step"] == 2 and card["validation_accuracy"] == 0.3
     assert card["validation_loss"] == 3.0 and card["steps"] == 40
     assert [p["step"] for p in card["validation_curve"]] == list(range(2, card["steps_run"] + 1, 2))
     assert [p["step"] for p in card["train_curve"]] == list(range(2, card["steps_run"] + 1, 2))
@@ -522,6 +536,32 @@ def test_no_model_stops_early_on_the_unigram_plateau_nor_keeps_a_checkpoint_from
     card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience_tokens=int(1.5 * per_step)), tmp_path / "b", threads=1)
     assert not card["stopped_early"] and card["steps_run"] == 40
     assert card["stop_reason"].startswith("budget spent while still on the unigram plateau")
+
+
+def test_a_model_whose_validation_accuracy_rises_while_its_loss_rises_trains_on_and_keeps_the_best_accuracy(
+        tmp_path, monkeypatch):
+    """The gmlm MLMs on real text: off the plateau their validation loss rose while their accuracy rose. The
+    accuracy's improvements reset the patience, and the kept weights are those of the highest accuracy (the
+    earlier of two equal ones, whose loss is lower), not those of the lowest loss."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    per_step = _tokens_per_step(tmp_path)
+    snapshots = {}
+    rising = [(4.0, 0.1), (4.1, 0.2), (4.3, 0.22), (4.6, 0.25), (4.8, 0.25), (5.0, 0.24), (5.2, 0.25)]
+    _scripted_validation(monkeypatch, rising + [(5.5, 0.2)] * 20, snapshots)
+    card = train(TEXTS, micro("clm", max_steps=40, eval_every=2, patience_tokens=int(5 * per_step)), tmp_path, threads=1)
+    assert card["left_plateau_at_step"] == 4 and card["step_kept"] == 8
+    assert card["validation_loss"] == 4.6 and card["validation_accuracy"] == 0.25
+    # the loss never improved after step 2, the accuracy last at step 8: the loss rule would have stopped at ~10
+    assert card["stopped_early"] and 13 <= card["steps_run"] <= 16
+    improved_at = next(p["tokens"] for p in card["validation_curve"] if p["step"] == 8)
+    waited = [p["tokens"] - improved_at for p in card["validation_curve"] if p["step"] >= 8]
+    assert waited[-1] >= card["patience_tokens"] > max(waited[:-1])
+    assert card["selection"].startswith("lowest validation loss while on the unigram plateau; once off it, the highest")
+    saved = AutoModelForCausalLM.from_pretrained(tmp_path).state_dict()
+    for key, value in saved.items():
+        assert torch.equal(value, snapshots[4][key]), key
 
 
 def test_validation_accuracy_counts_the_judged_tokens_beside_the_unigram_baseline():

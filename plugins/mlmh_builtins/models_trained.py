@@ -3,7 +3,7 @@ itself on the run's dataset the first time a run needs them, then reuses from th
 
 This is the offline default: no pretrained weights can be downloaded, so each preset compares an MLM,
 a CLM and a seq2seq denoiser of matched size and training budget (see :mod:`mlmh.training`). They learn
-from the train split, keep the checkpoint of the best validation loss (:func:`mlmh.splits.with_validation`)
+from the train split, keep the checkpoint that validation chooses (:mod:`mlmh.stopping`; :func:`mlmh.splits.with_validation`)
 and never see the test split, whose documents stay unseen.
 """
 
@@ -38,7 +38,7 @@ class TrainedModel(Model):
               "0 = max_steps", min=0.0),
         Param("unique_tokens", int, 0, "data budget U: train on the first train blocks (in their fixed order) that "
               "hold this many tokens; 0 = the whole train split", min=0),
-        Param("keep", str, "best", "checkpoint kept: best (lowest validation loss) or last (the weights after the "
+        Param("keep", str, "best", "checkpoint kept: best (validation's choice: highest accuracy off the unigram plateau) or last (the weights after the "
               "whole budget, as data-constrained sweeps compare them)", choices=KEEPS),
         Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled pretrained MiniLM-L6 "
               "encoder, or a checkpoint directory; an encoder starts every kind (its MLM, the same weights as a "
@@ -50,7 +50,7 @@ class TrainedModel(Model):
               "targets (the MLM trains until it has supervised as many tokens as the CLM, at most 8x the steps) "
               "or compute (~6 x parameters x tokens)", choices=BUDGETS),
         Param("patience_tokens", int, PATIENCE_TOKENS, "early stopping: training tokens without a better validation "
-              "loss before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0),
+              "loss or accuracy before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0),
         Param("eval_every", int, 0, "validation every N steps; 0 = the step budget / 50 (at least 5)", min=0),
         Param("seq_len", int, 0, "token block length; 0 = the size's (128 for tiny; a pretrained start is "
               "capped by its position table)", min=0),

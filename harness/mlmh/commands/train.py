@@ -22,7 +22,9 @@ CARD_ROWS = (
     ("step_kept", "step kept (best validation)"), ("stopped_early", "stopped early"), ("stop_reason", "why it stopped"),
     ("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
     ("approx_train_flops", "approx. training FLOPs"), ("final_loss", "final train loss"),
-    ("validation_loss", "best validation loss"), ("heldout_accuracy", "validation accuracy"),
+    ("selection", "checkpoint chosen by"), ("validation_loss", "validation loss (kept)"),
+    ("validation_accuracy", "validation accuracy (kept, training masks)"),
+    ("heldout_accuracy", "validation accuracy (all-[MASK], as generation)"),
     ("unigram_baseline_accuracy", "unigram baseline accuracy"), ("validation_holds", "validation data"),
     ("device", "device"), ("precision", "precision"), ("wall_seconds", "wall time (s)"), ("seconds_per_step", "s / step"),
     ("threads", "threads"), ("seed", "seed"), ("data_hash", "data sha256"),
@@ -78,8 +80,8 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
 
     All objectives share one cased WordPiece vocabulary and see the same token blocks, so models of
     one size have matched parameter counts and a declared training budget (--budget). The checkpoint
-    kept is the one of the lowest loss on the validation split (whole groups of the dataset, e.g. PAN
-    authors, that no model trains on); the test split is never read. The model is written to a temporary directory and
+    kept is chosen on the validation split (whole groups of the dataset, e.g. PAN authors, that no model
+    trains on): the highest validation accuracy once the model beats the unigram baseline; the test split is never read. The model is written to a temporary directory and
     moved to --out only when complete; it loads with
     AutoModelForMaskedLM / AutoModelForCausalLM / AutoModelForSeq2SeqLM.from_pretrained(DIR), and
     training_card.json records data hash, budget, steps run and kept, training and validation curves,
