@@ -132,7 +132,29 @@ def _top_distribution(top: str) -> str:
 
 @lru_cache(maxsize=1)
 def _packages_distributions() -> dict[str, list[str]]:
-    """Top-level package -> distributions; reads every installed distribution's file list (about 0.5 s)."""
+    """Top-level package -> distributions; reads every installed distribution's file list (about 0.5 s).
+
+    An editable install lists only a ``.pth`` file, so its packages are read from the folders that file
+    puts on ``sys.path`` (mlmh's own editable install adds ``harness/`` and ``plugins/``)."""
     from importlib import metadata
 
-    return metadata.packages_distributions()
+    found = {top: list(names) for top, names in metadata.packages_distributions().items()}
+    for dist in metadata.distributions():
+        for file in dist.files or []:
+            if file.suffix != ".pth":
+                continue
+            try:
+                lines = Path(dist.locate_file(file)).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                folder = Path(line.strip())
+                if not line.strip() or line.startswith(("#", "import")) or not folder.is_dir():
+                    continue
+                for child in folder.iterdir():
+                    top = child.stem if child.suffix == ".py" else child.name
+                    if (child.suffix == ".py" or (child / "__init__.py").is_file()) and top.isidentifier():
+                        names = found.setdefault(top, [])
+                        if dist.metadata["Name"] not in names:
+                            names.append(dist.metadata["Name"])
+    return found

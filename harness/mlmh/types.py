@@ -365,11 +365,12 @@ class ConditionResult:
 #: what results.json keeps of a trained model's card (its training_card.json): the budget rule, the checkpoint
 #: kept, the curves and how training ended; the report's "Training" section reads these
 TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
-                  "stopped_early", "tokens_seen", "supervised_targets", "approx_train_flops", "validation_loss",
-                  "final_loss", "heldout_accuracy", "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve",
-                  "validation_curve", "heldout_source", "validation_holds", "stop_reason", "left_plateau_at_step",
-                  "patience_tokens", "parameters", "init", "init_path", "architecture", "device", "precision",
-                  "train_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
+                  "stopped_early", "selection", "validation_accuracy", "tokens_seen", "supervised_targets",
+                  "approx_train_flops", "validation_loss", "final_loss", "heldout_accuracy",
+                  "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve", "heldout_source",
+                  "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters", "init",
+                  "init_path", "learning_rate", "fresh_parameters", "fresh_learning_rate", "architecture", "device",
+                  "precision", "train_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
 
 
 def model_record(identity: str, model_kind: str, card: dict[str, Any] | None = None) -> dict[str, Any]:
