@@ -13,7 +13,7 @@ import pytest
 from mlmh.errors import SpecError
 from mlmh.training import (FRESH_LEARNING_RATE, INIT_LEARNING_RATE, MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES,
                            BatchMaker, budget_steps, build_model, count_parameters, infill_example, infill_spans,
-                           load_init, load_init_with_fresh, loss_terms, make_blocks, make_config, most_frequent_token,
+                           load_init, loss_terms, make_blocks, make_config, most_frequent_token,
                            parameter_groups, split_validation, train, train_tokenizer)
 from tiny_models import output_rows
 
@@ -220,7 +220,7 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
 
     from mlmh.training import minilm_dir
 
-    model, tokenizer, fresh = load_init_with_fresh("minilm", objective)
+    model, tokenizer, fresh = load_init("minilm", objective)
     pretrained = load_file(minilm_dir() / "model.safetensors")
     key = next(k for k in pretrained if k.endswith("encoder.layer.0.attention.self.query.weight"))
     if objective == "seq2seq":  # both sides start from MiniLM; the decoder's cross-attention is new
@@ -229,7 +229,7 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
             assert torch.equal(side.encoder.layer[0].attention.self.query.weight, pretrained[key])
         assert model.config.decoder_start_token_id == tokenizer.cls_token_id
         assert model.decoder.bert.encoder.layer[0].crossattention is not None
-        assert not fresh  # EncoderDecoderModel does not report its new cross-attention (load_init_with_fresh)
+        assert not fresh  # EncoderDecoderModel does not report its new cross-attention (load_init)
         return
     assert type(model).__name__ == ("BertForMaskedLM" if objective == "mlm" else "BertLMHeadModel")
     assert model.config.is_decoder == (objective == "clm")

@@ -432,13 +432,6 @@ def init_fingerprint(init: str) -> str:
 
 
 def load_init(init: str, objective: str):
-    """``(model, tokenizer)`` to fine-tune ``init`` with ``objective``: :func:`load_init_with_fresh` without
-    the names of the fresh parameters."""
-    model, tokenizer, _ = load_init_with_fresh(init, objective)
-    return model, tokenizer
-
-
-def load_init_with_fresh(init: str, objective: str):
     """``(model, tokenizer, fresh)`` to fine-tune ``init`` with ``objective``: one pretrained start for every
     objective; ``fresh`` names the parameters the checkpoint did not hold (initialised at random here, e.g. an
     MLM head on a bare encoder), which train at ``FRESH_LEARNING_RATE``. The seq2seq warm start names none:
@@ -496,8 +489,6 @@ def load_init_with_fresh(init: str, objective: str):
     # a tied output layer is listed missing but trains as the (pretrained) input embedding it is
     fresh = frozenset(name for name, _ in model.named_parameters()) & frozenset(missing)
     return model, tokenizer, fresh
-
-
 
 
 def _warm_started_seq2seq(source: Path, tokenizer: Any):
@@ -944,7 +935,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         shape = config.shape
         fresh: frozenset[str] = frozenset()
         if config.init:
-            model, tokenizer, fresh = load_init_with_fresh(config.init, config.objective)
+            model, tokenizer, fresh = load_init(config.init, config.objective)
             max_positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", shape.seq_len)
             seq_len = min(shape.seq_len, int(max_positions))
         else:
