@@ -24,13 +24,6 @@ def as_results(results: RunResults | dict[str, Any]) -> RunResults:
     return results if isinstance(results, RunResults) else RunResults.from_dict(results)
 
 
-def results_path(path: str | Path) -> Path:
-    """``path`` itself when it is a file, else the results file inside the run directory."""
-    from mlmh.rundir import RunDir
-
-    return RunDir.of(path).results
-
-
 def load_results(run_dir: str | Path) -> RunResults:
     """The typed results of a run directory (or of its results file), for the report, the CLI and the TUI;
     every reader comes here, and a bad file is one line naming it and the key (:class:`~mlmh.rundir.RunDir`)."""
