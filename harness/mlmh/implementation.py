@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import os
 import sys
 import types
@@ -135,21 +136,29 @@ def _packages_distributions() -> dict[str, list[str]]:
     """Top-level package -> distributions; reads every installed distribution's file list (about 0.5 s).
 
     An editable install lists only a ``.pth`` file, so its packages are read from the folders that file
-    puts on ``sys.path`` (mlmh's own editable install adds ``harness/`` and ``plugins/``)."""
+    puts on ``sys.path`` (mlmh's own editable install adds ``harness/`` and ``plugins/``); only editable
+    installs (``direct_url.json``) have their file lists read for this, which keeps it cheap."""
     from importlib import metadata
 
     found = {top: list(names) for top, names in metadata.packages_distributions().items()}
     for dist in metadata.distributions():
+        try:
+            editable = json.loads(dist.read_text("direct_url.json") or "{}").get("dir_info", {}).get("editable")
+        except (ValueError, AttributeError):
+            editable = False
+        if not editable:
+            continue
         for file in dist.files or []:
             if file.suffix != ".pth":
                 continue
+            pth = Path(dist.locate_file(file))
             try:
-                lines = Path(dist.locate_file(file)).read_text(encoding="utf-8").splitlines()
+                lines = pth.read_text(encoding="utf-8").splitlines()
             except (OSError, UnicodeDecodeError):
                 continue
-            for line in lines:
-                folder = Path(line.strip())
-                if not line.strip() or line.startswith(("#", "import")) or not folder.is_dir():
+            for line in (raw.strip() for raw in lines):
+                folder = pth.parent / line  # a .pth line is a folder, absolute or relative to the .pth's own
+                if not line or line.startswith(("#", "import")) or not folder.is_dir():
                     continue
                 for child in folder.iterdir():
                     top = child.stem if child.suffix == ".py" else child.name
