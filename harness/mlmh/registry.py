@@ -89,7 +89,7 @@ class Registry:
                 self.warnings.append(f"{kind} '{name}' from plugin '{owner}' ignored: already {how} by plugin '{first}'")
                 return
         self._items[kind][name] = obj
-        self._owner[(kind, name)] = owner
+        self._owner[key] = owner
 
     # -- queries -----------------------------------------------------------------------------
     def all(self, kind: str) -> list[Any]:
