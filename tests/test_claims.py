@@ -11,8 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from mlmh.claims import (ACCURACY, CLAIMS, FAILS, HOLDS, INCONCLUSIVE, SKIPPED, STUTTER, Cell, evaluate, paired,
-                         run_findings, slope_per_tenth, verdict)
+from mlmh.claims import ACCURACY, CLAIMS, STUTTER, Cell, evaluate, paired, slope_per_tenth
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE
+from mlmh.types import NOT_TESTED as SKIPPED
+from mlmh.verdicts import verdict
 
 DOCS = [f"d{i}" for i in range(30)]
 
@@ -40,7 +42,12 @@ def noise(seed, low=0, high=4):
 
 
 def by_claim(findings):
-    return {f["claim"]: f for f in findings}
+    """Findings by claim id, each a flat dict (its ``extra`` beside its fields), as results.json's readers see them."""
+    out = {}
+    for f in findings:
+        flat = f.to_dict() if hasattr(f, "to_dict") else dict(f)
+        out[flat["claim"]] = {**flat, **flat.get("extra", {})}
+    return out
 
 
 # -- verdict rule -----------------------------------------------------------------------------------
@@ -137,10 +144,10 @@ def test_adaptive_gibbs_claim_needs_equal_forward_passes():
 
 # -- skipping -------------------------------------------------------------------------------------
 def test_every_claim_is_skipped_with_a_reason_when_the_run_lacks_its_conditions():
-    findings = evaluate([cell({}, sampler="one-shot", sampler_params={}, accuracy=noise(5), stutter=noise(5))])
+    findings = list(by_claim(evaluate([cell({}, sampler="one-shot", sampler_params={}, accuracy=noise(5),
+                                              stutter=noise(5))])).values())
     assert [f["claim"] for f in findings] == [c.id for c in CLAIMS]
     assert all(f["verdict"] == SKIPPED and f["reason"] and f["statistic"] is None for f in findings)
-    assert run_findings([], {}, {}) == []  # a run none of the claims apply to reports none
 
 
 def test_a_claim_with_too_few_documents_is_inconclusive():
@@ -158,7 +165,8 @@ TINY_MODELS = ",".join(f"trained-mlm:size=tiny,max_steps=2{extra}" for extra in 
 @pytest.mark.slow
 def test_gmlm_preset_writes_one_finding_per_claim_and_states_them(tmp_path):
     """Five tiny models trained 2 steps, 2 documents per set, no metric plugins (the claims count from the
-    generations): the preset's whole sampler and masking grid, findings and report."""
+    generations): the preset's whole sampler and masking grid, findings and report. Two steps teach a model
+    nothing, so every claim is "not comparable" and says that its models never left the unigram plateau."""
     env = {**os.environ, "MLMH_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "mlmh", "eval", "--preset", "gmlm", "--model", TINY_MODELS,
@@ -166,16 +174,16 @@ def test_gmlm_preset_writes_one_finding_per_claim_and_states_them(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    findings = results["findings"]
+    findings = [f for f in results["findings"] if f["source"] == "Li et al., ICML 2024"]
     assert [f["claim"] for f in findings] == [c.id for c in CLAIMS]
     for f in findings:
-        assert f["verdict"] in (HOLDS, FAILS, INCONCLUSIVE), f
-        assert set(f) >= {"statement", "statistic", "ci_low", "ci_high", "conditions"}
+        assert f["verdict"] == NOT_COMPARABLE, f
+        assert "unigram plateau" in f["statement"] and f["caveats"]
         assert f["conditions"] and all(cid in {c["id"] for c in results["conditions"]} for cid in f["conditions"])
-    assert by_claim(findings)["c"]["passes_equal"] is True
     report = (out / "report.md").read_text(encoding="utf-8")
+    answer = report[report.index("## Answer"):report.index("## Findings")]
     for f in findings:
-        assert f["statement"] in report
+        assert f["statement"] in answer
 
 
 def test_gibbs_series_keep_their_other_settings_apart():

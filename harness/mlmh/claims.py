@@ -10,8 +10,8 @@ has none (so every preset can call :func:`evaluate`). Its statistic is computed 
 on the **unseen** documents, pooled as the run's own tables pool them (sum of hits / sum of positions),
 and every condition of a claim is resampled with the same document indices (:func:`mlmh.stats.resample_ci`):
 the conditions of one masking and seed share their documents and masks, so the CI is that of a paired
-comparison. Verdict: "holds" when the 95% CI excludes 0 in the claimed direction, "does not hold" when it
-excludes 0 the other way, otherwise "inconclusive".
+comparison. Verdicts and caveats follow :mod:`mlmh.verdicts`; :mod:`mlmh.findings` runs these claims beside
+the paper's own (:mod:`mlmh.paper_claims`) and leaves out a model that never left the unigram plateau.
 
 Two per-document measures, both from the generations through the run's own rules:
 
@@ -28,8 +28,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-#: the verdicts a finding can carry
-HOLDS, FAILS, INCONCLUSIVE, SKIPPED = "holds", "does not hold", "inconclusive", "skipped"
+from mlmh.stats import resample_ci
+from mlmh.types import Finding
+from mlmh.verdicts import INCONCLUSIVE, NOT_TESTED, describe_ci, not_tested, number, verdict
+
+SOURCE = "Li et al., ICML 2024"
 ACCURACY, STUTTER = "masked-word accuracy", "stutter"
 
 
@@ -80,17 +83,6 @@ def _changed(component: Any) -> dict[str, Any]:
 
 
 # -- statistics ------------------------------------------------------------------------------------
-def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
-    """holds / does not hold / inconclusive for a claimed sign ``direction`` (+1 rise, -1 fall)."""
-    if ci_low is None or ci_high is None:
-        return INCONCLUSIVE
-    if (direction > 0 and ci_low > 0) or (direction < 0 and ci_high < 0):
-        return HOLDS
-    if (direction > 0 and ci_high < 0) or (direction < 0 and ci_low > 0):
-        return FAILS
-    return INCONCLUSIVE
-
-
 def paired(arms: Sequence[Cell], measure: str, combine: Callable[[np.ndarray], float], *,
            seed: int = 0) -> tuple[float | None, float | None, float | None, int]:
     """(statistic, ci_low, ci_high, documents): ``combine`` of the arms' pooled rates (in %), its CI from
@@ -106,8 +98,6 @@ def paired(arms: Sequence[Cell], measure: str, combine: Callable[[np.ndarray], f
         if np.any(den == 0):
             return float("nan")
         return float(combine(100.0 * hits[:, rows].sum(axis=1) / den))
-
-    from mlmh.stats import resample_ci
 
     value = statistic(np.arange(len(docs)))
     if np.isnan(value):
@@ -127,43 +117,34 @@ def mean_of_differences(rates: np.ndarray) -> float:
     return float(np.mean(rates[1::2] - rates[0::2]))
 
 
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.2f}"
-
-
-def _ci(low: float | None, high: float | None) -> str:
-    return "no CI (fewer than two documents)" if low is None or high is None else f"95% CI {low:+.2f} to {high:+.2f}"
-
-
 # -- the claims ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Claim:
     id: str
     text: str
     direction: int  # +1: the statistic is claimed positive; -1: negative
-    rule: Callable[["Claim", list[Cell], int], dict[str, Any]]
+    rule: Callable[["Claim", list[Cell], int], Finding]
     arg: Any = None
 
 
 def _finding(claim: Claim, statistic: float | None, low: float | None, high: float | None, subject: str,
-             after: str, cells: Sequence[Cell], documents: int, context: str = "", **extra: Any) -> dict[str, Any]:
-    """The finding dict, its statement one sentence: subject, statistic, ``after`` (unit...), CI, verdict."""
+             after: str, cells: Sequence[Cell], documents: int, context: str = "", **extra: Any) -> Finding:
+    """The finding, its statement one sentence: subject, statistic, ``after`` (unit...), CI, verdict."""
     reason = extra.pop("reason", None)
+    unit = extra.pop("unit", "")
     result = INCONCLUSIVE if reason or statistic is None else verdict(low, high, claim.direction)
-    said = {HOLDS: "the claim holds", FAILS: "the claim does not hold", INCONCLUSIVE: "the claim is inconclusive"}[result]
-    statement = (f"{claim.text}: {subject} {_num(statistic)} {after} ({_ci(low, high)}, {documents} unseen documents"
-                 f"{'; ' + context if context else ''}), so {said}{' because ' + reason if reason else ''}.")
-    return {"claim": claim.id, "statement": statement, "statistic": statistic, "ci_low": low, "ci_high": high,
-            "verdict": result, "direction": "rise" if claim.direction > 0 else "fall", "documents": documents,
-            "conditions": [i for c in cells for i in c.ids], **({"reason": reason} if reason else {}), **extra}
+    statement = (f"{claim.text}: {subject} {number(statistic)} {after} ({describe_ci(low, high)}, {documents} unseen "
+                 f"documents{'; ' + context if context else ''}), so it {result}{' because ' + reason if reason else ''}.")
+    return Finding(claim.id, SOURCE, claim.text, result, statement, statistic, low, high, unit, documents,
+                   [i for c in cells for i in c.ids], caveats=[reason] if reason else [],
+                   extra={"direction": "rise" if claim.direction > 0 else "fall", **extra})
 
 
-def _skip(claim: Claim, reason: str) -> dict[str, Any]:
-    return {"claim": claim.id, "statement": f"{claim.text}: not tested, {reason}.", "statistic": None,
-            "ci_low": None, "ci_high": None, "verdict": SKIPPED, "reason": reason, "conditions": []}
+def _skip(claim: Claim, reason: str) -> Finding:
+    return not_tested(claim.id, SOURCE, claim.text, reason)
 
 
-def _more_masking(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
+def _more_masking(claim: Claim, cells: list[Cell], seed: int) -> Finding:
     """(a) masked-word accuracy rises with the fixed training mask ratio, at inference masking ``arg``."""
     at = [c for c in cells if c.ratio == claim.arg and c.model == "trained-mlm"]
     refiners = [c for c in at if c.sampler == "mask-predict"]
@@ -216,7 +197,7 @@ def _series(cells: list[Cell], family: str) -> dict[tuple[str, str, str], list[C
     return {k: sorted(v, key=lambda c: c.T) for k, v in out.items() if len({c.T for c in v}) >= 2}
 
 
-def _stutter_falls(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
+def _stutter_falls(claim: Claim, cells: list[Cell], seed: int) -> Finding:
     """(b) stutter falls from the fewest to the most refinement passes, averaged over models and maskings."""
     series = _series(cells, claim.arg)
     if not series:
@@ -236,7 +217,7 @@ def _stutter_falls(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]
                     series=[[c.ids[0] for c in s] for s in series.values()])
 
 
-def _adaptive_vs_gibbs(claim: Claim, cells: list[Cell], seed: int) -> dict[str, Any]:
+def _adaptive_vs_gibbs(claim: Claim, cells: list[Cell], seed: int) -> Finding:
     """(c) adaptive-gibbs minus gibbs of the same settings, model and masking, at equal forward passes."""
     pairs = []
     for a in (c for c in cells if c.sampler == "adaptive-gibbs"):
@@ -270,8 +251,8 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def evaluate(cells: list[Cell], *, seed: int = 0, claims: Sequence[Claim] = CLAIMS) -> list[dict[str, Any]]:
-    """One finding per claim; a claim whose conditions are not in the run is skipped with its reason."""
+def evaluate(cells: list[Cell], *, seed: int = 0, claims: Sequence[Claim] = CLAIMS) -> list[Finding]:
+    """One finding per claim; a claim whose conditions are not in the run is "not tested" with its reason."""
     return [claim.rule(claim, cells, seed) for claim in claims]
 
 
@@ -308,8 +289,3 @@ def run_cells(conditions: Sequence[Any], generations: dict[str, list[Any]], role
     return list(cells.values())
 
 
-def run_findings(conditions: Sequence[Any], generations: dict[str, list[Any]], role_of: dict[str, str],
-                 seed: int = 0) -> list[dict[str, Any]]:
-    """The findings of a run: empty when no claim applies to its grid (most presets), else one per claim."""
-    findings = evaluate(run_cells(conditions, generations, role_of), seed=seed)
-    return findings if any(f["verdict"] != SKIPPED for f in findings) else []

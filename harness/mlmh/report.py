@@ -11,10 +11,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from mlmh.findings import answer_lines
 from mlmh.results import (as_results, best_conditions, better, format_number, format_score, higher_is_better,
                           main_metrics, metric_names, roles)
 from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
+from mlmh.verdicts import caveats_of
 
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
@@ -59,17 +61,22 @@ def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, rol
     sure_a = sum(1 for c in wins_a if c["overlapping"] is False)
     sure_b = sum(1 for c in wins_b if c["overlapping"] is False)
     if sure_a > sure_b:
-        verdict = f"{la} beats {lb}"
+        verdict, winners = f"{la} beats {lb}", [c["a"] for c in wins_a]
     elif sure_b > sure_a:
-        verdict = f"{lb} beats {la}"
+        verdict, winners = f"{lb} beats {la}", [c["b"] for c in wins_b]
     else:
-        verdict = f"{la} and {lb} tie"
+        verdict, winners = f"{la} and {lb} tie", []
+    caveats = list(dict.fromkeys(c for row in winners for c in caveats_of(results, row, metric, role or results.headline)))
+    if caveats:  # a model that learned nothing, or no better than a baseline, never wins
+        verdict = f"{verdict.replace(' beats ', ' ahead of ')}, but not comparable"
     detail = (f"{la} higher in {len(wins_a)} of {len(cells)} masking settings ({sure_a} with non-overlapping CIs), "
               f"{lb} higher in {len(wins_b)} ({sure_b} with non-overlapping CIs)")
     if sure_a == 0 and sure_b == 0:
         detail += "; overlapping CIs everywhere, so no difference is established"
     if not higher_is_better(results, metric):
         detail += " (lower is better)"
+    if caveats:
+        detail += "; not comparable because " + "; ".join(caveats[:2])
     return verdict, detail
 
 
@@ -364,15 +371,35 @@ def human_section(results: RunResults) -> list[str]:
     return lines + [""]
 
 
-def claims_section(results: RunResults) -> list[str]:
-    """One sentence per claim the run tested (:mod:`mlmh.claims`), with its verdict."""
-    if not results.findings:
+def answer_section(results: RunResults) -> list[str]:
+    """What report.md opens with: one sentence per finding (verdict, CI, caveat), then where to look."""
+    answer = answer_lines(results.findings)
+    if not answer:
         return []
-    lines = ["## Claims tested", ""]
-    for finding in results.findings:
-        verdict = finding.get("verdict", "")
-        lines.append(f"- **{finding.get('claim', '?')}** ({verdict}): {finding.get('statement', '')}")
-    return lines + [""]
+    lines = ["## Answer", "", "The claims of arXiv 2405.12630 (and of Li et al., ICML 2024, where the run has their "
+             "conditions) tested on this run's unseen documents, with paired bootstrap 95% CIs. A condition whose model "
+             "never beat the best constant predictor, that scores no better than the filler or deletion, or that "
+             "memorised is left out of a claim; a claim left with none is \"not comparable\".", ""]
+    lines += [f"- {line}" for line in answer]
+    return lines + ["", "Where to look: **Claims in detail** for each claim's parts; **Findings** for the "
+                    "per-metric MLM-CLM counts, memorization and the baselines; **Generation quality** for every "
+                    "condition; **Training** for each model's card (whether it beat the best constant predictor).", ""]
+
+
+def claims_section(results: RunResults) -> list[str]:
+    """Each tested claim's parts (per masking, per model and sampler, per kind) as a table."""
+    rows = [[f.claim, str(p.get("label", "")), "-" if p.get("statistic") is None else format_number(p["statistic"]),
+             _ci_text(p), str(p.get("verdict", ""))]
+            for f in results.findings if f.tested for p in f.parts]
+    if not rows:
+        return []
+    return (["## Claims in detail", "", "Each claim's parts; the claim's own verdict is in the Answer above.", ""]
+            + _table(["claim", "part", "statistic", "95% CI", "verdict"], rows) + [""])
+
+
+def _ci_text(part: dict[str, Any]) -> str:
+    low, high = part.get("ci_low"), part.get("ci_high")
+    return "-" if low is None or high is None else f"[{format_number(low)}, {format_number(high)}]"
 
 
 def crossover_section(results: RunResults) -> list[str]:
@@ -424,7 +451,7 @@ def _comparison(results: RunResults, role: str) -> list[str]:
 def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> str:
     results = as_results(results)
     present = roles(results)
-    lines = _header(results) + ["## Findings", ""]
+    lines = _header(results) + answer_section(results) + ["## Findings", ""]
     for role in present:
         lines += _comparison(results, role)
     if len(present) == 2:

@@ -32,6 +32,34 @@ def load_results(run_dir: str | Path) -> RunResults:
     return RunDir.of(run_dir).read_results()
 
 
+# -- models ------------------------------------------------------------------------------------------
+def _parts(spec: str) -> tuple[str, dict[str, str]]:
+    name, _, rest = spec.partition(":")
+    return name, dict(item.partition("=")[::2] for item in rest.split(",") if item)
+
+
+def model_record_of(results: RunResults, model: str) -> dict[str, Any] | None:
+    """The ``models`` entry of a model, named as conditions name it (its short spec) or by its full spec.
+
+    Entries carry their short spec as ``label``; results written before labels existed are matched by
+    parameters, when exactly one full spec holds every parameter of the short one."""
+    if model in results.models:
+        return results.models[model]
+    labelled = [r for r in results.models.values() if r.get("label") == model]
+    if labelled:
+        return labelled[0]
+    name, params = _parts(model)
+    matches = [r for spec, r in results.models.items() if "label" not in r
+               and _parts(spec)[0] == name and params.items() <= _parts(spec)[1].items()]
+    return matches[0] if len(matches) == 1 else None
+
+
+def model_label(results: RunResults, spec: str) -> str:
+    """What a reader calls a model: its short spec (the parameters that differ from the defaults)."""
+    record = results.models.get(spec) or {}
+    return record.get("label") or spec
+
+
 # -- which sets and metrics --------------------------------------------------------------------------
 def roles(results: RunResults) -> list[str]:
     """The document sets the run scored, headline first."""

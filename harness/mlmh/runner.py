@@ -42,7 +42,7 @@ from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, Run
 from mlmh.plan import RunPlan, as_plan
 from mlmh.rundir import RunDir, RunDirError
 from mlmh.seeding import sample_seed
-from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Generation, MaskedItem, MetricResult,
+from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Finding, Generation, MaskedItem, MetricResult,
                         RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
 
 #: result fields that measure time, not outcome: resume and batch-size checks ignore them
@@ -71,6 +71,7 @@ class LoadedModel:
 #: paper's protocol) and of test documents that no model trained on or was selected on
 ROLES = ("seen", "unseen")
 SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
+REAL_TRAIN = "real train split"  # what the downstream baseline trains on
 
 
 @dataclass
@@ -93,6 +94,8 @@ class RunState:
     downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # downstream: condition -> scores
     baseline: dict[str, Any] = field(default_factory=dict)  # downstream: task -> scores on the real train split
     correlations: list[dict[str, Any]] = field(default_factory=list)  # correlation
+    # downstream: "real" | "chance" | condition -> task -> score -> per-test-item values (tasks that report them)
+    task_items: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -568,7 +571,7 @@ class Runner:
         seed = self.config.seeds[0]
         for task in tasks:
             self._check_cancel()
-            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, "real train split", lookup)
+            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, REAL_TRAIN, lookup)
             done += 1
             self.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
         for condition in self.running:
@@ -612,7 +615,21 @@ class Runner:
         if result.error:
             self._error(name, f"on {what}", result.error)
             return {}
+        self._keep_items(task.name, what, result)
         return {k: float(v) for k, v in result.scores.items()}
+
+    def _keep_items(self, task: str, what: str, result: TaskResult) -> None:
+        """Per-test-item scores a task reports (``info["per_item"]``, each averaging to its score) and, for the
+        real-data baseline, the chance level of each (``info["chance"]``) as per-item values: claim 5's CI."""
+        items = result.info.get("per_item") or {}
+        if not items:
+            return
+        who = "real" if what == REAL_TRAIN else what
+        self.state.task_items.setdefault(who, {})[task] = {k: [float(x) for x in v] for k, v in items.items()}
+        chance = result.info.get("chance") or {}
+        if who == "real":
+            self.state.task_items.setdefault("chance", {})[task] = {
+                k: [float(chance[k])] * len(v) for k, v in items.items() if isinstance(chance.get(k), (int, float))}
 
     def _correlate(self) -> None:
         """Quality of the synthetic corpus (seen regenerations) against its downstream usefulness."""
@@ -632,8 +649,6 @@ class Runner:
     # -- results -------------------------------------------------------------------------------
     def _results(self, started: float) -> RunResults:
         """The run's typed results, built from what the stages handed on: results.json is their ``to_dict``."""
-        from mlmh.claims import run_findings
-
         headline = self.state.headline
         conditions = []
         for condition in self.conditions:
@@ -645,7 +660,7 @@ class Runner:
                            "tokens; their last masked words were left as they were (generation.truncated_tokens)",
                            "warning", emit=False)
         corpus, test = self.state.corpus, self.state.test
-        results = self._finite(RunResults(
+        results = RunResults(
             run_id=self.out.name,
             config=self.config.to_dict(),
             conditions=conditions,
@@ -662,14 +677,15 @@ class Runner:
             n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
             baseline=self.state.baseline,
             correlations=self.state.correlations,
-            models={spec: model_record(m.identity, m.component.model_kind, m.training)
+            models={spec: model_record(m.identity, m.component.model_kind, m.training, m.component.short_spec)
                     for spec, m in self.state.models.items()},
-            findings=run_findings(self.running, self.state.generations, self.state.role_of, self.config.seeds[0]),
             notes=list(self.log.notes),
             errors=list(self.log.errors),
             started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
             timings=dict(self.log.timings),  # as written: the report stage that writes it is timed after
-        ))
+        )
+        results.findings = self._findings(results)
+        results = self._finite(results)
         results.crossover = self._crossover(results, headline)
         return results
 
@@ -701,16 +717,7 @@ class Runner:
         documents' per-document scores; a failure is reported by name and the rest of the results stand."""
         from mlmh.crossover import summarise
 
-        per_document: dict[str, dict[str, dict[str, Any]]] = {}
-        if headline == "unseen":
-            for condition in self.conditions:
-                scored = [g for g in self.state.generations.get(condition.id, [])
-                          if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
-                by_doc = _per_sample(self.state.metric_results.get(condition.id, []), scored)
-                per_document[condition.id] = {}
-                for doc, values in by_doc.items():
-                    for metric, value in values.items():
-                        per_document[condition.id].setdefault(metric, {})[doc] = value
+        per_document = self._unseen_per_document() if headline == "unseen" else {}
         try:
             from mlmh.contracts import finite_only
 
@@ -720,6 +727,34 @@ class Runner:
             self._error("crossover", "results", exc)
             results.errors = self.log.errors
             return None
+
+    def _unseen_per_document(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """condition -> metric -> unseen document -> its score (the metrics' per-sample values)."""
+        per_document: dict[str, dict[str, dict[str, Any]]] = {}
+        for condition in self.conditions:
+            scored = [g for g in self.state.generations.get(condition.id, [])
+                      if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
+            by_doc = _per_sample(self.state.metric_results.get(condition.id, []), scored)
+            per_document[condition.id] = {}
+            for doc, values in by_doc.items():
+                for metric, value in values.items():
+                    per_document[condition.id].setdefault(metric, {})[doc] = value
+        return per_document
+
+    def _findings(self, results: RunResults) -> list[Finding]:
+        """Both papers' claims tested on this run (:mod:`mlmh.findings`); a failure is reported by name and the
+        rest of the results stand."""
+        from mlmh.claims import run_cells
+        from mlmh.findings import run_findings
+
+        try:
+            per_document = self._unseen_per_document() if results.headline == "unseen" else {}
+            cells = run_cells(self.running, self.state.generations, self.state.role_of)
+            return run_findings(results, per_document, self.state.task_items, cells, self.config.seeds[0])
+        except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
+            self._error("findings", "results", exc)
+            results.errors = self.log.errors
+            return []
 
     def _finite(self, results: RunResults) -> RunResults:
         """``results`` with any NaN or infinity that slipped past the components' checks written as null,

@@ -141,9 +141,9 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
             if points:
                 run.curves[f"training/{safe_name(_short_spec(spec))}/{label}"] = sorted(points)
     for finding in results.findings:
-        run.findings.append(finding)
+        run.findings.append(finding.to_dict())
         for key in ("statistic", "ci_low", "ci_high"):
-            _add_value(run.scores, f"findings/{safe_name(finding['claim'])}/{key}", finding.get(key))
+            _add_value(run.scores, f"findings/{safe_name(finding.claim)}/{key}", getattr(finding, key))
     from mlmh.rundir import RunDir
 
     run_dir = RunDir(directory)

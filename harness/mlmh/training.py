@@ -67,7 +67,7 @@ from mlmh.devices import describe as describe_device
 from mlmh.errors import DataError, ModelError, SpecError
 from mlmh.modelcache import CARD_NAME, library_versions
 from mlmh.readout import logits_at
-from mlmh.stopping import SELECTION, EarlyStopping, Validation
+from mlmh.stopping import SELECTION, EarlyStopping, TargetTally, Validation
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,7 +101,7 @@ VOCABULARY_NOTE = (
     "objectives, so MLM, CLM and seq2seq see identical token sequences"
 )
 #: Bumped whenever the training recipe changes what a given config produces (part of the cache key).
-RECIPE_VERSION = 11
+RECIPE_VERSION = 12  # 12: off the plateau = beating the best constant predictor (mlmh.stopping.beats_constant)
 #: Bumped whenever :func:`train_tokenizer` changes its output (part of the tokenizer cache key).
 TOKENIZER_VERSION = 2
 
@@ -756,27 +756,18 @@ def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, rati
 
     maker = BatchMaker(objective, tokenizer, blocks, ratio=ratio, seed=seed + 7919, mask_only=True)
     device = next(model.parameters()).device
-    total_loss, total_weight, correct, baseline_hits, n = 0.0, 0, 0, 0, 0
+    total_loss, total_weight, tally = 0.0, 0, TargetTally(baseline_token)
     model.eval()
     with torch.inference_mode():
         for i in range(0, len(blocks.ids), batch_size):
             batch = on_device(maker(blocks.ids[i:i + batch_size]), device)
             out = model(**{k: v for k, v in batch.items() if k != "hidden"})
-            pred, gold = _targets(objective, batch, out.logits)
+            tally.add(*_targets(objective, batch, out.logits))
             weight = int((batch["labels"] != -100).sum())
             total_loss += float(out.loss) * weight
             total_weight += weight
-            correct += int((pred == gold).sum())
-            baseline_hits += int((gold == baseline_token).sum()) if baseline_token is not None else 0
-            n += int(gold.numel())
     model.train()
-    return {
-        "heldout_loss": total_loss / max(total_weight, 1),
-        "heldout_accuracy": correct / n if n else None,
-        "unigram_baseline_accuracy": baseline_hits / n if n else None,
-        "heldout_targets": n,
-        "heldout_blocks": len(blocks.ids),
-    }
+    return {"heldout_loss": total_loss / max(total_weight, 1), **tally.facts(), "heldout_blocks": len(blocks.ids)}
 
 
 def most_frequent_token(blocks: Blocks) -> int | None:
@@ -845,17 +836,15 @@ def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tens
     """The training objective's loss and accuracy over fixed validation batches, in eval mode (no dropout)."""
     import torch
 
-    total, count, correct, baseline_hits, n = 0.0, 0, 0, 0, 0
+    total, count, tally = 0.0, 0, TargetTally(baseline_token)
     model.eval()
     with torch.inference_mode():
         for batch in batches:
             summed, weight, predicted, gold = _loss_and_predictions(model, objective, batch)
             total, count = total + float(summed), count + weight
-            correct += int((predicted == gold).sum())
-            baseline_hits += int((gold == baseline_token).sum()) if baseline_token is not None else 0
-            n += int(gold.numel())
+            tally.add(predicted, gold)
     model.train()
-    return Validation(total / max(count, 1), correct / n if n else None, baseline_hits / n if n else None, n)
+    return tally.validation(total / max(count, 1))
 
 
 def validation_block_losses(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]]) -> list[list[float]]:
@@ -1182,7 +1171,8 @@ def _final_metrics(model: Any, tokenizer: Any, config: TrainingConfig, train_blo
     for at in INFERENCE_RATIOS:
         m = metrics if at == ratio else measure(at)
         at_ratio[f"{at:g}"] = {"accuracy": m["heldout_accuracy"], "unigram_baseline_accuracy":
-                               m["unigram_baseline_accuracy"], "targets": m["heldout_targets"]}
+                               m["unigram_baseline_accuracy"], "best_constant_accuracy": m["best_constant_accuracy"],
+                               "beats_constant": m["beats_constant"], "targets": m["heldout_targets"]}
     return {**metrics, "accuracy_at_ratio": at_ratio}
 
 

@@ -367,19 +367,67 @@ class ConditionResult:
 TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
                   "stopped_early", "selection", "validation_accuracy", "tokens_seen", "supervised_targets",
                   "approx_train_flops", "validation_loss", "final_loss", "heldout_accuracy",
-                  "unigram_baseline_accuracy", "accuracy_at_ratio", "train_curve", "validation_curve", "heldout_source",
+                  "unigram_baseline_accuracy", "best_constant_accuracy", "beats_constant", "accuracy_at_ratio", "train_curve", "validation_curve", "heldout_source",
                   "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters", "init",
                   "init_path", "learning_rate", "fresh_parameters", "fresh_learning_rate", "architecture", "device",
                   "precision", "train_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
 
 
-def model_record(identity: str, model_kind: str, card: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A model's entry in ``RunResults.models``: its identity and kind, and the :data:`TRAINING_FACTS` of its
-    training card when mlmh trained it."""
+def model_record(identity: str, model_kind: str, card: dict[str, Any] | None = None, label: str = "") -> dict[str, Any]:
+    """A model's entry in ``RunResults.models``: its identity, kind and short spec (``label``, as the conditions
+    name it), and the :data:`TRAINING_FACTS` of its training card when mlmh trained it."""
     record: dict[str, Any] = {"identity": identity, "model_kind": model_kind}
+    if label:
+        record["label"] = label
     if card:
         record["training"] = {k: card[k] for k in TRAINING_FACTS if k in card}
     return record
+
+
+#: the verdicts a finding can carry, defined once (mlmh.findings decides them)
+HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+NOT_COMPARABLE, NOT_TESTED = "not comparable", "not tested"
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED)
+
+
+@dataclass
+class Finding:
+    """A claim tested on the run's own conditions (mlmh.findings): one sentence a reader takes away, its
+    statistic with a paired bootstrap 95% CI on unseen documents, the verdict, and the caveats that decided it.
+
+    ``verdict`` is one of :data:`VERDICTS`: "not comparable" when every condition the claim needs is one a
+    caveat rules out (a model on the unigram plateau, no better than the filler or deletion, memorising),
+    "not tested" when the run has no conditions for it. ``parts`` are the claim's sub-results (per masking,
+    per model kind), each a dict with ``label``, ``statistic``, ``ci_low``, ``ci_high`` and ``verdict``.
+    """
+
+    claim: str  # stable id, e.g. "paper-1:bleu" or "gmlm-a@0.5"
+    source: str  # the paper the claim comes from
+    text: str  # the claim in words
+    verdict: str
+    statement: str  # one sentence: what was measured, the statistic and CI, the verdict and its caveat
+    statistic: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    unit: str = ""
+    documents: int = 0
+    conditions: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tested(self) -> bool:
+        return self.verdict != NOT_TESTED
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in data.items() if k in known and k != "extra"},
+                   extra={**data.get("extra", {}), **{k: v for k, v in data.items() if k not in known and k != "extra"}})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclass
@@ -400,7 +448,7 @@ class RunResults:
     baseline: dict[str, dict[str, float]] = field(default_factory=dict)
     correlations: list[dict[str, Any]] = field(default_factory=list)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> identity, kind, training card facts
-    findings: list[dict[str, Any]] = field(default_factory=list)  # claims tested by the run (mlmh.claims)
+    findings: list[Finding] = field(default_factory=list)  # claims tested by the run (mlmh.findings)
     notes: list[str] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)  # components that failed, by name
     started_at: str = ""
@@ -415,12 +463,13 @@ class RunResults:
         if version > RESULTS_SCHEMA:
             raise ValueError(f"results schema {version} is newer than this mlmh reads ({RESULTS_SCHEMA}); upgrade mlmh")
         rows = [ConditionResult.from_dict(row) for row in data.get("conditions", [])]
+        findings = [Finding.from_dict(f) for f in data.get("findings") or []]
         if version == 1:
             for row in rows:
                 row.seen = RoleQuality(documents=data.get("n_samples", 0), scored=data.get("n_samples", 0),
                                        metrics=row.metrics)
-        names = {f.name for f in dataclasses.fields(cls)} - {"conditions", "schema_version", "headline"}
-        return cls(conditions=rows, schema_version=RESULTS_SCHEMA, headline=data.get("headline", "seen" if version == 1 else "unseen"),
+        names = {f.name for f in dataclasses.fields(cls)} - {"conditions", "schema_version", "headline", "findings"}
+        return cls(conditions=rows, findings=findings, schema_version=RESULTS_SCHEMA, headline=data.get("headline", "seen" if version == 1 else "unseen"),
                    **{k: data[k] for k in names if k in data and data[k] is not None}
                    | {"run_id": data.get("run_id", ""), "config": data.get("config", {})})
 
@@ -428,7 +477,7 @@ class RunResults:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name == "conditions":
+            if f.name in ("conditions", "findings"):
                 value = [row.to_dict() for row in value]
             elif f.name in ("human", "crossover") and value is None:
                 continue

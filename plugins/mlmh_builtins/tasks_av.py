@@ -133,7 +133,11 @@ class AuthorshipVerification(InputsOnly, Task):
         truth = np.array([p.same for p in test_pairs])
         scores = pan_scores(truth, probability, self.params["margin"])
         info["non_answers"] = int(np.sum(np.abs(probability - 0.5) <= self.params["margin"]))
-        info["chance"] = {"auc": 0.5, "c@1": float(max(truth.mean(), 1 - truth.mean()))}
+        # per test pair, PAN's Brier complement (its mean is the "brier" score): paired CIs across training sets;
+        # a verifier with no training data answers 0.5 everywhere, which scores 0.75
+        answers = np.where(np.abs(probability - 0.5) <= self.params["margin"], 0.5, probability)
+        info["per_item"] = {"brier": [float(x) for x in 1.0 - (answers - truth) ** 2]}
+        info["chance"] = {"auc": 0.5, "c@1": float(max(truth.mean(), 1 - truth.mean())), "brier": 0.75}
         return TaskResult(self.name, scores, len(train_pairs), len(test_pairs), info)
 
 

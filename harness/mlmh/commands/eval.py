@@ -137,12 +137,12 @@ def _optional_list(values: list[str]) -> list[str] | None:
 
 def print_summary(results: Any, out: Any) -> None:
     """The final comparison: conditions x main metrics on the headline (unseen) documents with CIs, the
-    first metric on seen documents and its gap, then the MLM-CLM verdict in words."""
+    first metric on seen documents and its gap, then the answer: the findings in words, as report.md opens."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.report import disagreements, kind_findings
+    from mlmh.findings import answer_lines
     from mlmh.results import best_conditions, format_score, higher_is_better, main_metrics, roles
 
     console = Console()
@@ -175,8 +175,11 @@ def print_summary(results: Any, out: Any) -> None:
             cells.append(f"[bold yellow]{format_score(gap)}[/]" if mark else format_score(gap))
         table.add_row(*(escape(c) if not c.startswith("[bold") else c for c in cells))
     console.print(table)
-    for line in kind_findings(results, "mlm", "clm", role)[:2] + disagreements(results)[:2]:
-        console.print(escape(line.replace("**", "")))
+    answer = answer_lines(results.findings, markdown=False)
+    if answer:
+        console.print("[bold]Answer[/] (findings on unseen documents, paired bootstrap 95% CIs; details in report.md):")
+        for line in answer:
+            console.print("- " + escape(line), soft_wrap=not console.is_terminal)
     if results.baseline:
         console.print("Downstream baseline (real train split): " + "; ".join(
             f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))

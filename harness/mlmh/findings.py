@@ -1,0 +1,94 @@
+"""A run's findings: the claims of both seed papers tested on its conditions, caveats deciding the verdicts.
+
+This is the product's answer, read first by report.md, the terminal summary, the TUI, notebooks and trackers
+(all through ``RunResults.findings``). The claims themselves live with their papers: arXiv 2405.12630's five
+in :mod:`mlmh.paper_claims`, Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the verdict and caveat rules in
+:mod:`mlmh.verdicts`. Here each claim is decided once, the same way:
+
+1. Test the claim on the conditions no caveat rules out (:func:`mlmh.verdicts.caveats_of`): a model still on
+   the unigram plateau, a condition no better than the filler or deletion on the metric, a memorising model.
+   Say which were left out, and why, in the finding.
+2. If that leaves the claim without conditions but the run had some, the verdict is "not comparable", with
+   the caveats as its reason: a claim never "holds" (or fails) on a model that learned nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from mlmh import claims as gmlm
+from mlmh import paper_claims
+from mlmh.paper_claims import Evidence
+from mlmh.results import model_record_of
+from mlmh.types import NOT_TESTED, Finding, RunResults
+from mlmh.verdicts import never_learned, not_comparable
+
+Rule = Callable[[Evidence], Finding]
+
+
+def decide(rule: Rule, ev: Evidence) -> Finding:
+    """The finding of one claim under the caveat rule of the module docstring."""
+    ev.strict, ev.left_out = True, []
+    found = rule(ev)
+    caveats = list(dict.fromkeys(ev.left_out))
+    if found.tested:
+        if caveats:
+            found.caveats = caveats
+            found.statement += f" Left out: {'; '.join(caveats[:3])}{' ...' if len(caveats) > 3 else ''}."
+        return found
+    if not caveats:
+        return found
+    ev.strict, ev.left_out = False, []
+    try:
+        loose = rule(ev)
+    finally:
+        ev.strict, ev.left_out = True, []
+    return not_comparable(found.claim, found.source, found.text, caveats, loose.conditions) if loose.tested else found
+
+
+def _gmlm_rule(claim: gmlm.Claim, cells: Sequence[gmlm.Cell]) -> Rule:
+    """Li et al.'s claim as a rule: its cells less those whose model never left the unigram plateau."""
+    def rule(ev: Evidence) -> Finding:
+        usable = []
+        for cell in cells:
+            why = never_learned(cell.model_label, _record(ev.results, cell))
+            if why and ev.strict:
+                ev.left_out.append(why)
+            else:
+                usable.append(cell)
+        return claim.rule(claim, usable, ev.seed)
+    return rule
+
+
+def _record(results: RunResults, cell: gmlm.Cell) -> dict[str, Any] | None:
+    row = next((c for c in results.conditions if c.id in cell.ids), None)
+    return model_record_of(results, row.model) if row is not None else None
+
+
+def run_findings(results: RunResults, per_document: dict[str, dict[str, dict[str, float]]],
+                 tasks: dict[str, dict[str, dict[str, list[float]]]], cells: Sequence[gmlm.Cell],
+                 seed: int = 0) -> list[Finding]:
+    """The paper's claims (always listed, "not tested" with the reason where the run lacks their conditions),
+    then Li et al.'s when the run tests at least one of them."""
+    ev = Evidence(results, per_document, tasks, seed)
+    found = [decide(rule, ev) for rule in paper_claims.rules(results)]
+    second = [decide(_gmlm_rule(claim, cells), ev) for claim in gmlm.CLAIMS]
+    return found + (second if any(f.tested for f in second) else [])
+
+
+# -- the answer, as every face states it ---------------------------------------------------------------
+def answer_lines(findings: Sequence[Finding], *, markdown: bool = True) -> list[str]:
+    """One sentence per tested finding, verdict first, then one line naming the claims the run did not test."""
+    lines = []
+    for f in findings:
+        if f.tested:
+            verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
+            lines.append(f"{verdict}: {f.statement}")
+    untested = [f for f in findings if not f.tested]
+    if untested:
+        lines.append("Not tested in this run: " + "; ".join(
+            f"{f.text} ({f.extra.get('reason', 'no conditions')})" for f in untested) + ".")
+    return lines
+
+
+__all__ = ["answer_lines", "decide", "run_findings", "NOT_TESTED"]

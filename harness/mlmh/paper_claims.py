@@ -1,0 +1,321 @@
+"""The five claims of arXiv 2405.12630 ("Exploration of Masked and Causal Language Modelling for Text
+Generation"), each tested on a run's own conditions as a finding with a paired bootstrap CI.
+
+1. MLM beats CLM on generation quality (their Tables 3-5), per quality metric: the best MLM minus the best
+   CLM of each masking, per unseen document, averaged over the maskings.
+2. Lower masking ratios give better generations: the slope of per-document quality against the random
+   masking ratio, per model and sampler, averaged.
+3. Punctuation masking is best for CLM and worst for MLM: punctuation masking against the best (CLM) and the
+   worst (MLM) other masking; both parts must hold.
+4. No strong correlation between generation quality and downstream usefulness (their section 5): Spearman's
+   rho across conditions with its bootstrap CI (:mod:`mlmh.analysis`) must lie within +-``STRONG``.
+5. Even at very high masking the synthetic data still trains a useful downstream model: the downstream
+   model trained on the regenerations of the highest masking ratio (0.5 or more), per test item, against the
+   model that had no training data (chance) and beside the one trained on the real documents.
+
+Statistics are computed on the **unseen** documents (quality) or the real test items (downstream), and every
+arm of one claim is resampled with the same indices, so each CI is that of a paired comparison. The
+direction that counts is stated once per metric: for a metric where lower is better, differences are
+turned around so that a positive number always means "better".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from mlmh.analysis import STRONG
+from mlmh.results import main_metrics
+from mlmh.stats import resample_ci
+from mlmh.types import ConditionResult, Finding, RunResults
+from mlmh.verdicts import (FAILS, HOLDS, INCONCLUSIVE, caveats_of, combined, correlation_verdict,
+                           describe_ci, not_tested, number, verdict)
+
+SOURCE = "arXiv 2405.12630"
+#: the paper's quality metrics as this project names them; claim 1 is tested on each the run scored
+PAPER_METRICS = ("bleu", "rougeL", "meteor", "bertscore_f1")
+#: claim 5 needs a masking ratio at least this high ("very high masking")
+HIGH_RATIO = 0.5
+
+
+@dataclass
+class Evidence:
+    """What a claim may read of a run: its typed results, per-document quality on the unseen documents, and
+    per-test-item downstream scores (``tasks[who][task]``: ``who`` a condition id, "real" or "chance")."""
+
+    results: RunResults
+    per_document: dict[str, dict[str, dict[str, float]]]  # condition id -> metric -> unseen doc id -> value
+    tasks: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)  # who -> task -> score -> per item
+    seed: int = 0
+    strict: bool = True  # leave out the conditions a caveat rules out (mlmh.verdicts.caveats_of)
+    left_out: list[str] = field(default_factory=list)  # the caveats of the conditions left out, as found
+
+    def usable(self, row: ConditionResult, metric: str | None) -> bool:
+        """Whether ``row`` may decide on ``metric``; a caveat that rules it out is kept in ``left_out``."""
+        if row.failed:
+            return False
+        found = caveats_of(self.results, row, metric)
+        if found and self.strict:
+            self.left_out.extend(found)
+            return False
+        return True
+
+    def values(self, condition: str, metric: str) -> dict[str, float]:
+        return {d: v for d, v in self.per_document.get(condition, {}).get(metric, {}).items() if v is not None}
+
+    def sign(self, metric: str) -> int:
+        from mlmh.results import higher_is_better
+
+        return 1 if higher_is_better(self.results, metric) else -1
+
+
+def paired(ev: Evidence, arms: Sequence[str], metric: str,
+           combine: Callable[[np.ndarray], float]) -> tuple[float | None, float | None, float | None, int]:
+    """(statistic, ci_low, ci_high, documents): ``combine`` of each arm's mean per-document ``metric`` (turned so
+    that higher is better), resampling the documents every arm has with the same indices for every arm."""
+    per_arm = [ev.values(a, metric) for a in arms]
+    docs = sorted(set.intersection(*(set(v) for v in per_arm))) if per_arm else []
+    if not docs:
+        return None, None, None, 0
+    matrix = ev.sign(metric) * np.asarray([[v[d] for d in docs] for v in per_arm], dtype=float)
+
+    def statistic(rows: np.ndarray) -> float:
+        return float(combine(matrix[:, rows].mean(axis=1)))
+
+    value = statistic(np.arange(len(docs)))
+    low, high = resample_ci(len(docs), statistic, seed=ev.seed)
+    return value, low, high, len(docs)
+
+
+def _difference(means: np.ndarray) -> float:
+    return float(means[1] - means[0])
+
+
+def _pairs_mean(means: np.ndarray) -> float:
+    """Arms laid out as (b_1, a_1, b_2, a_2, ...): the mean of a - b over the pairs."""
+    return float(np.mean(means[1::2] - means[0::2]))
+
+
+def _best(ev: Evidence, rows: Sequence[ConditionResult], metric: str) -> ConditionResult | None:
+    scored = [r for r in rows if r.value(metric, "unseen") is not None and ev.usable(r, metric)]
+    return max(scored, key=lambda r: ev.sign(metric) * r.value(metric, "unseen"), default=None)  # type: ignore[operator]
+
+
+def _unit(metric: str) -> str:
+    return f"{metric} points" if metric == "bleu" else metric
+
+
+def _part(label: str, value: float | None, low: float | None, high: float | None, direction: int,
+          **more: object) -> dict[str, object]:
+    return {"label": label, "statistic": value, "ci_low": low, "ci_high": high,
+            "verdict": verdict(low, high, direction), **more}
+
+
+def _finding(claim: str, text: str, verdict_: str, statement: str, value: float | None, low: float | None,
+             high: float | None, unit: str, documents: int, conditions: Sequence[str], ev: Evidence,
+             parts: Sequence[dict[str, object]] = (), **extra: object) -> Finding:
+    return Finding(claim, SOURCE, text, verdict_, statement, value, low, high, unit, documents,
+                   list(dict.fromkeys(conditions)), [], list(parts), dict(extra))
+
+
+def _said(result: str) -> str:
+    return {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "is inconclusive"}.get(result, result)
+
+
+# -- claim 1 ---------------------------------------------------------------------------------------------
+def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
+    """Per masking and seed, the best usable MLM against the best usable CLM on unseen ``metric``."""
+    claim, text = f"paper-1:{metric}", f"(1) MLM beats CLM on {metric}"
+    groups: dict[tuple[str, int], list[ConditionResult]] = defaultdict(list)
+    for row in ev.results.conditions:
+        groups[(row.masking, row.seed)].append(row)
+    arms, parts = [], []
+    for (masking, seed), rows in groups.items():
+        if not any(r.model_kind == "mlm" for r in rows) or not any(r.model_kind == "clm" for r in rows):
+            continue
+        mlm = _best(ev, [r for r in rows if r.model_kind == "mlm"], metric)
+        clm = _best(ev, [r for r in rows if r.model_kind == "clm"], metric)
+        if mlm is None or clm is None:
+            continue
+        value, low, high, n = paired(ev, [clm.id, mlm.id], metric, _difference)
+        if value is None:
+            continue
+        arms += [clm.id, mlm.id]
+        parts.append(_part(masking + (f" (seed {seed})" if seed else ""), value, low, high, +1, mlm=mlm.id, clm=clm.id,
+                           documents=n))
+    if not parts:
+        return not_tested(claim, SOURCE, text, "the run has no masking with both a usable MLM and a CLM condition "
+                          f"scored on unseen documents with {metric}")
+    value, low, high, n = paired(ev, arms, metric, _pairs_mean)
+    result = verdict(low, high, +1)
+    ahead = sum(1 for p in parts if p["verdict"] == HOLDS)
+    behind = sum(1 for p in parts if p["verdict"] == FAILS)
+    direction = "" if ev.sign(metric) > 0 else " (lower is better, so the difference is CLM minus MLM)"
+    statement = (f"{text}: the best MLM leads the best CLM by {number(value)} {_unit(metric)} per unseen document "
+                 f"({describe_ci(low, high)}, {n} documents), averaged over {len(parts)} masking(s){direction}; "
+                 f"the MLM is ahead beyond the CI in {ahead}, behind in {behind}. So the claim {_said(result)}.")
+    return _finding(claim, text, result, statement, value, low, high, _unit(metric), n, arms, ev, parts,
+                    metric=metric)
+
+
+# -- claim 2 ---------------------------------------------------------------------------------------------
+def lower_ratio_better(ev: Evidence, metric: str) -> Finding:
+    """The slope of unseen quality against the random masking ratio, per model and sampler, averaged."""
+    claim, text = "paper-2", f"(2) Lower masking ratios give better generations ({metric})"
+    series: dict[tuple[str, str, int], list[ConditionResult]] = defaultdict(list)
+    for row in ev.results.conditions:
+        if row.masking_ratio is not None and row.masking.startswith("random") and row.value(metric, "unseen") is not None:
+            if ev.usable(row, metric):
+                series[(row.model, row.sampler, row.seed)].append(row)
+    series = {k: sorted(v, key=lambda r: r.masking_ratio) for k, v in series.items()  # type: ignore[arg-type, return-value]
+              if len({r.masking_ratio for r in v}) >= 2}
+    if not series:
+        return not_tested(claim, SOURCE, text, "the run has no model and sampler scored at two or more random "
+                          f"masking ratios with {metric}")
+    arms: list[str] = []
+    slopes: list[tuple[int, int, np.ndarray]] = []  # (first arm, last arm, ratios)
+    parts = []
+    for (model, sampler, _), rows in series.items():
+        ratios = np.asarray([r.masking_ratio for r in rows], dtype=float)
+        value, low, high, n = paired(ev, [r.id for r in rows], metric, _slope(ratios))
+        parts.append(_part(f"{model} / {sampler}", value, low, high, -1, ratios=ratios.tolist(), documents=n))
+        slopes.append((len(arms), len(arms) + len(rows), ratios))
+        arms += [r.id for r in rows]
+
+    def mean_slope(means: np.ndarray) -> float:
+        return float(np.mean([_slope(x)(means[a:b]) for a, b, x in slopes]))
+
+    value, low, high, n = paired(ev, arms, metric, mean_slope)
+    result = verdict(low, high, -1)
+    ratios = sorted({r for _, _, x in slopes for r in x})
+    statement = (f"{text}: unseen {metric} changes by {number(value)} {_unit(metric)} per +0.1 of masking ratio "
+                 f"({describe_ci(low, high)}, {n} documents; ratios {', '.join(f'{r:g}' for r in ratios)}; mean over "
+                 f"{len(parts)} model x sampler series). So the claim {_said(result)}; masking more leaves less text to "
+                 "copy, so the trivial filler falls too: see the baselines under Findings.")
+    return _finding(claim, text, result, statement, value, low, high, f"{_unit(metric)} per +0.1 masking ratio", n,
+                    arms, ev, parts, metric=metric)
+
+
+def _slope(ratios: np.ndarray) -> Callable[[np.ndarray], float]:
+    return lambda means: 0.1 * float(np.polyfit(ratios, means, 1)[0])
+
+
+# -- claim 3 ---------------------------------------------------------------------------------------------
+def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
+    """Punctuation masking against the best other masking for the CLM (claimed above it) and the worst other
+    masking for the MLM (claimed below it), best usable condition of each kind per masking."""
+    claim, text = "paper-3", f"(3) Punctuation masking is best for CLM and worst for MLM ({metric})"
+    parts, arms, results = [], [], []
+    for kind, direction, pick in (("clm", +1, max), ("mlm", -1, min)):
+        by_masking: dict[str, ConditionResult] = {}
+        for masking in dict.fromkeys(r.masking for r in ev.results.conditions):
+            best = _best(ev, [r for r in ev.results.conditions if r.model_kind == kind and r.masking == masking], metric)
+            if best is not None:
+                by_masking[masking] = best
+        punct = next((m for m in by_masking if m.split(":")[0] == "punctuation"), None)
+        others = [m for m in by_masking if m != punct]
+        if punct is None or not others:
+            continue
+        sign = ev.sign(metric)
+        other = pick(others, key=lambda m: sign * by_masking[m].value(metric, "unseen"))  # type: ignore[operator]
+        value, low, high, n = paired(ev, [by_masking[other].id, by_masking[punct].id], metric, _difference)
+        parts.append(_part(f"{kind.upper()}: punctuation minus {'best' if pick is max else 'worst'} other masking "
+                           f"({other})", value, low, high, direction, documents=n))
+        results.append(verdict(low, high, direction))
+        arms += [by_masking[other].id, by_masking[punct].id]
+    if len(parts) < 2:
+        return not_tested(claim, SOURCE, text, "the run needs punctuation masking and at least one other masking "
+                          f"for both a usable MLM and a usable CLM, scored with {metric}")
+    result = combined(results)
+    said = "; ".join(f"{p['label']}: {number(p['statistic'])} {describe_ci(p['ci_low'], p['ci_high'])}, "  # type: ignore[arg-type]
+                     f"{p['verdict']}" for p in parts)
+    statement = (f"{text}: on unseen documents, {said}. So the claim {_said(result)} (both parts must hold; the "
+                 "maskings hide different shares of the words, as in the paper).")
+    return _finding(claim, text, result, statement, None, None, None, _unit(metric), min(p["documents"] for p in parts),  # type: ignore[type-var]
+                    arms, ev, parts, metric=metric)
+
+
+# -- claim 4 ---------------------------------------------------------------------------------------------
+def no_strong_correlation(ev: Evidence, metric: str) -> Finding:
+    """Spearman's rho of seen-regeneration quality against the first downstream score, across conditions."""
+    claim, text = "paper-4", f"(4) No strong correlation between generation quality ({metric}) and downstream usefulness"
+    entry = next((c for c in ev.results.correlations if c.get("metric") == metric and c.get("spearman") is not None), None)
+    if entry is None:
+        return not_tested(claim, SOURCE, text, f"the run has no correlation of {metric} with a downstream score "
+                          f"(it needs a downstream task and at least three conditions)")
+    low, high = (entry.get("spearman_ci") or [None, None])[:2]
+    result = correlation_verdict(low, high, STRONG)
+    statement = (f"{text}: across {entry['n']} conditions, Spearman's rho of seen {metric} with {entry['task']} "
+                 f"{entry['score']} is {number(entry['spearman'])} ({describe_ci(low, high)}); 'strong' means "
+                 f"|rho| >= {STRONG:g}. So the claim {_said(result)}.")
+    return _finding(claim, text, result, statement, entry["spearman"], low, high, "Spearman rho", 0, [], ev, [],
+                    metric=metric, task=entry["task"], score=entry["score"], n=entry["n"])
+
+
+# -- claim 5 ---------------------------------------------------------------------------------------------
+def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
+    """Downstream per-item scores of the regenerations at the highest ratio against chance and the real data."""
+    claim = "paper-5"
+    text = "(5) Even at very high masking the synthetic data still trains a useful downstream model"
+    ratios = [r.masking_ratio for r in ev.results.conditions if r.masking_ratio is not None and r.downstream]
+    top = max(ratios, default=None)
+    if top is None or top < HIGH_RATIO:
+        return not_tested(claim, SOURCE, text, f"the run has no downstream scores at a masking ratio of {HIGH_RATIO:g} "
+                          "or more")
+    real, chance = ev.tasks.get("real", {}), ev.tasks.get("chance", {})
+    task, score = next(((t, s) for t, scores in real.items() for s in scores if s in chance.get(t, {})), (None, None))
+    if task is None:
+        return not_tested(claim, SOURCE, text, "no downstream task of the run reports per-item scores beside a "
+                          "chance level")
+    rows = [r for r in ev.results.conditions if r.masking_ratio == top and r.downstream
+            and task in ev.tasks.get(r.id, {}) and ev.usable(r, None)]  # only a model that never learned is left out
+    if not rows:
+        return not_tested(claim, SOURCE, text, f"no usable condition at masking ratio {top:g} has {task} scores")
+    synthetic = np.asarray([ev.tasks[r.id][task][score] for r in rows], dtype=float).mean(axis=0)
+    matrix = np.vstack([chance[task][score], synthetic, real[task][score]]).astype(float)
+    n = matrix.shape[1]
+
+    def gain(rows_: np.ndarray) -> float:
+        means = matrix[:, rows_].mean(axis=1)
+        return float(means[1] - means[0])
+
+    def retained(rows_: np.ndarray) -> float:
+        means = matrix[:, rows_].mean(axis=1)
+        return float((means[1] - means[0]) / (means[2] - means[0])) if means[2] != means[0] else float("nan")
+
+    value = gain(np.arange(n))
+    low, high = resample_ci(n, gain, seed=ev.seed)
+    share = retained(np.arange(n))
+    share_low, share_high = resample_ci(n, retained, seed=ev.seed)
+    result = verdict(low, high, +1)
+    statement = (f"{text}: trained on the regenerations at masking ratio {top:g} ({len(rows)} condition(s), averaged), "
+                 f"{task} scores {number(value, 3)} {score} above a model with no training data ({describe_ci(low, high, 3)}, "
+                 f"{n} test items) and keeps {share:.0%} of what the real documents give"
+                 f" ({'no CI' if share_low is None else f'95% CI {share_low:.0%} to {share_high:.0%}'}). "
+                 f"So the claim {_said(result)}.")
+    return _finding(claim, text, result, statement, value, low, high, f"{task} {score} above chance", n,
+                    [r.id for r in rows], ev, [_part("share of the real data's gain kept", share, share_low, share_high, +1)],
+                    task=task, score=score, ratio=top, metric=metric)
+
+
+def paper_metrics(results: RunResults) -> list[str]:
+    """The metrics claim 1 is tested on: the paper's ones the run scored on unseen documents, else the first."""
+    names = main_metrics(results, "unseen")
+    return [m for m in PAPER_METRICS if m in names] or names[:1]
+
+
+def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
+    """The claims as rules over an :class:`Evidence`: claim 1 per paper metric, the others on the first."""
+    metrics = paper_metrics(results)
+    if not metrics:
+        return []
+    first = metrics[0]
+    out: list[Callable[[Evidence], Finding]] = [lambda e, m=m: mlm_beats_clm(e, m) for m in metrics]  # type: ignore[misc]
+    return out + [lambda e, rule=rule: rule(e, first)  # type: ignore[misc]
+                  for rule in (lower_ratio_better, punctuation_extremes, no_strong_correlation, useful_at_high_masking)]
+
+
+__all__ = ["Evidence", "PAPER_METRICS", "SOURCE", "rules", "paired", "paper_metrics"]

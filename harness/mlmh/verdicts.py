@@ -1,0 +1,123 @@
+"""From a statistic and its CI to a verdict, and the caveats that overrule one: the rules every finding shares.
+
+A claim's verdict is decided by its 95% CI alone: "holds" when the CI excludes 0 in the claimed direction,
+"does not hold" when it excludes 0 the other way, "inconclusive" otherwise. Before that, the conditions a
+claim would decide on are checked for three caveats (:func:`caveats_of`), and a condition with one is left
+out of the claim: a model that never beat the best constant predictor on held-out text (it never left the
+unigram plateau), a condition that scores no better than filling every mask with one word or deleting the
+masked words (the trivial baselines), and a model whose seen - unseen gap lies outside its CI (it recites its
+training set). When nothing is left, the finding is "not comparable" and says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from mlmh.results import model_record_of
+from mlmh.stopping import beats_constant
+from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding,
+                        RunResults)
+
+__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "verdict", "correlation_verdict",
+           "combined", "caveats_of", "never_learned", "describe_ci", "number", "not_tested", "not_comparable"]
+
+
+def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
+    """holds / does not hold / inconclusive for a claimed sign ``direction`` (+1 rise, -1 fall)."""
+    if ci_low is None or ci_high is None:
+        return INCONCLUSIVE
+    if (direction > 0 and ci_low > 0) or (direction < 0 and ci_high < 0):
+        return HOLDS
+    if (direction > 0 and ci_high < 0) or (direction < 0 and ci_low > 0):
+        return FAILS
+    return INCONCLUSIVE
+
+
+def correlation_verdict(ci_low: float | None, ci_high: float | None, strong: float) -> str:
+    """For "no strong correlation": holds when the whole CI lies within (-strong, strong), does not hold when
+    it lies beyond one of them, inconclusive otherwise."""
+    if ci_low is None or ci_high is None:
+        return INCONCLUSIVE
+    if -strong < ci_low and ci_high < strong:
+        return HOLDS
+    if ci_low >= strong or ci_high <= -strong:
+        return FAILS
+    return INCONCLUSIVE
+
+
+def combined(verdicts: Sequence[str]) -> str:
+    """A claim made of parts that must all hold ("best for CLM and worst for MLM")."""
+    if not verdicts:
+        return NOT_TESTED
+    if any(v == NOT_COMPARABLE for v in verdicts):
+        return NOT_COMPARABLE
+    if any(v == FAILS for v in verdicts):
+        return FAILS
+    return HOLDS if all(v == HOLDS for v in verdicts) else INCONCLUSIVE
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def describe_ci(low: float | None, high: float | None, digits: int = 2) -> str:
+    if low is None or high is None:
+        return "no CI (fewer than two documents)"
+    return f"95% CI [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+# -- caveats ------------------------------------------------------------------------------------------
+def never_learned(model: str, record: dict[str, Any] | None) -> str | None:
+    """Why a trained model's card says it never left the unigram plateau on held-out text, or None.
+
+    The card's ``beats_constant`` decides (:func:`mlmh.stopping.beats_constant`); a card written before it
+    existed is judged by the same rule on the rates it has. Models mlmh did not train have no card: None."""
+    training = (record or {}).get("training") or {}
+    accuracy = training.get("heldout_accuracy")
+    if accuracy is None:
+        return None
+    constant = training.get("best_constant_accuracy", training.get("unigram_baseline_accuracy"))
+    beats = training.get("beats_constant")
+    if beats is None:
+        beats = beats_constant(accuracy, constant, int(training.get("heldout_targets") or 1000))
+    if beats:
+        return None
+    return (f"{model} never beat the best constant predictor on held-out text (accuracy {accuracy:.3f}, "
+            f"best single token {constant:.3f}): it is still on the unigram plateau" if constant is not None
+            else f"{model} never beat the best constant predictor on held-out text")
+
+
+def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = None,
+               role: str = "unseen") -> list[str]:
+    """Why ``row`` cannot decide a claim on ``metric`` (its ``role`` documents), in short sentences; [] when
+    nothing stands in the way. ``metric`` None checks the model alone (for measures without baselines)."""
+    found = []
+    learned = never_learned(row.model, model_record_of(results, row.model))
+    if learned:
+        found.append(learned)
+    if metric is None:
+        return found
+    block = getattr(row, role, None)
+    score = block.metrics.get(metric) if block is not None else None
+    if score is not None and score.value is not None:
+        sign = 1 if score.higher_is_better else -1
+        for name, baseline in (("the filler", block.filler.get(metric)), ("deletion", block.deletion.get(metric))):
+            if baseline is not None and baseline.value is not None and sign * (score.value - baseline.value) <= 0:
+                found.append(f"{row.model} with {row.sampler} under {row.masking} scores no better than "
+                             f"{name} on {metric} ({score.value:.3g} vs {baseline.value:.3g})")
+    gap = row.gap.get(metric)
+    if gap is not None and gap.extra.get("significant"):
+        found.append(f"{row.model} under {row.masking} memorised: its seen - unseen {metric} gap "
+                     f"{gap.value:+.3g} lies outside its CI")
+    return found
+
+
+# -- findings without a statistic -----------------------------------------------------------------
+def not_tested(claim: str, source: str, text: str, reason: str) -> Finding:
+    return Finding(claim, source, text, NOT_TESTED, f"{text}: not tested, {reason}.", extra={"reason": reason})
+
+
+def not_comparable(claim: str, source: str, text: str, caveats: Sequence[str], conditions: Sequence[str] = ()) -> Finding:
+    reasons = "; ".join(dict.fromkeys(caveats))
+    return Finding(claim, source, text, NOT_COMPARABLE, f"{text}: not comparable, because {reasons}.",
+                   conditions=list(conditions), caveats=list(dict.fromkeys(caveats)))
