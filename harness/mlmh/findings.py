@@ -21,7 +21,7 @@ from mlmh import paper_claims
 from mlmh.paper_claims import Evidence
 from mlmh.results import model_record_of
 from mlmh.types import NOT_TESTED, Finding, RunResults
-from mlmh.verdicts import never_learned, not_comparable
+from mlmh.verdicts import PLATEAU, Caveat, never_learned, not_comparable, summarise
 
 Rule = Callable[[Evidence], Finding]
 
@@ -33,8 +33,8 @@ def decide(rule: Rule, ev: Evidence) -> Finding:
     caveats = list(dict.fromkeys(ev.left_out))
     if found.tested:
         if caveats:
-            found.caveats = caveats
-            found.statement += f" Left out: {'; '.join(caveats[:3])}{' ...' if len(caveats) > 3 else ''}."
+            found.caveats = [c.text for c in caveats]
+            found.statement += f" Left out: {summarise(caveats)}."
         return found
     if not caveats:
         return found
@@ -53,7 +53,7 @@ def _gmlm_rule(claim: gmlm.Claim, cells: Sequence[gmlm.Cell]) -> Rule:
         for cell in cells:
             why = never_learned(cell.model_label, _record(ev.results, cell))
             if why and ev.strict:
-                ev.left_out.append(why)
+                ev.left_out.append(Caveat(PLATEAU, cell.model_label, why))
             else:
                 usable.append(cell)
         return claim.rule(claim, usable, ev.seed)

@@ -31,7 +31,7 @@ from mlmh.analysis import STRONG
 from mlmh.results import main_metrics
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
-from mlmh.verdicts import (FAILS, HOLDS, INCONCLUSIVE, caveats_of, combined, correlation_verdict,
+from mlmh.verdicts import (FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined, correlation_verdict,
                            describe_ci, not_tested, number, verdict)
 
 SOURCE = "arXiv 2405.12630"
@@ -51,7 +51,7 @@ class Evidence:
     tasks: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)  # who -> task -> score -> per item
     seed: int = 0
     strict: bool = True  # leave out the conditions a caveat rules out (mlmh.verdicts.caveats_of)
-    left_out: list[str] = field(default_factory=list)  # the caveats of the conditions left out, as found
+    left_out: list[Caveat] = field(default_factory=list)  # the caveats of the conditions left out, as found
 
     def usable(self, row: ConditionResult, metric: str | None) -> bool:
         """Whether ``row`` may decide on ``metric``; a caveat that rules it out is kept in ``left_out``."""

@@ -16,7 +16,7 @@ from mlmh.results import (as_results, best_conditions, better, format_number, fo
                           main_metrics, metric_names, roles)
 from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
-from mlmh.verdicts import caveats_of
+from mlmh.verdicts import caveats_of, summarise
 
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
@@ -76,7 +76,7 @@ def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, rol
     if not higher_is_better(results, metric):
         detail += " (lower is better)"
     if caveats:
-        detail += "; not comparable because " + "; ".join(caveats[:2])
+        detail += "; not comparable because " + summarise(caveats)
     return verdict, detail
 
 

@@ -422,9 +422,16 @@ class Finding:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        """A finding from results.json; one written before findings were typed (schema 2: no ``source`` or
+        ``text``, "skipped" for not tested) reads with its other keys in ``extra``."""
         known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in data.items() if k in known and k != "extra"},
-                   extra={**data.get("extra", {}), **{k: v for k, v in data.items() if k not in known and k != "extra"}})
+        fields = {k: v for k, v in data.items() if k in known}
+        fields.setdefault("source", "")
+        fields.setdefault("text", str(data.get("statement", "")).split(":")[0])
+        fields.setdefault("statement", "")
+        if fields.get("verdict") == "skipped":
+            fields["verdict"] = NOT_TESTED
+        return cls(**fields, extra={**data.get("extra", {}), **{k: v for k, v in data.items() if k not in known and k != "extra"}})
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

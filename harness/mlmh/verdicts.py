@@ -11,6 +11,7 @@ training set). When nothing is left, the finding is "not comparable" and says wh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from mlmh.results import model_record_of
@@ -18,8 +19,8 @@ from mlmh.stopping import beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding,
                         RunResults)
 
-__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "verdict", "correlation_verdict",
-           "combined", "caveats_of", "never_learned", "describe_ci", "number", "not_tested", "not_comparable"]
+__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "verdict", "correlation_verdict",
+           "combined", "caveats_of", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
 def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
@@ -67,6 +68,36 @@ def describe_ci(low: float | None, high: float | None, digits: int = 2) -> str:
 
 
 # -- caveats ------------------------------------------------------------------------------------------
+PLATEAU, BASELINE, MEMORISED = "plateau", "baseline", "memorised"
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """Why one condition cannot decide a claim: ``kind`` (:data:`PLATEAU`, :data:`BASELINE`, :data:`MEMORISED`),
+    whom it is about, and the full sentence (kept in the finding's ``caveats``)."""
+
+    kind: str
+    subject: str
+    text: str
+
+
+def summarise(caveats: Sequence[Caveat]) -> str:
+    """The caveats of a finding as one short clause per kind, for its statement."""
+    caveats = list(dict.fromkeys(caveats))
+    parts = []
+    models = list(dict.fromkeys(c.subject for c in caveats if c.kind == PLATEAU))
+    if models:
+        parts.append(f"{', '.join(models)} never beat the best constant predictor on held-out text (still on the "
+                     "unigram plateau)")
+    low = list(dict.fromkeys(c.subject for c in caveats if c.kind == BASELINE))
+    if low:
+        parts.append(f"{len(low)} condition(s) score no better than the filler or deletion (e.g. {low[0]})")
+    memorised = list(dict.fromkeys(c.subject for c in caveats if c.kind == MEMORISED))
+    if memorised:
+        parts.append(f"{len(memorised)} condition(s) memorised: seen - unseen gap outside its CI (e.g. {memorised[0]})")
+    return "; ".join(parts)
+
+
 def never_learned(model: str, record: dict[str, Any] | None) -> str | None:
     """Why a trained model's card says it never left the unigram plateau on held-out text, or None.
 
@@ -88,13 +119,13 @@ def never_learned(model: str, record: dict[str, Any] | None) -> str | None:
 
 
 def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = None,
-               role: str = "unseen") -> list[str]:
-    """Why ``row`` cannot decide a claim on ``metric`` (its ``role`` documents), in short sentences; [] when
-    nothing stands in the way. ``metric`` None checks the model alone (for measures without baselines)."""
+               role: str = "unseen") -> list[Caveat]:
+    """Why ``row`` cannot decide a claim on ``metric`` (its ``role`` documents); [] when nothing stands in the
+    way. ``metric`` None checks the model alone (for measures without baselines)."""
     found = []
     learned = never_learned(row.model, model_record_of(results, row.model))
     if learned:
-        found.append(learned)
+        found.append(Caveat(PLATEAU, row.model, learned))
     if metric is None:
         return found
     block = getattr(row, role, None)
@@ -103,12 +134,13 @@ def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = N
         sign = 1 if score.higher_is_better else -1
         for name, baseline in (("the filler", block.filler.get(metric)), ("deletion", block.deletion.get(metric))):
             if baseline is not None and baseline.value is not None and sign * (score.value - baseline.value) <= 0:
-                found.append(f"{row.model} with {row.sampler} under {row.masking} scores no better than "
-                             f"{name} on {metric} ({score.value:.3g} vs {baseline.value:.3g})")
+                found.append(Caveat(BASELINE, f"{row.model} / {row.sampler} / {row.masking}",
+                                    f"{row.model} with {row.sampler} under {row.masking} scores no better than {name} "
+                                    f"on {metric} ({score.value:.3g} vs {baseline.value:.3g})"))
     gap = row.gap.get(metric)
     if gap is not None and gap.extra.get("significant"):
-        found.append(f"{row.model} under {row.masking} memorised: its seen - unseen {metric} gap "
-                     f"{gap.value:+.3g} lies outside its CI")
+        found.append(Caveat(MEMORISED, f"{row.model} / {row.masking}", f"{row.model} under {row.masking} memorised: "
+                            f"its seen - unseen {metric} gap {gap.value:+.3g} lies outside its CI"))
     return found
 
 
@@ -117,7 +149,6 @@ def not_tested(claim: str, source: str, text: str, reason: str) -> Finding:
     return Finding(claim, source, text, NOT_TESTED, f"{text}: not tested, {reason}.", extra={"reason": reason})
 
 
-def not_comparable(claim: str, source: str, text: str, caveats: Sequence[str], conditions: Sequence[str] = ()) -> Finding:
-    reasons = "; ".join(dict.fromkeys(caveats))
-    return Finding(claim, source, text, NOT_COMPARABLE, f"{text}: not comparable, because {reasons}.",
-                   conditions=list(conditions), caveats=list(dict.fromkeys(caveats)))
+def not_comparable(claim: str, source: str, text: str, caveats: Sequence[Caveat], conditions: Sequence[str] = ()) -> Finding:
+    return Finding(claim, source, text, NOT_COMPARABLE, f"{text}: not comparable, because {summarise(caveats)}.",
+                   conditions=list(conditions), caveats=list(dict.fromkeys(c.text for c in caveats)))

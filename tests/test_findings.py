@@ -1,0 +1,218 @@
+"""The paper's claims as findings (mlmh.paper_claims, mlmh.findings): verdicts on constructed runs, and each
+caveat (a model on the unigram plateau, no better than a baseline, memorising) turning a verdict into
+"not comparable"; the plateau rule against the best constant predictor; the answer report.md opens with."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlmh.findings import answer_lines, run_findings
+from mlmh.report import kind_verdict, render_markdown
+from mlmh.stopping import TargetTally, Validation, beats_constant
+from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, RoleQuality,
+                        RunResults, Score)
+
+DOCS = [f"t{i}" for i in range(24)]
+LEARNED = {"heldout_accuracy": 0.30, "best_constant_accuracy": 0.05, "beats_constant": True}
+PLATEAU = {"heldout_accuracy": 0.05, "best_constant_accuracy": 0.05, "beats_constant": False}
+
+
+def row(kind, masking, value, *, sampler=None, filler=5.0, deletion=4.0, ratio=None, gap_significant=False,
+        metric="bleu", downstream=None):
+    cid = f"{kind}|{masking}|{sampler or kind}"
+    unseen = RoleQuality(documents=len(DOCS), scored=len(DOCS), metrics={metric: Score(value, value - 1, value + 1)},
+                         filler={metric: Score(filler)}, deletion={metric: Score(deletion)})
+    gap = {metric: Score(3.0, 2.0, 4.0, extra={"significant": gap_significant})}
+    if ratio is None and masking.startswith("random:ratio="):
+        ratio = float(masking.split("=")[1])
+    return ConditionResult(id=cid, model=f"trained-{kind}", model_kind=kind, masking=masking,
+                           sampler=sampler or {"mlm": "mask-predict", "clm": "clm-infill"}[kind], seed=0,
+                           masking_ratio=ratio, unseen=unseen, metrics=unseen.metrics, gap=gap,
+                           downstream=downstream or {})
+
+
+def results_of(rows, cards=None, correlations=None):
+    cards = cards or {}
+    models = {f"trained-{k}:full": {"identity": k, "model_kind": k, "label": f"trained-{k}",
+                                    "training": cards.get(k, LEARNED)} for k in ("mlm", "clm")}
+    return RunResults(run_id="r", config={"preset": "test"}, conditions=rows, models=models,
+                      correlations=correlations or [], headline="unseen", filler_word="the")
+
+
+def per_doc(rows, offsets, noise=0.5, seed=0):
+    """Per-document values: each condition's value plus ``offsets[id]`` plus seeded noise."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for r in rows:
+        base = r.unseen.metrics["bleu"].value
+        out[r.id] = {"bleu": {d: float(base + offsets.get(r.id, 0.0) + rng.normal(0, noise)) for d in DOCS}}
+    return out
+
+
+def findings_of(rows, cards=None, correlations=None, tasks=None, noise=0.5):
+    results = results_of(rows, cards, correlations)
+    found = run_findings(results, per_doc(rows, {}, noise), tasks or {}, [], seed=0)
+    results.findings = found
+    return results, {f.claim: f for f in found}
+
+
+def kinds(mlm_value, clm_value, maskings=("random:ratio=0.15", "random:ratio=0.5")):
+    return [row(k, m, v) for m in maskings for k, v in (("mlm", mlm_value), ("clm", clm_value))]
+
+
+# -- claim 1 --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mlm, clm, expected", [(30.0, 20.0, HOLDS), (20.0, 30.0, FAILS), (25.0, 25.0, INCONCLUSIVE)])
+def test_mlm_beats_clm_reads_the_paired_ci(mlm, clm, expected):
+    _, found = findings_of(kinds(mlm, clm), noise=3.0)
+    finding = found["paper-1:bleu"]
+    assert finding.verdict == expected
+    assert finding.source == "arXiv 2405.12630" and len(finding.parts) == 2 and finding.documents == len(DOCS)
+    assert finding.ci_low is not None and finding.ci_low <= finding.statistic <= finding.ci_high
+    assert expected in finding.statement or (expected == INCONCLUSIVE and "inconclusive" in finding.statement)
+
+
+def test_lower_is_better_metrics_are_turned_once():
+    rows = kinds(30.0, 20.0)
+    for r in rows:
+        r.unseen.metrics["bleu"].higher_is_better = False  # pretend bleu were an error rate: the CLM now leads
+        r.unseen.filler["bleu"], r.unseen.deletion["bleu"] = Score(60.0), Score(70.0)  # worse than both models
+    _, found = findings_of(rows)
+    assert found["paper-1:bleu"].verdict == FAILS and "lower is better" in found["paper-1:bleu"].statement
+
+
+# -- caveats --------------------------------------------------------------------------------------------
+def test_an_mlm_on_the_plateau_never_wins():
+    results, found = findings_of(kinds(30.0, 20.0), cards={"mlm": PLATEAU})
+    finding = found["paper-1:bleu"]
+    assert finding.verdict == NOT_COMPARABLE
+    assert "never beat the best constant predictor" in finding.statement and finding.caveats
+    verdict, detail = kind_verdict(results, "bleu", "mlm", "clm", "unseen")
+    assert "not comparable" in verdict and "unigram plateau" in detail  # the per-metric count carries it too
+    report = render_markdown(results, [])
+    answer = report[report.index("## Answer"):report.index("## Findings")]
+    assert "**not comparable**" in answer and "MLM beats CLM" not in answer.replace("(1) MLM beats CLM on", "")
+
+
+def test_a_condition_no_better_than_deletion_is_left_out():
+    rows = kinds(30.0, 20.0)
+    rows[0].unseen.deletion["bleu"] = Score(31.0)  # the MLM at 0.15 scores below deleting the masked words
+    _, found = findings_of(rows)
+    finding = found["paper-1:bleu"]
+    assert finding.verdict == HOLDS and len(finding.parts) == 1  # decided on the other masking alone
+    assert any("no better than deletion" in c for c in finding.caveats) and "Left out:" in finding.statement
+    for r in rows:
+        if r.model_kind == "mlm":
+            r.unseen.filler["bleu"] = Score(40.0)  # now no MLM beats the filler anywhere
+    _, found = findings_of(rows)
+    assert found["paper-1:bleu"].verdict == NOT_COMPARABLE and "no better than the filler" in found["paper-1:bleu"].statement
+
+
+def test_a_memorising_model_is_left_out():
+    rows = [row("mlm", "random:ratio=0.5", 30.0, gap_significant=True), row("clm", "random:ratio=0.5", 20.0)]
+    _, found = findings_of(rows)
+    assert found["paper-1:bleu"].verdict == NOT_COMPARABLE and "memorised" in found["paper-1:bleu"].statement
+
+
+def test_a_card_without_the_new_fact_is_judged_by_the_same_rule():
+    old = {"heldout_accuracy": 0.052, "unigram_baseline_accuracy": 0.052}  # written before beats_constant existed
+    _, found = findings_of(kinds(30.0, 20.0), cards={"mlm": old})
+    assert found["paper-1:bleu"].verdict == NOT_COMPARABLE
+
+
+# -- claims 2 to 5 --------------------------------------------------------------------------------------
+def test_lower_ratios_better_is_a_paired_slope():
+    rows = [row(k, f"random:ratio={r}", 40.0 - 40 * r) for r in (0.15, 0.3, 0.5) for k in ("mlm", "clm")]
+    _, found = findings_of(rows, noise=1.0)
+    finding = found["paper-2"]
+    assert finding.verdict == HOLDS and finding.statistic == pytest.approx(-4.0, abs=0.5) and len(finding.parts) == 2
+
+
+@pytest.mark.parametrize("mlm_punct, expected", [(10.0, HOLDS), (40.0, FAILS)])
+def test_punctuation_best_for_clm_worst_for_mlm_needs_both_parts(mlm_punct, expected):
+    rows = [row("clm", "punctuation", 40.0), row("clm", "stopwords", 30.0), row("clm", "random:ratio=0.3", 25.0),
+            row("mlm", "punctuation", mlm_punct), row("mlm", "stopwords", 30.0), row("mlm", "random:ratio=0.3", 25.0)]
+    _, found = findings_of(rows)
+    finding = found["paper-3"]
+    assert finding.verdict == expected and [p["verdict"] for p in finding.parts][0] == HOLDS
+
+
+@pytest.mark.parametrize("ci, expected", [((-0.2, 0.3), HOLDS), ((0.6, 0.9), FAILS), ((-0.2, 0.8), INCONCLUSIVE)])
+def test_no_strong_correlation_reads_the_ci_against_strong(ci, expected):
+    correlations = [{"metric": "bleu", "task": "authorship-verification", "score": "overall", "n": 12,
+                     "spearman": sum(ci) / 2, "spearman_ci": list(ci)}]
+    _, found = findings_of(kinds(30.0, 20.0), correlations=correlations)
+    assert found["paper-4"].verdict == expected
+
+
+def test_useful_at_high_masking_against_chance_and_real_data():
+    rows = kinds(30.0, 20.0, maskings=("random:ratio=0.8",))
+    for r in rows:
+        r.downstream = {"av": {"brier": 0.8}}
+    rng = np.random.default_rng(1)
+    real = list(0.9 + rng.normal(0, 0.02, 40))
+    tasks = {"real": {"av": {"brier": real}}, "chance": {"av": {"brier": [0.75] * 40}},
+             **{r.id: {"av": {"brier": list(0.82 + rng.normal(0, 0.02, 40))}} for r in rows}}
+    _, found = findings_of(rows, tasks=tasks)
+    finding = found["paper-5"]
+    assert finding.verdict == HOLDS and finding.statistic == pytest.approx(0.07, abs=0.02)
+    assert finding.parts[0]["statistic"] == pytest.approx(0.07 / 0.15, abs=0.1)  # share of the real data's gain
+    _, found = findings_of(rows, tasks=tasks, cards={"mlm": PLATEAU, "clm": PLATEAU})
+    assert found["paper-5"].verdict == NOT_COMPARABLE
+
+
+def test_a_run_without_their_conditions_says_why_each_claim_is_not_tested():
+    rows = [row("mlm", "stopwords", 30.0)]
+    results, found = findings_of(rows)
+    assert {f.verdict for f in found.values()} == {NOT_TESTED}
+    assert all(f.extra["reason"] for f in found.values())
+    lines = answer_lines(results.findings)
+    assert len(lines) == 1 and lines[0].startswith("Not tested in this run: (1) MLM beats CLM on bleu (the run has no")
+
+
+def test_findings_round_trip_through_results_json():
+    results, _ = findings_of(kinds(30.0, 20.0))
+    again = RunResults.from_dict(results.to_dict())
+    assert again.findings == results.findings and isinstance(again.findings[0], Finding)
+    old = {"claim": "a@0.5", "statement": "s", "verdict": "holds", "measure": "x"}  # a schema-2 finding
+    assert Finding.from_dict(old).extra == {"measure": "x"}
+
+
+# -- the plateau, judged right -------------------------------------------------------------------------
+def _tally(predict_from_gold):
+    import torch
+
+    rng = np.random.default_rng(0)
+    gold = torch.tensor(rng.choice([1, 2, 3, 4, 5, 6], size=4000, p=[0.3, 0.2, 0.2, 0.1, 0.1, 0.1]))
+    tally = TargetTally(train_commonest=2)  # the train split's commonest token is not the held-out one
+    tally.add(predict_from_gold(gold), gold)
+    return tally
+
+
+def test_a_model_that_always_predicts_another_frequent_token_stays_on_the_plateau():
+    import torch
+
+    tally = _tally(lambda gold: torch.full_like(gold, 2))  # always token 2: exactly the train-commonest baseline
+    facts = tally.facts()
+    assert facts["heldout_accuracy"] == pytest.approx(facts["unigram_baseline_accuracy"])
+    assert facts["best_constant_accuracy"] == pytest.approx(0.3, abs=0.02) and facts["beats_constant"] is False
+    assert not tally.validation(1.0).off_plateau
+    tally = _tally(lambda gold: torch.full_like(gold, 1))  # always the best constant itself
+    assert not tally.validation(1.0).off_plateau and tally.facts()["beats_constant"] is False
+
+
+def test_a_model_that_learned_context_is_off_the_plateau():
+    import torch
+
+    def guess(gold):
+        right = torch.from_numpy(np.random.default_rng(3).random(len(gold)) < 0.5)
+        return torch.where(right, gold, torch.full_like(gold, 1))  # half right, otherwise the commonest token
+
+    tally = _tally(guess)
+    assert tally.facts()["beats_constant"] is True and tally.validation(1.0).off_plateau
+
+
+def test_the_paired_rule_needs_more_than_noise():
+    assert not beats_constant(0.31, 0.30, 1000, model_only=8, constant_only=2)  # 6 > 2 * sqrt(10) fails
+    assert beats_constant(0.31, 0.30, 1000, model_only=30, constant_only=5)
+    assert not Validation(1.0, 0.33, 0.30, 1000, 0, 0).off_plateau
