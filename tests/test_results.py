@@ -68,11 +68,15 @@ def test_schema_1_reads_as_seen_only_and_a_newer_schema_is_refused(results):
 
 
 def test_the_report_leads_with_unseen_and_says_where_seen_disagrees(results):
+    for row in results["conditions"]:  # every condition beats both baselines, so only memorization is a caveat
+        for role in ("seen", "unseen"):
+            row[role]["filler"]["bleu"], row[role]["deletion"]["bleu"] = score(12.0), score(15.0)
     typed = RunResults.from_dict(results)
     text = render_markdown(typed, [])
     assert text.index("on unseen documents") < text.index("on seen documents")
     (line,) = disagreements(typed)
-    assert "on unseen documents MLM beats CLM, but on seen documents CLM beats MLM" in line
+    # the CLM's seen lead is its memorization (gap outside the CI), so it wins nothing there
+    assert "on unseen documents MLM beats CLM, but on seen documents CLM ahead of MLM (not comparable)" in line
     assert "12 s in all" in text and "metric 'boom'" in text
 
 

@@ -68,7 +68,7 @@ def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, rol
         verdict, winners = f"{la} and {lb} tie", []
     caveats = list(dict.fromkeys(c for row in winners for c in caveats_of(results, row, metric, role or results.headline)))
     if caveats:  # a model that learned nothing, or no better than a baseline, never wins
-        verdict = f"{verdict.replace(' beats ', ' ahead of ')}, but not comparable"
+        verdict = f"{verdict.replace(' beats ', ' ahead of ')} (not comparable)"
     detail = (f"{la} higher in {len(wins_a)} of {len(cells)} masking settings ({sure_a} with non-overlapping CIs), "
               f"{lb} higher in {len(wins_b)} ({sure_b} with non-overlapping CIs)")
     if sure_a == 0 and sure_b == 0:

@@ -214,8 +214,9 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
 
 # -- results of a run (results.json) ---------------------------------------------------------------
 #: Version of the results.json schema (docs/RESULTS.md). 1: one quality block per condition;
-#: 2: quality on ``seen`` and ``unseen`` documents, their gap, verbatim recall and the filler baseline.
-RESULTS_SCHEMA = 2
+#: 2: quality on ``seen`` and ``unseen`` documents, their gap, verbatim recall and the filler baseline;
+#: 3: typed findings (both papers' claims, caveats, parts), model labels, the best-constant check on cards.
+RESULTS_SCHEMA = 3
 
 
 @dataclass
