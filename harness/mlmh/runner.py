@@ -364,6 +364,16 @@ class Runner:
 
         return forward
 
+    def _window(self) -> str:
+        """The narrowest model window in tokens and how to widen it, for the note on cut documents."""
+        windows = {m.component.short_spec: m.adapter.max_length for m in self.state.models.values()
+                   if isinstance(getattr(m.adapter, "max_length", None), int)}
+        if not windows:
+            return ""
+        model, tokens = min(windows.items(), key=lambda kv: kv[1])
+        return (f" ({tokens:,} tokens, {model}'s; a trained-* model takes a longer one with seq_len=N or a larger "
+                "size=, a pretrained model's is its position table)")
+
     def _mask(self) -> None:
         from mlmh.generation import fit_to_windows, prepare_items
 
@@ -372,7 +382,8 @@ class Runner:
             self.state.documents[role] = fitted
             if cut:
                 self._note(f"{cut} of {len(fitted)} {role} documents were cut after the last word that fits every "
-                           "model's window, so no masked word goes ungenerated and no unseen text pads the scores")
+                           f"model's window{self._window()}, so no masked word goes ungenerated and no unseen text "
+                           "pads the scores")
         # the real-text baseline of the downstream tasks trains on the same (cut) documents as the synthetic corpora
         self.state.train = _subcorpus(self.state.corpus, self.state.documents["seen"])
         documents = [d for role in ROLES for d in self.state.documents[role]]

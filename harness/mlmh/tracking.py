@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import MlmhError
+from mlmh.results import model_label
 from mlmh.types import RunResults, Score
 
 #: the columns of a finding as trackers tabulate it
@@ -139,7 +140,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss")):
             points = [(int(p["step"]), float(p["loss"])) for p in card.get(curve) or [] if p.get("loss") is not None]
             if points:
-                run.curves[f"training/{safe_name(_short_spec(spec))}/{label}"] = sorted(points)
+                run.curves[f"training/{safe_name(model_label(results, spec))}/{label}"] = sorted(points)
     for finding in results.findings:
         run.findings.append(finding.to_dict())
         for key in ("statistic", "ci_low", "ci_high"):
@@ -149,18 +150,6 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
     run_dir = RunDir(directory)
     run.files = [path for path in (run_dir.report, run_dir.results) if path.is_file()] + run_dir.figures()
     return run
-
-
-def _short_spec(spec: str) -> str:
-    """A model as the conditions name it (its parameters that differ from the defaults), when its plugin is
-    loaded; else its full spec."""
-    from mlmh.errors import SpecError
-    from mlmh.registry import get_registry
-
-    try:
-        return get_registry().build("model", spec).short_spec
-    except SpecError:
-        return spec
 
 
 def _add_score(scores: dict[str, float], name: str, score: Score) -> None:

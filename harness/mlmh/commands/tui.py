@@ -8,7 +8,8 @@ from mlmh import options
 
 
 @click.command(name="tui")
-@click.option("--preset", "preset", metavar="NAME", help="Open the run screen and start this preset (a name or a .toml file).")
+@click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME",
+              help="Open the run screen and start this preset.")
 @click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory or results.json.")
 @click.option("--model", "models", metavar="SPEC[,SPEC]", multiple=True, callback=options.specs("model"),
               help="Playground model (give two, repeated or comma-separated, for the left and right side). "
