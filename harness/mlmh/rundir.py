@@ -25,6 +25,8 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from mlmh.errors import DataError, MlmhError, SpecError
 
+#: where ``mlmh eval`` puts a new run by default, relative to the working directory
+RUNS_ROOT = "runs"
 RESULTS = "results.json"
 CONFIG = "config.json"
 GENERATIONS = "generations.jsonl"
@@ -228,7 +230,7 @@ def _read_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | 
 
 
 # -- the directory ------------------------------------------------------------------------------------
-def finished_runs(root: str | Path = "runs") -> list[Path]:
+def finished_runs(root: str | Path = RUNS_ROOT) -> list[Path]:
     """The finished runs directly under ``root`` (the folder ``mlmh eval`` writes new runs into), newest first
     by when each wrote its results; none when ``root`` is missing or unreadable."""
     try:

@@ -40,7 +40,7 @@ from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
 from mlmh.plan import RunPlan, as_plan
-from mlmh.rundir import RunDir, RunDirError
+from mlmh.rundir import RUNS_ROOT, RunDir, RunDirError
 from mlmh.seeding import sample_seed
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Finding, Generation, MaskedItem, MetricResult,
                         RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
@@ -118,12 +118,12 @@ class Scoring:
     done: int = 0
 
 
-def default_output_path(preset: str, root: str | Path = "runs") -> Path:
+def default_output_path(preset: str, root: str | Path = RUNS_ROOT) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return Path(root) / f"{stamp}-{preset}"
 
 
-def latest_run(preset: str, root: str | Path = "runs") -> Path | None:
+def latest_run(preset: str, root: str | Path = RUNS_ROOT) -> Path | None:
     """The newest unfinished run directory of ``preset`` (what ``--resume`` picks without a path)."""
     root = Path(root)
     if not root.is_dir():

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from mlmh.errors import MlmhError
 from mlmh.findings import answer_lines
 from mlmh.results import roles
-from mlmh.rundir import RunDir, finished_runs
+from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.run_files import RunFiles, Sample, load_run
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
@@ -28,8 +28,6 @@ from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding
 
-#: where ``mlmh eval`` puts new runs, relative to the directory the TUI was started in
-RUNS_ROOT = "runs"
 VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
 ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
 
