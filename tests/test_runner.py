@@ -207,5 +207,5 @@ def test_the_note_on_cut_documents_gives_the_window_in_tokens_and_how_to_widen_i
                                        samplers=["fake-fill"], tasks=[], limit=2))
     (note,) = [n for n in results["notes"] if "unseen documents were cut" in n]
     assert note.startswith("2 of 2 unseen documents were cut after the last word that fits every model's window "
-                           "(6 tokens, windowed-mlm's; a trained-* model takes a longer one with seq_len=N")
+                           "(6 tokens, the window of windowed-mlm; a trained-* model's grows with seq_len=N")
     assert all(row["unseen"]["documents"] == 2 for row in results["conditions"])

@@ -371,7 +371,7 @@ class Runner:
         if not windows:
             return ""
         model, tokens = min(windows.items(), key=lambda kv: kv[1])
-        return (f" ({tokens:,} tokens, {model}'s; a trained-* model takes a longer one with seq_len=N or a larger "
+        return (f" ({tokens:,} tokens, the window of {model}; a trained-* model's grows with seq_len=N or a larger "
                 "size=, a pretrained model's is its position table)")
 
     def _mask(self) -> None:
