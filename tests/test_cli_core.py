@@ -72,6 +72,30 @@ def test_ls_json_shape_and_bad_kind():
     assert CliRunner().invoke(cli, ["ls", "widgets"]).exit_code == 2
 
 
+def test_ls_without_a_kind_is_an_overview_of_every_kind():
+    from mlmh.commands.ls import KIND_CHOICES
+    from mlmh.registry import PLURAL, get_registry
+
+    result = CliRunner().invoke(cli, ["ls", "--json"])
+    assert result.exit_code == 0
+    names = json.loads(result.output)
+    assert list(names) == KIND_CHOICES
+    assert names["presets"] == get_registry().names("preset") and "pan" in names["presets"]
+    assert all(names[kind] == get_registry().names(PLURAL[kind]) for kind in KIND_CHOICES)
+    table = CliRunner().invoke(cli, ["ls"], terminal_width=200)
+    assert table.exit_code == 0
+    for kind, found in names.items():
+        assert any(line.split("│")[1:4] and kind in line and f" {len(found)} " in line for line in table.output.splitlines())
+
+
+def test_eval_help_names_every_registered_preset():
+    from mlmh.registry import get_registry
+
+    shown = " ".join(CliRunner().invoke(cli, ["eval", "--help"], terminal_width=200).output.split())
+    assert f"Presets: {', '.join(get_registry().names('preset'))};" in shown
+    assert len(get_registry().names("preset")) >= 7
+
+
 def test_doctor_json_reports_every_check():
     result = CliRunner().invoke(cli, ["doctor", "--json"])
     rows = json.loads(result.output[: result.output.rindex("]") + 1])

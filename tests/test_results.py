@@ -112,3 +112,66 @@ def test_the_reading_example_of_docs_results_runs(results, tmp_path, capsys):
     (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
     exec(code.replace("runs/20260101-120000-pan", str(tmp_path)), {})
     assert "trained-clm random:ratio=0.5 30.0 76.0" in capsys.readouterr().out
+
+
+def test_rows_flatten_each_condition_per_document_set_and_each_finding(results):
+    results["findings"] = [{"claim": "paper-1:bleu", "source": "paper", "text": "MLM beats CLM", "verdict": "holds",
+                            "statement": "MLM higher.", "statistic": 4.0, "ci_low": 1.0, "ci_high": 7.0,
+                            "conditions": ["a", "b"], "caveats": [], "parts": [{"label": "x"}]}]
+    typed = RunResults.from_dict(results)
+    rows = typed.to_rows()
+    assert [(r["condition"], r["role"]) for r in rows["conditions"][:2]] == [(typed.conditions[0].id, "unseen"),
+                                                                             (typed.conditions[0].id, "seen")]
+    first = rows["conditions"][0]
+    assert first["headline"] is True and first["documents"] == 10 and first["masking_ratio"] == 0.5
+    assert (first["bleu"], first["bleu_ci_low"], first["bleu_ci_high"]) == (34.0, 33.0, 35.0)
+    assert (first["filler_bleu"], first["deletion_bleu"], first["verbatim_recall"]) == (20.0, 31.0, 0.34)
+    assert rows["conditions"][1]["bleu"] == 36.0 and len(rows["conditions"]) == 8
+    (finding,) = rows["findings"]
+    assert finding["verdict"] == "holds" and finding["conditions"] == "a; b" and "parts" not in finding
+
+
+def test_to_pandas_gives_dataframes_or_says_how_to_get_pandas(results, monkeypatch):
+    import sys
+
+    from mlmh.errors import MlmhError
+
+    typed = RunResults.from_dict(results)
+    frames = typed.to_pandas()
+    conditions = frames["conditions"]
+    assert len(conditions) == 8 and conditions.query("role == 'unseen'")["bleu"].tolist() == [34.0, 30.0, 22.0, 18.0]
+    assert frames["findings"].empty
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(MlmhError, match=r"^RunResults.to_pandas needs pandas: pip install pandas"):
+        typed.to_pandas()
+
+
+def test_the_training_section_names_a_model_by_its_short_spec(results):
+    from mlmh.report import training_section
+
+    full = "trained-clm:batch_size=0,budget=tokens,dataset=,device=auto,size=tiny,max_steps=40"
+    results["models"] = {full: {**results["models"]["trained-clm"], "label": "trained-clm:max_steps=40"}}
+    lines = training_section(RunResults.from_dict(results))
+    assert "### trained-clm:max_steps=40" in lines and not [line for line in lines if "batch_size=0" in line]
+
+
+def test_the_terminal_table_breaks_names_only_between_parameters(results):
+    """At 80 columns a long model spec goes on several lines, each a whole piece of it; never folded mid-word."""
+    import re
+
+    from rich.console import Console
+
+    from mlmh.commands.eval import break_name, summary_table
+
+    long = "trained-mlm:size=tiny,max_steps=40,mask_schedule=mdlm,init=minilm"
+    for row in results["conditions"]:
+        row["model"] = long if row["model_kind"] == "mlm" else row["model"]
+    console = Console(width=80, record=True, color_system=None)
+    console.print(summary_table(RunResults.from_dict(results), console.width))
+    cells = [re.split(r"\s*[│┃]\s*", line)[1] for line in console.export_text().splitlines() if line[:1] in "│┃"]
+    pieces = ["trained-mlm:", "size=tiny,", "max_steps=40,", "mask_schedule=mdlm,", "init=minilm"]
+    lines = [c for c in cells if c and not c.startswith("model")]
+    assert "".join(lines[:lines.index("init=minilm") + 1]) == long
+    assert all(any(line.startswith(p) or p in line for p in pieces) or line.startswith("trained-clm")
+               for line in lines), lines
+    assert break_name(long, 200) == long and break_name("x" * 30, 5) == "x" * 30

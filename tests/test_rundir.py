@@ -520,3 +520,20 @@ def test_only_mlmh_rundir_spells_the_run_file_names():
                 if any(name in node.value for name in names):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not found, found
+
+
+def test_finished_runs_lists_runs_with_results_newest_first(tmp_path):
+    import os
+
+    from mlmh.rundir import finished_runs
+
+    assert finished_runs(tmp_path / "missing") == []
+    for age, name in enumerate(["b-new", "a-old"]):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text("{}", encoding="utf-8")
+        os.utime(tmp_path / name / "results.json", (1_700_000_000 - 60 * age,) * 2)
+    (tmp_path / "unfinished").mkdir()
+    (tmp_path / "unfinished" / "config.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "results.json").symlink_to(tmp_path / "b-new" / "results.json")
+    assert finished_runs(tmp_path) == [tmp_path / "b-new", tmp_path / "a-old"]

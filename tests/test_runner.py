@@ -173,3 +173,39 @@ def test_selection_takes_a_fraction_and_is_stable():
     assert len(select_documents(corpus, 0.5)) == 6
     assert [d.id for d in select_documents(corpus, 5)] == [d.id for d in select_documents(corpus, 5)]
     assert all(d.split == "train" for d in select_documents(corpus, 5))
+
+
+def test_the_note_on_cut_documents_gives_the_window_in_tokens_and_how_to_widen_it(tmp_path):
+    """A model whose window holds 6 of each document's 12 words: every document is cut, and the note says
+    the window in tokens, whose it is, and how a trained or pretrained model gets a longer one."""
+    from types import SimpleNamespace
+
+    from mlmh import hookimpl
+    from mlmh.plugin_manager import get_plugin_manager
+
+    class Windowed(runner_fakes.FakeAdapter):
+        max_length = 6
+
+        def encode_batch(self, pairs):
+            return [SimpleNamespace(truncated_tokens=max(0, len(words) - 6), word_of=list(range(min(6, len(words)))))
+                    for words, _ in pairs]
+
+    class WindowedMLM(runner_fakes.FakeMLM):
+        name = "windowed-mlm"
+
+        def load(self, context):
+            return Windowed("mlm")
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register(WindowedMLM())
+
+    if get_plugin_manager().get_plugin("windowed-model") is None:
+        get_plugin_manager().register(Plugin(), name="windowed-model")
+    results = run(tmp_path, cfg=config(models=["windowed-mlm"], maskings=["every-nth:ratio=0.5"],
+                                       samplers=["fake-fill"], tasks=[], limit=2))
+    (note,) = [n for n in results["notes"] if "unseen documents were cut" in n]
+    assert note.startswith("2 of 2 unseen documents were cut after the last word that fits every model's window "
+                           "(6 tokens, the window of windowed-mlm; a trained-* model's grows with seq_len=N")
+    assert all(row["unseen"]["documents"] == 2 for row in results["conditions"])

@@ -7,6 +7,7 @@ is said once, by name, and the run completes; trackers see only the runs that en
 from __future__ import annotations
 
 import json
+import re
 import struct
 import sys
 import zlib
@@ -24,7 +25,7 @@ from mlmh.errors import SpecError
 from mlmh.plugin_manager import get_plugin_manager
 from mlmh.results import load_results
 from mlmh.runner import run_experiment
-from mlmh.tracking import safe_name
+from mlmh.tracking import VERDICT_VALUES, safe_name
 
 PRESET = '''
 description = "tracked: a tiny MLM, one masking, mask-predict at one and two steps (a finding), BLEU"
@@ -101,10 +102,22 @@ def expected_scores(results) -> dict[str, float]:
     return out
 
 
-def finding(results) -> dict:
-    """The one claim this run's grid tests: stutter as mask-predict's steps grow."""
-    (found,) = [f for f in results.findings if f["claim"] == "b:mask-predict"]
+def finding(results):
+    """The one claim this run's grid tests: stutter as mask-predict's steps grow (tested, or not comparable when
+    the ten-step MLM never left the unigram plateau)."""
+    (found,) = [f for f in results.findings if f.claim == "b:mask-predict"]
     return found
+
+
+def expected_condition_scores(results, row) -> dict[str, float]:
+    """One condition's scores as its own run names them (``ROLE/METRIC``)."""
+    out = {}
+    for role in ("seen", "unseen"):
+        for metric, score in getattr(row, role).metrics.items():
+            out[f"{role}/{metric}"] = score.value
+            if score.has_ci:
+                out[f"{role}/{metric}.ci_low"], out[f"{role}/{metric}.ci_high"] = score.ci_low, score.ci_high
+    return out
 
 
 def expected_curves(results) -> dict[str, list[tuple[int, float]]]:
@@ -139,7 +152,7 @@ def check_the_run(tracked):
     results = tracked["results"]
     assert len(results.conditions) == 2 and all(row.unseen.metrics["bleu"].has_ci for row in results.conditions)
     assert [p[0] for p in expected_curves(results)["validation_loss"]] == [5, 10]
-    assert [f["claim"] for f in results.findings if f["verdict"] != "skipped"] == ["b:mask-predict"]
+    assert [f.claim for f in results.findings if f.tested] == ["b:mask-predict"]
     assert results.config["trackers"] == ["broken", "wandb", "mlflow", "tensorboard"]
 
 
@@ -160,20 +173,32 @@ def check_mlflow(tracked):
     run_dir, results = tracked["dir"], tracked["results"]
     client = MlflowClient(tracking_uri=f"sqlite:///{run_dir / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("mlmh")
-    (run,) = client.search_runs([experiment.experiment_id])
+    runs = client.search_runs([experiment.experiment_id])
+    (run,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     assert run.info.run_name == run_dir.name and run.info.status == "FINISHED"
     metrics = run.data.metrics
-    for name, value in expected_scores(results).items():
-        assert metrics[name] == pytest.approx(value), name
-    assert sum(name.startswith("unseen/") and name.endswith("/bleu") for name in metrics) == len(results.conditions)
+    assert not [name for name in metrics if name.startswith(("seen/", "unseen/"))]  # in the children
+    children = {r.data.params["condition"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == run.info.run_id}
+    assert set(children) == {row.id for row in results.conditions}
+    for row in results.conditions:
+        child = children[row.id]
+        assert child.info.status == "FINISHED" and child.info.run_name == safe_name(row.id)
+        assert {k: child.data.params[k] for k in ("model", "masking", "sampler", "seed")} == {
+            "model": row.model, "masking": row.masking, "sampler": row.sampler, "seed": str(row.seed)}
+        for name, value in expected_condition_scores(results, row).items():
+            assert child.data.metrics[name] == pytest.approx(value), name
+        assert child.data.metrics["unseen/verbatim_recall"] == pytest.approx(row.unseen.verbatim_recall.value)
     assert json.loads(run.data.params["models"]) == results.config["models"]
     assert run.data.params["dataset"] == "pan"
     (model,) = {name.split("/")[1] for name in metrics if name.startswith("training/")}
     for label, points in expected_curves(results).items():
         history = client.get_metric_history(run.info.run_id, f"training/{model}/{label}")
         assert same_curve(sorted((m.step, m.value) for m in history), points)
-    assert run.data.tags["finding.b:mask-predict"] == finding(results)["verdict"]
-    assert metrics["findings/b:mask-predict/statistic"] == pytest.approx(finding(results)["statistic"])
+    found = finding(results)
+    assert run.data.tags["finding.b:mask-predict"] == found.verdict
+    if found.statistic is not None:
+        assert metrics["findings/b:mask-predict/statistic"] == pytest.approx(found.statistic)
+    assert metrics.get("findings/b:mask-predict/verdict") == VERDICT_VALUES.get(found.verdict)
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"report.md", "results.json", "findings.json", "plots"} <= artifacts
     plots = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
@@ -205,7 +230,25 @@ def check_tensorboard(tracked):
         (event,) = events.Tensors(f"{tag}/text_summary")
         return tensor_util.make_ndarray(event.tensor_proto).item().decode("utf-8")
 
-    assert finding(results)["statement"] in text("findings")
+    assert finding(results).statement in text("findings")
+    charts = custom_charts(events)
+    names = [safe_name(row.id) for row in results.conditions]
+    assert len(charts["unseen"]["bleu"]) == len(names) == 2
+    assert [tag for tag in tags["scalars"] if any(re.match(p, tag) for p in charts["unseen"]["bleu"])] == [
+        f"unseen/{name}/bleu" for name in names]
+    assert [re.match(p, f"training/{model}/validation_loss") is not None for p in charts["training"]["validation_loss"]] == [True]
+
+
+def custom_charts(events) -> dict[str, dict[str, list[str]]]:
+    """The Custom Scalars layout of an event file: category -> chart -> the tag patterns it plots."""
+    from tensorboard.plugins.custom_scalar import layout_pb2
+    from tensorboard.util import tensor_util
+
+    (event,) = events.Tensors("custom_scalars__config__")
+    layout = layout_pb2.Layout()
+    layout.ParseFromString(tensor_util.make_ndarray(event.tensor_proto).item())
+    return {category.title: {chart.title: list(chart.multiline.tag) for chart in category.chart}
+            for category in layout.category}
     assert text("report") == (run_dir / "report.md").read_text(encoding="utf-8")
     assert json.loads(text("config").strip("`\njson")) == results.config
 
@@ -267,7 +310,7 @@ def check_wandb(tracked):
     assert logged == {"report.md", "results.json", *(p.name for p in run_dir.glob("*.png"))}
     (table,) = (offline / "files" / "media" / "table").glob("findings_*.table.json")
     rows = json.loads(table.read_text(encoding="utf-8"))
-    assert [row[0] for row in rows["data"]] == [f["claim"] for f in results.findings]
+    assert [row[0] for row in rows["data"]] == [f.claim for f in results.findings]
     assert by_kind["exit"][0].exit.exit_code == 0
     assert not list(run_dir.parent.glob("wandb"))  # all of it inside the run directory
 
@@ -341,3 +384,97 @@ def test_a_metric_that_failed_is_left_out_not_logged_as_nothing(tmp_path, capsys
     assert {f"unseen/{safe_name(row.id)}/word-match" for row in results.conditions} <= set(scalars)
     assert not [tag for tag in scalars if "always-fails" in tag]
     assert all(row.unseen.metrics["always-fails"].value is None for row in results.conditions)
+
+
+# -- layouts, on constructed results ---------------------------------------------------------------
+def constructed_results():
+    """Two conditions scored on both sets, a downstream baseline, a trained model's curves, and one finding of
+    each kind that has a number (holds, does not hold) and one that has none (not comparable)."""
+    from mlmh.types import RESULTS_SCHEMA, Finding, RunResults
+
+    def role(value):
+        return {"documents": 4, "scored": 4, "metrics": {"bleu": {"value": value, "ci_low": value - 1, "ci_high": value + 1}},
+                "verbatim_recall": {"value": value / 100}}
+
+    rows = [{"id": f"trained-{k} | random:ratio=0.5 | {s} | seed=0", "model": f"trained-{k}", "model_kind": k,
+             "masking": "random:ratio=0.5", "masking_ratio": 0.5, "sampler": s, "seed": 0, "seen": role(v + 5),
+             "unseen": role(v), "downstream": {"av": {"accuracy": v / 100}}}
+            for k, s, v in (("mlm", "mask-predict:steps=4", 30.0), ("clm", "clm-infill", 20.0))]
+    curve = [{"step": s, "loss": 5.0 / s} for s in (5, 10)]
+    results = RunResults.from_dict({
+        "schema_version": RESULTS_SCHEMA, "run_id": "built", "config": {"preset": "built", "models": ["trained-mlm", "trained-clm"]}, "conditions": rows,
+        "baseline": {"av": {"accuracy": 0.5}},
+        "models": {"trained-mlm:size=tiny,max_steps=40,batch_size=0": {"model_kind": "mlm", "label": "trained-mlm",
+                                                                       "training": {"train_curve": curve, "validation_curve": curve}}}})
+    results.findings = [
+        Finding("paper-1:bleu", "paper", "MLM beats CLM", "holds", "MLM higher by 10.", 10.0, 8.0, 12.0),
+        Finding("paper-2", "paper", "lower ratios are better", "does not hold", "No.", -1.0, -2.0, -0.5),
+        Finding("paper-3", "paper", "punctuation", "not comparable", "Not comparable: plateau."),
+    ]
+    return results
+
+
+def test_a_run_logs_one_chart_per_metric_and_findings_as_values(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from mlmh.tracking import tracked_run
+    from mlmh_builtins.trackers_tensorboard import TensorboardTracker
+
+    results = constructed_results()
+    run = tracked_run(results, tmp_path)
+    mlm, clm = (safe_name(row.id) for row in results.conditions)
+    assert run.charts()["unseen"]["bleu"] == [f"unseen/{mlm}/bleu", f"unseen/{clm}/bleu"]
+    assert run.charts()["downstream"]["av.accuracy"] == [f"downstream/{mlm}/av.accuracy", f"downstream/{clm}/av.accuracy",
+                                                         "downstream/real train split/av.accuracy"]
+    assert run.charts()["training"] == {"train_loss": ["training/trained-mlm/train_loss"],
+                                        "validation_loss": ["training/trained-mlm/validation_loss"]}
+    assert run.charts()["findings"]["paper-1:bleu"] == [f"findings/paper-1:bleu/{k}" for k in ("statistic", "ci_low", "ci_high")]
+    assert run.run_scores() == {"downstream/real train split/av.accuracy": 0.5,
+                                **{f"findings/paper-1:bleu/{k}": v for k, v in (("statistic", 10.0), ("ci_low", 8.0),
+                                                                                ("ci_high", 12.0), ("verdict", 1.0))},
+                                **{f"findings/paper-2/{k}": v for k, v in (("statistic", -1.0), ("ci_low", -2.0),
+                                                                           ("ci_high", -0.5), ("verdict", -1.0))}}
+    assert run.conditions[results.conditions[0].id].params == {
+        "condition": results.conditions[0].id, "model": "trained-mlm", "model_kind": "mlm", "masking": "random:ratio=0.5",
+        "masking_ratio": "0.5", "sampler": "mask-predict:steps=4", "seed": "0"}
+
+    TensorboardTracker().log(run)
+    events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    events.Reload()
+    charts = custom_charts(events)
+    scalars = events.Tags()["scalars"]
+    assert set(charts) == {"seen", "unseen", "downstream", "training", "findings"}
+    for group, by_title in run.charts().items():
+        for title, names in by_title.items():
+            plotted = [tag for tag in scalars if any(re.match(p, tag) for p in charts[group][title])]
+            assert sorted(plotted) == sorted(names), (group, title)
+    (verdict,) = events.Scalars("findings/paper-2/verdict")
+    assert verdict.value == -1.0
+    assert not [tag for tag in scalars if tag.startswith("findings/paper-3/")]
+
+
+def test_mlflow_logs_a_child_run_per_condition(tmp_path):
+    from mlflow import MlflowClient
+
+    from mlmh.tracking import tracked_run
+    from mlmh_builtins.trackers_mlflow import MlflowTracker
+
+    results = constructed_results()
+    MlflowTracker().log(tracked_run(results, tmp_path))
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("mlmh").experiment_id])
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(runs) == 3 and len(children) == 2
+    by_model = {r.data.params["model"]: r for r in children}
+    mlm = by_model["trained-mlm"]
+    assert (mlm.data.params["masking"], mlm.data.params["sampler"], mlm.data.params["masking_ratio"]) == (
+        "random:ratio=0.5", "mask-predict:steps=4", "0.5")
+    assert mlm.data.metrics == pytest.approx({"unseen/bleu": 30.0, "unseen/bleu.ci_low": 29.0, "unseen/bleu.ci_high": 31.0,
+                                              "unseen/verbatim_recall": 0.3, "seen/bleu": 35.0, "seen/bleu.ci_low": 34.0,
+                                              "seen/bleu.ci_high": 36.0, "seen/verbatim_recall": 0.35,
+                                              "downstream/av.accuracy": 0.3})
+    assert by_model["trained-clm"].data.metrics["unseen/bleu"] == 20.0
+    assert parent.data.metrics["findings/paper-1:bleu/verdict"] == 1.0
+    assert parent.data.metrics["downstream/real train split/av.accuracy"] == 0.5
+    assert parent.data.tags["finding.paper-3"] == "not comparable" and "findings/paper-3/verdict" not in parent.data.metrics

@@ -53,17 +53,52 @@ CONDITIONS = [
 ]
 
 
-def write_run(directory: Path, *, samples: bool = True) -> Path:
-    """A run directory as the runner writes it, with fixed numbers."""
+def with_roles(c: dict) -> dict:
+    """A condition as a schema-2 run writes it: its metrics scored on unseen documents, seen scores a little
+    higher, and the filler and deletion baselines of its masking."""
+    ratio = c["masking_ratio"]
+    baselines = {"filler": {"bleu": {"value": 0.2 - ratio / 10, "ci_low": None, "ci_high": None, "higher_is_better": True}},
+                 "deletion": {"bleu": {"value": 0.45 - ratio / 5, "ci_low": None, "ci_high": None, "higher_is_better": True}}}
+    seen = {name: {**score, "value": round(score["value"] + 0.05, 3)} for name, score in c["metrics"].items()}
+    return {**c, "unseen": {"documents": 1, "scored": 1, "metrics": c["metrics"], **baselines},
+            "seen": {"documents": 1, "scored": 1, "metrics": seen, **baselines}}
+
+
+FINDINGS = [
+    {"claim": "paper-1:bleu", "source": "arXiv 2405.12630", "text": "MLM beats CLM on generation quality",
+     "verdict": "holds", "statement": "bleu: MLM beats CLM by +0.20 [+0.15, +0.25] over 2 maskings (1 document).",
+     "statistic": 0.2, "ci_low": 0.15, "ci_high": 0.25},
+    {"claim": "paper-2:bleu", "source": "arXiv 2405.12630", "text": "Lower masking ratios give better generations",
+     "verdict": "not comparable", "statement": "Lower masking ratios give better generations: not comparable, "
+     "because hf-clm scores no better than the deletion baseline on bleu."},
+    {"claim": "paper-3", "source": "arXiv 2405.12630", "text": "Punctuation masking is best for CLM and worst for MLM",
+     "verdict": "not tested", "statement": "", "extra": {"reason": "the run has no punctuation masking"}},
+]
+
+
+def write_run(directory: Path, *, samples: bool = True, generations: bool = True) -> Path:
+    """A run directory as the runner writes it, with fixed numbers: one unseen and one seen document per
+    condition (generations.jsonl), their step traces when ``samples`` (samples.jsonl)."""
     directory.mkdir(parents=True, exist_ok=True)
-    results = {"config": {"preset": "fixture", "dataset": "pan"}, "versions": {}, "n_samples": 2, "conditions": CONDITIONS,
-               "baseline": {"authorship-verification": {"accuracy": 0.7}}, "correlations": [], "notes": []}
+    results = {"schema_version": 2, "config": {"preset": "fixture", "dataset": "pan"}, "versions": {}, "n_samples": 2,
+               "headline": "unseen", "filler_word": "the", "conditions": [with_roles(c) for c in CONDITIONS],
+               "documents": {"unseen": {"split": "test", "documents": 1}, "seen": {"split": "train", "documents": 1}},
+               "findings": FINDINGS, "baseline": {"authorship-verification": {"accuracy": 0.7}}, "correlations": [],
+               "notes": []}
     (directory / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    roles = {"d1": "seen", "d2": "unseen"}
+    if generations:
+        with (directory / "generations.jsonl").open("w", encoding="utf-8") as fh:
+            for index, c in enumerate(CONDITIONS):
+                for doc in ("d1", "d2"):
+                    g = mlm_generation(doc, c["model"])
+                    fh.write(json.dumps({"sample": f"{index}:{doc}", "condition": c["id"], "doc_id": doc, "role": roles[doc],
+                                         "original": g.original, "masked_text": g.masked_text, "text": g.text}) + "\n")
     if samples:
         with (directory / "samples.jsonl").open("w", encoding="utf-8") as fh:
             for c in CONDITIONS:
                 for doc in ("d1", "d2"):
-                    fh.write(json.dumps({"condition": c["id"], "generation": to_dict(mlm_generation(doc, c["model"])),
+                    fh.write(json.dumps({"condition": c["id"], "role": roles[doc], "generation": to_dict(mlm_generation(doc, c["model"])),
                                          "metrics": {"bleu": 0.5}}) + "\n")
     return directory
 
@@ -78,12 +113,28 @@ def test_load_run_reads_results_and_samples_with_traces(tmp_path):
     assert load_run(tmp_path / "run" / "results.json").path == run.path
 
 
+def test_load_run_reads_the_texts_of_generations_jsonl_without_samples_jsonl(tmp_path):
+    run = load_run(write_run(tmp_path / "run", samples=False))
+    assert not run.traced
+    samples = run.samples_of(CONDITIONS[2]["id"])
+    assert [(s.generation.doc_id, s.role) for s in samples] == [("d1", "seen"), ("d2", "unseen")]
+    first = samples[0].generation
+    assert (first.model, first.sampler, first.masking, first.steps) == ("hf-clm", "clm-infill", "random:ratio=0.15", [])
+    assert first.masked_text == "Everything [MASK] very fast in [MASK]." and first.text == "everything is very fast in football."
+    assert load_run(write_run(tmp_path / "bare", samples=False, generations=False)).samples == []
+
+
 def test_load_run_names_the_bad_file(tmp_path):
     with pytest.raises(SpecError, match="missing does not exist"):
         load_run(tmp_path / "missing")
     run = write_run(tmp_path / "run")
     (run / "samples.jsonl").write_text('{"condition": "x"}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"samples\.jsonl:1: bad sample line"):
+        load_run(run)
+    (run / "samples.jsonl").unlink()
+    (run / "generations.jsonl").write_text('{"sample": "0:d9", "condition": "nope", "doc_id": "d9", "original": "a", '
+                                           '"masked_text": "a", "text": "a"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"generations\.jsonl: sample 0:d9 names condition 'nope'"):
         load_run(run)
     (run / "results.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match="results.json: not a readable"):

@@ -1,8 +1,10 @@
-"""Results screen driven with Pilot: table, sorting, best marks, plots and drill-down into a trace."""
+"""Results screen driven with Pilot: the findings first, the runs under runs/ to pick from, the table on unseen
+or seen documents with its baselines, sorting, best marks, plots and drill-down into a trace or a text."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from test_tui_data import CONDITIONS, write_run
@@ -28,7 +30,8 @@ def plain(ansi: str) -> str:
 
 
 def row_ids(table: ResultsTable) -> list[str]:
-    return [str(row.key.value) for row in table.ordered_rows]
+    """The conditions' rows in their order (the baselines' rows, always last, left out)."""
+    return [str(row.key.value) for row in table.ordered_rows if not str(row.key.value).startswith("baseline:")]
 
 
 def typed(conditions):
@@ -55,6 +58,7 @@ async def test_results_table_sorts_and_marks_best(tmp_path):
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, ResultsScreen)
+        await pilot.press("t")
         table = app.screen.query_one(ResultsTable)
         assert row_ids(table) == [c["id"] for c in CONDITIONS]
         bleu_best = table.get_cell(CONDITIONS[0]["id"], "metric:bleu")
@@ -123,25 +127,121 @@ async def test_plots_follow_the_chosen_metric(tmp_path):
         assert "accuracy vs stutter · base 0.700" in drawn
 
 
-async def test_a_bad_path_is_one_line_in_the_status(tmp_path):
+async def test_a_bad_path_is_one_line_in_the_status(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no runs/ here
     app = create_app()
     app.options.autorun = False
     async with app.run_test() as pilot:
         await pilot.press("f3")
         screen = app.screen
         assert isinstance(screen, ResultsScreen)
-        screen.query_one("#res-path").value = str(tmp_path / "nope")
-        screen.query_one("#res-path").focus()
-        await pilot.press("enter")
+        assert "no finished run under runs/ yet" in str(screen.query_one("#res-status").render())
+        screen.load(tmp_path / "nope")
         assert "nope does not exist" in str(screen.query_one("#res-status").render())
 
 
-@pytest.mark.parametrize("samples", [False])
-async def test_runs_without_samples_say_how_to_get_them(tmp_path, samples):
-    app = create_app(run_dir=str(write_run(tmp_path / "run", samples=samples)))
+async def test_a_run_without_samples_jsonl_shows_the_texts_of_generations_jsonl(tmp_path):
+    app = create_app(run_dir=str(write_run(tmp_path / "run", samples=False)))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert "4 conditions × 1 unseen, 1 seen documents; 8 samples (texts only)" in str(screen.query_one("#res-status").render())
+        await pilot.press("a")
+        label = str(screen.query_one("#res-condition").render())
+        assert "2 samples (1 unseen, 1 seen)" in label and "step traces need log_samples = true" in label
+        trace = screen.query_one("#res-trace", TraceView)
+        assert trace.generation.text == "everything is very fast in football." and trace.frames == []
+        assert trace.title == "hf-mlm" and trace.border_title == "hf-mlm"
+        assert screen.query_one("#res-sample-list").option_count == 2
+
+
+async def test_a_run_without_any_samples_says_so(tmp_path):
+    app = create_app(run_dir=str(write_run(tmp_path / "run", samples=False, generations=False)))
     async with app.run_test() as pilot:
         await pilot.pause()
-        assert "log_samples" in str(app.screen.query_one("#res-condition").render())
+        assert "no generations.jsonl or samples.jsonl" in str(app.screen.query_one("#res-condition").render())
+
+
+async def test_the_findings_come_first_in_the_words_of_the_answer(tmp_path):
+    from mlmh.findings import answer_lines
+    from mlmh.results import load_results
+
+    directory = write_run(tmp_path / "run")
+    app = create_app(run_dir=str(directory))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert screen.query_one("#res-tabs").active == "tab-findings"
+        shown = str(screen.query_one("#res-findings").render())
+        lines = answer_lines(load_results(directory).findings, markdown=False)
+        assert lines[0].startswith("HOLDS: bleu: MLM beats CLM") and lines[1].startswith("NOT COMPARABLE: ")
+        assert all(" ".join(line.split()) in " ".join(shown.split()) for line in lines)
+        assert "Not tested in this run: Punctuation masking" in shown
+
+
+async def test_the_table_labels_its_document_set_and_shows_the_baselines(tmp_path):
+    app = create_app(run_dir=str(write_run(tmp_path / "run")))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("t")
+        screen = app.screen
+        table = screen.query_one(ResultsTable)
+        note = str(screen.query_one("#res-table-note").render())
+        assert "scores on unseen documents (never trained on)" in note and "u: seen" in note
+        assert table.get_cell(CONDITIONS[0]["id"], "metric:bleu").plain.startswith("0.610")
+        keys = [str(row.key.value) for row in table.ordered_rows]
+        assert keys[4:] == ["baseline:filler:random:ratio=0.15", "baseline:deletion:random:ratio=0.15",
+                            "baseline:filler:random:ratio=0.3", "baseline:deletion:random:ratio=0.3"]
+        assert table.get_cell("baseline:filler:random:ratio=0.3", "model").plain == 'filler "the"'
+        assert table.get_cell("baseline:filler:random:ratio=0.3", "metric:bleu").plain == "0.170"
+        assert "★" not in table.get_cell("baseline:deletion:random:ratio=0.15", "metric:bleu").plain
+        await pilot.press("s")  # sorting moves the conditions only
+        assert [str(row.key.value) for row in table.ordered_rows][4:] == keys[4:]
+        await pilot.press("u")
+        assert screen.role == "seen" and "scores on seen documents (trained on)" in str(screen.query_one("#res-table-note").render())
+        assert table.get_cell(CONDITIONS[0]["id"], "metric:bleu").plain.startswith("0.660")
+        table.move_cursor(row=table.get_row_index("baseline:filler:random:ratio=0.3"))
+        await pilot.press("enter")  # a baseline has no samples: nothing to drill into
+        assert screen.query_one("#res-tabs").active == "tab-table"
+
+
+def make_runs(root, names):
+    """Finished runs under ``root``, the first named the newest (each a minute older than the one before)."""
+    import os
+
+    for age, name in enumerate(names):
+        directory = write_run(root / name, samples=False)
+        os.utime(directory / "results.json", (1_700_000_000 - 60 * age,) * 2)
+    return [root / name for name in names]
+
+
+async def test_the_runs_under_runs_are_listed_newest_first_and_picked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_runs(tmp_path / "runs", ["20240103-pan", "20240101-quick", "20240102-gmlm"])
+    (tmp_path / "runs" / "unfinished").mkdir()
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("f3")
+        await pilot.pause()
+        screen = app.screen
+        picker = screen.query_one("#res-runs")
+        assert [str(label) for label, _ in picker._options[1:]] == ["20240103-pan", "20240101-quick", "20240102-gmlm"]
+        assert screen.run_files.path == Path("runs") / "20240103-pan" / "results.json"  # the newest, loaded
+        picker.value = str(Path("runs") / "20240102-gmlm")
+        await pilot.pause()
+        assert screen.run_files.path == Path("runs") / "20240102-gmlm" / "results.json"
+
+
+async def test_a_run_given_by_path_is_listed_beside_the_runs_under_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_runs(tmp_path / "runs", ["20240101-quick"])
+    elsewhere = write_run(tmp_path / "elsewhere" / "run")
+    app = create_app(run_dir=str(elsewhere))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        picker = app.screen.query_one("#res-runs")
+        assert [value for _, value in picker._options[1:]] == [str(elsewhere), str(Path("runs") / "20240101-quick")]
+        assert picker.value == str(elsewhere)
 
 
 async def test_a_finished_sweep_shows_its_answer_and_curves(tmp_path):

@@ -97,7 +97,8 @@ async def test_run_a_preset_watch_it_and_open_its_results(preset):
         results = app.screen
         assert isinstance(results, ResultsScreen)
         table = results.query_one(ResultsTable)
-        assert table.row_count == 2 and any(c.key == "metric:bleu" for c in table.table_columns)
+        assert len(table.conditions) == 2 and any(c.key == "metric:bleu" for c in table.table_columns)
+        assert table.row_count == 2 + len(table.baselines) and table.baselines  # the filler and deletion rows
         assert results.run_files.samples  # TUI runs log samples with their traces
         assert all(s.generation.steps for s in results.run_files.samples)
 

@@ -90,12 +90,38 @@ def test_run_snapshot(snap_compare):
 
 
 def test_results_snapshot(snap_compare, tmp_path, monkeypatch):
+    """A run opens on its findings: the answer's sentences, verdicts in colour."""
     monkeypatch.chdir(tmp_path)
     write_run(tmp_path / "run")
-    assert snap_compare(create_app(run_dir="run"), terminal_size=(80, 24), press=["s"])
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(80, 24))
+
+
+def test_results_table_snapshot(snap_compare, tmp_path, monkeypatch):
+    """The table on unseen documents, sorted by its first metric, the filler and deletion baselines last."""
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "run")
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(80, 24), press=["t", "s"])
 
 
 def test_results_samples_snapshot(snap_compare, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_run(tmp_path / "run")
-    assert snap_compare(create_app(run_dir="run"), terminal_size=(80, 24), press=["enter", "left"])
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(80, 24), press=["t", "enter", "left"])
+
+
+def test_results_generations_snapshot(snap_compare, tmp_path, monkeypatch):
+    """A run that logged no step traces shows its samples' texts from generations.jsonl, seen and unseen."""
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "run", samples=False)
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(80, 24), press=["t", "down", "down", "enter"])
+
+
+def test_results_runs_snapshot(snap_compare, tmp_path, monkeypatch):
+    """Without --run the results screen opens the newest run under runs/ and lists them all, newest first."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    for age, name in enumerate(["20240103-120000-pan", "20240102-090000-quick", "20240101-180000-gmlm"]):
+        write_run(tmp_path / "runs" / name)
+        os.utime(tmp_path / "runs" / name / "results.json", (1_700_000_000 - 60 * age,) * 2)
+    assert snap_compare(create_app(autorun=False), terminal_size=(80, 24), press=["f3", "ctrl+o", "enter"])

@@ -164,3 +164,19 @@ class Number(click.ParamType):
 #: the numeric flags shared by several commands
 SEED = Number(int, min=0)
 COUNT = Number(int, min=1)
+
+
+class PresetOption(click.Option):
+    """``--preset``, whose help names every registered preset: the list is made when help is shown, from
+    the registry, so it names a preset a plugin adds and can never go stale (and costs nothing otherwise)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.base_help = self.help or "Preset."
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from mlmh.registry import get_registry
+
+        names = ", ".join(get_registry().names("preset"))
+        self.help = f"{self.base_help} Presets: {names}; or a TOML file (mlmh ls presets)."
+        return super().get_help_record(ctx)

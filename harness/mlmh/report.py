@@ -264,13 +264,16 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
 
 
 def training_section(results: RunResults) -> list[str]:
-    """Per trained model: the budget rule, the checkpoint kept, held-out accuracy and the loss curves."""
+    """Per trained model, headed by its short spec: the budget rule, the checkpoint kept, held-out accuracy and
+    the loss curves."""
+    from mlmh.results import model_label
+
     lines: list[str] = []
     for spec, model in results.models.items():
         card = model.get("training")
         if not card:
             continue
-        lines += [f"### {spec}", ""]
+        lines += [f"### {model_label(results, spec)}", ""]
         facts = [f"objective {card.get('objective', model.get('model_kind', '?'))}",
                  f"started from {card['init']}" if card.get("init") else "trained from scratch"]
         if card.get("mask_schedule"):

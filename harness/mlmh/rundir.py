@@ -25,6 +25,8 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from mlmh.errors import DataError, MlmhError, SpecError
 
+#: where ``mlmh eval`` puts a new run by default, relative to the working directory
+RUNS_ROOT = "runs"
 RESULTS = "results.json"
 CONFIG = "config.json"
 GENERATIONS = "generations.jsonl"
@@ -228,6 +230,17 @@ def _read_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | 
 
 
 # -- the directory ------------------------------------------------------------------------------------
+def finished_runs(root: str | Path = RUNS_ROOT) -> list[Path]:
+    """The finished runs directly under ``root`` (the folder ``mlmh eval`` writes new runs into), newest first
+    by when each wrote its results; none when ``root`` is missing or unreadable."""
+    try:
+        found = [(entry.stat().st_mtime, entry.parent) for entry in Path(root).expanduser().glob(f"*/{RESULTS}")
+                 if entry.is_file() and not entry.is_symlink()]
+    except OSError:
+        return []
+    return [path for _, path in sorted(found, key=lambda item: (-item[0], item[1].name))]
+
+
 class RunDir:
     """The files of one run, by name, and every read and write of them."""
 

@@ -40,7 +40,7 @@ from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
 from mlmh.plan import RunPlan, as_plan
-from mlmh.rundir import RunDir, RunDirError
+from mlmh.rundir import RUNS_ROOT, RunDir, RunDirError
 from mlmh.seeding import sample_seed
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Finding, Generation, MaskedItem, MetricResult,
                         RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
@@ -118,12 +118,12 @@ class Scoring:
     done: int = 0
 
 
-def default_output_path(preset: str, root: str | Path = "runs") -> Path:
+def default_output_path(preset: str, root: str | Path = RUNS_ROOT) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return Path(root) / f"{stamp}-{preset}"
 
 
-def latest_run(preset: str, root: str | Path = "runs") -> Path | None:
+def latest_run(preset: str, root: str | Path = RUNS_ROOT) -> Path | None:
     """The newest unfinished run directory of ``preset`` (what ``--resume`` picks without a path)."""
     root = Path(root)
     if not root.is_dir():
@@ -364,6 +364,16 @@ class Runner:
 
         return forward
 
+    def _window(self) -> str:
+        """The narrowest model window in tokens and how to widen it, for the note on cut documents."""
+        windows = {m.component.short_spec: m.adapter.max_length for m in self.state.models.values()
+                   if isinstance(getattr(m.adapter, "max_length", None), int)}
+        if not windows:
+            return ""
+        model, tokens = min(windows.items(), key=lambda kv: kv[1])
+        return (f" ({tokens:,} tokens, the window of {model}; a trained-* model's grows with seq_len=N or a larger "
+                "size=, a pretrained model's is its position table)")
+
     def _mask(self) -> None:
         from mlmh.generation import fit_to_windows, prepare_items
 
@@ -372,7 +382,8 @@ class Runner:
             self.state.documents[role] = fitted
             if cut:
                 self._note(f"{cut} of {len(fitted)} {role} documents were cut after the last word that fits every "
-                           "model's window, so no masked word goes ungenerated and no unseen text pads the scores")
+                           f"model's window{self._window()}, so no masked word goes ungenerated and no unseen text "
+                           "pads the scores")
         # the real-text baseline of the downstream tasks trains on the same (cut) documents as the synthetic corpora
         self.state.train = _subcorpus(self.state.corpus, self.state.documents["seen"])
         documents = [d for role in ROLES for d in self.state.documents[role]]

@@ -9,7 +9,12 @@ own APIs; so can a third-party :class:`~mlmh.components.Tracker`.
 Names are ``ROLE/CONDITION/METRIC`` (``unseen/trained-mlm mask-predict:steps_4 .../bleu``), with
 ``.ci_low`` / ``.ci_high`` beside each value, in the characters every tracker accepts (MLflow's are the
 narrowest: letters, digits, ``_ - . : /`` and space). Curves are ``training/MODEL/train_loss`` and
-``training/MODEL/validation_loss`` over training steps.
+``training/MODEL/validation_loss`` over training steps, MODEL the model's short spec. A finding is
+``findings/CLAIM/statistic`` with its CI bounds and ``findings/CLAIM/verdict`` (:data:`VERDICT_VALUES`).
+
+Each condition is also a :class:`TrackedCondition` (its model, masking and sampler as parameters, its scores
+named ``ROLE/METRIC``) for trackers that keep a run per condition (MLflow's child runs), and
+:meth:`TrackedRun.charts` groups the names one chart per metric, every condition a series in it.
 """
 
 from __future__ import annotations
@@ -23,11 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import MlmhError
-from mlmh.types import RunResults, Score
+from mlmh.results import model_label
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, RunResults, Score
 
 #: the columns of a finding as trackers tabulate it
 FINDING_COLUMNS = ("claim", "verdict", "statistic", "ci_low", "ci_high", "documents", "statement")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. :]")
+#: a verdict as a number a tracker can chart: +1 holds, 0 inconclusive, -1 does not hold ("not comparable" and
+#: "not tested" have no place on that scale: they are the verdict's tag and text only)
+VERDICT_VALUES = {HOLDS: 1.0, INCONCLUSIVE: 0.0, FAILS: -1.0}
 
 
 class MissingLibrary(MlmhError):
@@ -70,14 +79,27 @@ def safe_name(text: str) -> str:
 
 
 @dataclass
+class TrackedCondition:
+    """One condition as a run of its own: its name in scalar names, what defines it, its scores."""
+
+    name: str  # safe_name of the condition id, made unique
+    #: condition (its id), model (short spec), model_kind, masking, masking_ratio, sampler, seed, as strings
+    params: dict[str, str]
+    #: ``ROLE/METRIC`` with ``.ci_low``/``.ci_high``, ``ROLE/verbatim_recall``, ``downstream/TASK.KEY``
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class TrackedRun:
     """A finished run as every tracker logs it (see the module docstring for the names)."""
 
     run_id: str
     directory: Path
     config: dict[str, Any]
-    #: condition id -> its name in scalar names (``safe_name``, made unique)
-    conditions: dict[str, str] = field(default_factory=dict)
+    #: condition id -> the condition as a run of its own
+    conditions: dict[str, TrackedCondition] = field(default_factory=dict)
+    #: every value by its run-wide name: each condition's scores as ``ROLE/CONDITION/METRIC``, the downstream
+    #: baseline, the findings
     scores: dict[str, float] = field(default_factory=dict)
     #: name -> [(step, value)] in step order
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
@@ -95,6 +117,36 @@ class TrackedRun:
         from mlmh.rundir import RunDir
 
         return [path for path in self.files if path in RunDir(path.parent).figures()]
+
+    def run_scores(self) -> dict[str, float]:
+        """The values that belong to no one condition: the downstream baseline and the findings."""
+        of_conditions = {self.name_of(c, short) for c in self.conditions.values() for short in c.scores}
+        return {name: value for name, value in self.scores.items() if name not in of_conditions}
+
+    @staticmethod
+    def name_of(condition: TrackedCondition, short: str) -> str:
+        """The run-wide name of a condition's score: ``unseen/bleu`` -> ``unseen/CONDITION/bleu``."""
+        group, _, metric = short.partition("/")
+        return f"{group}/{condition.name}/{metric}"
+
+    def charts(self) -> dict[str, dict[str, list[str]]]:
+        """Group -> chart title -> the names it plots: one chart per metric and document set (``unseen`` ->
+        ``bleu`` -> that metric of every condition), per downstream score, per loss curve (every model), and
+        per finding (its statistic and CI bounds)."""
+        charts: dict[str, dict[str, list[str]]] = {}
+        for condition in self.conditions.values():
+            for short in condition.scores:
+                group, _, metric = short.partition("/")
+                if not metric.endswith((".ci_low", ".ci_high")):
+                    charts.setdefault(group, {}).setdefault(metric, []).append(self.name_of(condition, short))
+        for name in list(self.run_scores()) + list(self.curves):
+            group, _, rest = name.partition("/")
+            owner, _, metric = rest.rpartition("/")
+            title = owner if group == "findings" else metric
+            if group == "findings" and metric == "verdict":
+                continue  # another scale than the statistic's
+            charts.setdefault(group, {}).setdefault(title, []).append(name)
+        return charts
 
     def finding_rows(self) -> list[list[Any]]:
         """The findings as table rows of :data:`FINDING_COLUMNS`."""
@@ -118,7 +170,11 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         while name in used:
             name += "_"
         used.add(name)
-        run.conditions[row.id] = name
+        condition = TrackedCondition(name, {
+            "condition": row.id, "model": row.model, "model_kind": row.model_kind, "masking": row.masking,
+            "masking_ratio": "" if row.masking_ratio is None else str(row.masking_ratio), "sampler": row.sampler,
+            "seed": str(row.seed)})
+        run.conditions[row.id] = condition
         for role in ("seen", "unseen"):
             quality = getattr(row, role)
             if quality is None:
@@ -127,10 +183,11 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
             if quality.verbatim_recall is not None:
                 scores["verbatim_recall"] = quality.verbatim_recall
             for metric, score in scores.items():
-                _add_score(run.scores, f"{role}/{name}/{safe_name(metric)}", score)
+                _add_score(condition.scores, f"{role}/{safe_name(metric)}", score)
         for task, values in row.downstream.items():
             for key, value in values.items():
-                _add_value(run.scores, f"downstream/{name}/{safe_name(task)}.{safe_name(key)}", value)
+                _add_value(condition.scores, f"downstream/{safe_name(task)}.{safe_name(key)}", value)
+        run.scores |= {run.name_of(condition, short): value for short, value in condition.scores.items()}
     for task, values in results.baseline.items():
         for key, value in values.items():
             _add_value(run.scores, f"downstream/real train split/{safe_name(task)}.{safe_name(key)}", value)
@@ -139,28 +196,17 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss")):
             points = [(int(p["step"]), float(p["loss"])) for p in card.get(curve) or [] if p.get("loss") is not None]
             if points:
-                run.curves[f"training/{safe_name(_short_spec(spec))}/{label}"] = sorted(points)
+                run.curves[f"training/{safe_name(model_label(results, spec))}/{label}"] = sorted(points)
     for finding in results.findings:
         run.findings.append(finding.to_dict())
         for key in ("statistic", "ci_low", "ci_high"):
             _add_value(run.scores, f"findings/{safe_name(finding.claim)}/{key}", getattr(finding, key))
+        _add_value(run.scores, f"findings/{safe_name(finding.claim)}/verdict", VERDICT_VALUES.get(finding.verdict))
     from mlmh.rundir import RunDir
 
     run_dir = RunDir(directory)
     run.files = [path for path in (run_dir.report, run_dir.results) if path.is_file()] + run_dir.figures()
     return run
-
-
-def _short_spec(spec: str) -> str:
-    """A model as the conditions name it (its parameters that differ from the defaults), when its plugin is
-    loaded; else its full spec."""
-    from mlmh.errors import SpecError
-    from mlmh.registry import get_registry
-
-    try:
-        return get_registry().build("model", spec).short_spec
-    except SpecError:
-        return spec
 
 
 def _add_score(scores: dict[str, float], name: str, score: Score) -> None:

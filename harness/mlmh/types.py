@@ -7,6 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeVar
 
+from mlmh.errors import MlmhError
+
 T = TypeVar("T")
 
 
@@ -491,3 +493,38 @@ class RunResults:
                 continue
             out[f.name] = value
         return out
+
+    # -- tables for notebooks: flat rows, and DataFrames of them -----------------------------------
+    def to_rows(self) -> dict[str, list[dict[str, Any]]]:
+        """``conditions``: one flat row per condition and document set (``role``), each metric's value with
+        ``_ci_low``/``_ci_high``, the filler's and deletion's values, the verbatim recall and the downstream
+        scores; ``findings``: one row per finding, its lists joined by "; "."""
+        conditions = []
+        for row in self.conditions:
+            head = {"condition": row.id, "model": row.model, "model_kind": row.model_kind, "masking": row.masking,
+                    "masking_ratio": row.masking_ratio, "sampler": row.sampler, "seed": row.seed, "failed": row.failed}
+            for role in ("unseen", "seen"):
+                block: RoleQuality | None = getattr(row, role)
+                if block is None:
+                    continue
+                out = {**head, "role": role, "headline": role == self.headline, "documents": block.documents,
+                       "scored": block.scored}
+                for prefix, scores in (("", block.metrics), ("filler_", block.filler), ("deletion_", block.deletion),
+                                       ("", {"verbatim_recall": block.verbatim_recall} if block.verbatim_recall else {})):
+                    for name, score in scores.items():
+                        out[prefix + name] = score.value
+                        if not prefix:
+                            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = score.ci_low, score.ci_high
+                out |= {f"{task}:{key}": value for task, values in row.downstream.items() for key, value in values.items()}
+                conditions.append(out)
+        findings = [{k: "; ".join(map(str, v)) if isinstance(v, list) else v
+                     for k, v in f.to_dict().items() if k not in ("parts", "extra")} for f in self.findings]
+        return {"conditions": conditions, "findings": findings}
+
+    def to_pandas(self) -> dict[str, Any]:
+        """:meth:`to_rows` as pandas DataFrames (``conditions``, ``findings``); pandas is not a dependency."""
+        try:
+            import pandas
+        except ImportError:
+            raise MlmhError("RunResults.to_pandas needs pandas: pip install pandas (to_rows() needs nothing)") from None
+        return {name: pandas.DataFrame(rows) for name, rows in self.to_rows().items()}

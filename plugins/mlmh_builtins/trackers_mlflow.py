@@ -2,10 +2,13 @@
 
 The store is ``sqlite:///<run dir>/mlflow.db`` unless ``tracking_uri=`` (or ``$MLFLOW_TRACKING_URI``) names
 another, e.g. one database for every run: ``mlflow:tracking_uri=sqlite:///runs/mlflow.db``; a SQLite store's
-artifacts are kept beside its database, in ``mlflow-artifacts/``. Parameters are the run configuration,
-metrics the scores (step 0) and the loss curves (by training step), tags the findings' verdicts, and
-artifacts report.md, results.json, findings.json and the plots. MLflow's usage telemetry is off unless
-``MLFLOW_DISABLE_TELEMETRY`` says otherwise.
+artifacts are kept beside its database, in ``mlflow-artifacts/``. The run's parameters are the run
+configuration, its metrics the loss curves (by training step), the downstream baseline and the findings
+(statistic, CI, verdict as +1/0/-1), its tags the findings' verdicts, and its artifacts report.md,
+results.json, findings.json and the plots. Each condition is a child run (``mlflow.parentRunId``) whose
+parameters are its model, masking, sampler and seed and whose metrics are its scores at step 0 (``unseen/bleu``
+with ``.ci_low``/``.ci_high``), so MLflow's run comparison charts a metric across conditions. MLflow's usage
+telemetry is off unless ``MLFLOW_DISABLE_TELEMETRY`` says otherwise.
 """
 
 from __future__ import annotations
@@ -56,10 +59,16 @@ class MlflowTracker(Tracker):
         run_id = client.create_run(experiment_id, run_name=run.run_id, tags=tags).info.run_id
         try:
             now = int(time.time() * 1000)
-            metrics = [Metric(name, value, now, 0) for name, value in run.scores.items()]
+            metrics = [Metric(name, value, now, 0) for name, value in run.run_scores().items()]
             metrics += [Metric(name, value, now, step) for name, points in run.curves.items() for step, value in points]
             params = [MlflowParam(key, value[:6000]) for key, value in run.params().items()]  # MLflow's longest value
             client.log_batch(run_id, metrics=metrics, params=params, tags=[RunTag("mlmh.run_id", run.run_id)])
+            for condition in run.conditions.values():
+                child = client.create_run(experiment_id, run_name=condition.name, tags={
+                    "mlflow.parentRunId": run_id, "mlmh.run_id": run.run_id}).info.run_id
+                client.log_batch(child, metrics=[Metric(name, value, now, 0) for name, value in condition.scores.items()],
+                                 params=[MlflowParam(key, value[:6000]) for key, value in condition.params.items()])
+                client.set_terminated(child, "FINISHED")
             if run.findings:
                 client.log_dict(run_id, run.findings, "findings.json")
             plots = run.plots

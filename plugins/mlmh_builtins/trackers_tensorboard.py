@@ -2,12 +2,15 @@
 
 ``tensorboard --logdir runs/`` then shows every run side by side. Scores are scalars at step 0, loss
 curves scalars by training step, the configuration, findings and report.md text, and the plots images.
+The Custom Scalars tab shows one chart per metric (:meth:`mlmh.tracking.TrackedRun.charts`): every condition
+a series of it (a point at step 0), every model a line of a loss chart, each finding its statistic and CI.
 Written with PyTorch's ``SummaryWriter`` (the event-file writer of the ``tensorboard`` package).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from mlmh import hookimpl
@@ -34,6 +37,9 @@ class TensorboardTracker(Tracker):
         writer = SummaryWriter(log_dir=str(self.log_dir(run)))
         try:
             writer.add_text("config", "```json\n" + json.dumps(run.config, indent=2) + "\n```", 0)
+            writer.add_custom_scalars({group: {title: ["Multiline", [f"^{re.escape(name)}$" for name in names]]
+                                               for title, names in charts.items()}
+                                       for group, charts in run.charts().items()})
             for name, value in run.scores.items():
                 writer.add_scalar(name, value, 0)
             for name, points in run.curves.items():

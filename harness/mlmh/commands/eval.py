@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 from typing import Any
 
@@ -13,7 +14,7 @@ from mlmh.executors import BACKENDS
 
 
 @click.command(name="eval")
-@click.option("--preset", "preset", metavar="NAME|FILE.toml", help="Preset to run: pan, mpst, mimic, quick, or a TOML file.")
+@click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME|FILE.toml", help="Preset to run.")
 @click.option("--dataset", callback=options.dataset, metavar="SPEC",
               help="Override the dataset: a registered dataset with its parameters (text:group_field=author).")
 @click.option("--data", "data", metavar="PATH", callback=options.data_path,
@@ -140,41 +141,13 @@ def print_summary(results: Any, out: Any) -> None:
     first metric on seen documents and its gap, then the answer: the findings in words, as report.md opens."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     from mlmh.findings import answer_lines
-    from mlmh.results import best_conditions, format_score, higher_is_better, main_metrics, roles
 
     console = Console()
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
         console = Console(width=200)
-    role = results.headline
-    metrics = main_metrics(results, role)
-    several_seeds = len(results.config.get("seeds", [])) > 1
-    both = len(roles(results)) == 2 and metrics
-    counts = ", ".join(f"{info.get('documents', 0)} {name}" for name, info in results.documents.items() if info.get("documents"))
-    table = Table(title=f"{results.config.get('preset', '?')}: {counts or results.n_samples} documents per condition; "
-                        f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
-    for column in ("model", "masking", "sampler", *(["seed"] if several_seeds else [])):
-        table.add_column(column, overflow="fold")
-    best = {m: best_conditions(results, m, role) for m in metrics}
-    for m in metrics:
-        table.add_column(f"{m} {'↑' if higher_is_better(results, m) else '↓'}", justify="right")
-    if both:
-        table.add_column(f"{metrics[0]} seen", justify="right")
-        table.add_column("seen - unseen", justify="right")
-    for row in results.conditions:
-        cells = [row.model, row.masking, row.sampler, *([str(row.seed)] if several_seeds else [])]
-        for m in metrics:
-            text = format_score(row.quality(role).get(m))
-            cells.append(f"[bold green]*{text}[/]" if row.id in best[m] else text)
-        if both:
-            gap = row.gap.get(metrics[0])
-            cells.append(format_score(row.quality("seen").get(metrics[0]), with_ci=False))
-            mark = gap is not None and gap.extra.get("significant")
-            cells.append(f"[bold yellow]{format_score(gap)}[/]" if mark else format_score(gap))
-        table.add_row(*(escape(c) if not c.startswith("[bold") else c for c in cells))
-    console.print(table)
+    console.print(summary_table(results, console.width))
     answer = answer_lines(results.findings, markdown=False)
     if answer:
         console.print("[bold]Answer[/] (findings on unseen documents, paired bootstrap 95% CIs; details in report.md):")
@@ -189,3 +162,85 @@ def print_summary(results: Any, out: Any) -> None:
 
     run = RunDir(out)
     console.print(f"Results: {run.results}  report: {run.report}")
+
+
+def break_name(name: str, width: int) -> str:
+    """``name`` (a spec) on lines of at most ``width`` characters, broken only after its ``:`` and ``,`` (a
+    piece longer than ``width`` keeps its own line): a table never folds a name mid-word."""
+    pieces = re.findall(r"[^:,]*[:,]|[^:,]+$", name) or [name]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
+
+
+def _widest(names: list[str], width: int) -> int:
+    return max((len(line) for name in names for line in break_name(name, width).split("\n")), default=1)
+
+
+def label_widths(columns: list[list[str]], room: int) -> list[int]:
+    """Widths for columns of names that together fit ``room`` if breaking names between their parameters can
+    make them fit: the widest column gives up a line length first, none goes below its longest piece."""
+    widths = [_widest(names, 10**6) for names in columns]
+    while sum(widths) > room:
+        narrower = [(w, i) for i, w in enumerate(widths) if _widest(columns[i], w - 1) < w]
+        if not narrower:
+            break
+        _, i = max(narrower)
+        widths[i] = _widest(columns[i], widths[i] - 1)
+    return widths
+
+
+def summary_table(results: Any, width: int) -> Any:
+    """Conditions x main metrics on the headline set (best in bold, CIs), the first metric on seen documents and
+    the gap; names break only between a spec's parameters, the numbers' columns wrap at their spaces."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from mlmh.results import best_conditions, format_score, higher_is_better, main_metrics, roles
+
+    role = results.headline
+    metrics = main_metrics(results, role)
+    several_seeds = len(results.config.get("seeds", [])) > 1
+    both = len(roles(results)) == 2 and metrics
+    counts = ", ".join(f"{info.get('documents', 0)} {name}" for name, info in results.documents.items() if info.get("documents"))
+    table = Table(title=f"{results.config.get('preset', '?')}: {counts or results.n_samples} documents per condition; "
+                        f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
+    best = {m: best_conditions(results, m, role) for m in metrics}
+    headers = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
+    headers += [f"{metrics[0]} seen", "seen - unseen"] if both else []
+    numbers = []
+    for row in results.conditions:
+        cells = [str(row.seed)] if several_seeds else []
+        for m in metrics:
+            text = format_score(row.quality(role).get(m))
+            cells.append((f"*{text}", "bold green") if row.id in best[m] else (text, ""))
+        if both:
+            gap = row.gap.get(metrics[0])
+            cells.append((format_score(row.quality("seen").get(metrics[0]), with_ci=False), ""))
+            cells.append((format_score(gap), "bold yellow" if gap is not None and gap.extra.get("significant") else ""))
+        numbers.append([c if isinstance(c, tuple) else (c, "") for c in cells])
+    # the number columns get their longest word at least, the names what is left (broken between parameters
+    # only), and the number columns any room still left, up to one line per value
+    headers = (["seed"] if several_seeds else []) + headers
+    texts = [[cells[i][0] for cells in numbers] + [h] for i, h in enumerate(headers)]
+    least = [max(len(word) for text in column for word in text.split()) for column in texts]
+    full = [max(map(len, column)) for column in texts]
+    names = [[row.model for row in results.conditions], [row.masking for row in results.conditions],
+             [row.sampler for row in results.conditions]]
+    room = width - 1 - 3 * (len(names) + len(headers))
+    widths = label_widths(names, room - sum(least))
+    spare = max(0, room - sum(widths) - sum(least))
+    for i in range(len(least)):
+        grow = min(full[i] - least[i], spare)
+        least[i], spare = least[i] + grow, spare - grow
+    for column, names_width in zip(("model", "masking", "sampler"), widths):
+        table.add_column(column, no_wrap=True, min_width=min(names_width, len(column)))
+    for header, number_width in zip(headers, least):
+        table.add_column(header, justify="right", width=number_width)
+    for row, cells in zip(results.conditions, numbers):
+        labels = [escape(break_name(name, w)) for name, w in zip((row.model, row.masking, row.sampler), widths)]
+        table.add_row(*labels, *(f"[{style}]{escape(text)}[/]" if style else escape(text) for text, style in cells))
+    return table

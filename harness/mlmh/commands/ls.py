@@ -1,8 +1,10 @@
-"""``mlmh ls KIND``: the registered components of one kind with their declared parameters."""
+"""``mlmh ls [KIND]``: an overview of every kind (how many, which names), or one kind's components with
+their declared parameters."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -10,13 +12,15 @@ KIND_CHOICES = ["models", "datasets", "maskings", "samplers", "metrics", "tasks"
 
 
 @click.command(name="ls")
-@click.argument("kind", type=click.Choice(KIND_CHOICES))
+@click.argument("kind", type=click.Choice(KIND_CHOICES), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def ls(kind: str, as_json: bool) -> None:
-    """List registered components of KIND with their parameters.
+def ls(kind: str | None, as_json: bool) -> None:
+    """List registered components of KIND with their parameters; without KIND, how many of each kind and
+    their names.
 
     \b
     Examples:
+      mlmh ls
       mlmh ls samplers
       mlmh ls maskings --json
       mlmh ls trackers
@@ -25,6 +29,9 @@ def ls(kind: str, as_json: bool) -> None:
     from mlmh.tracking import library_installed
 
     registry = get_registry()
+    if kind is None:
+        overview(registry, as_json)
+        return
     singular = PLURAL[kind]
     items = registry.all(singular)
     for msg in registry.errors + registry.warnings:
@@ -72,3 +79,25 @@ def ls(kind: str, as_json: bool) -> None:
         table.add_row(row["name"], row["description"] + extra, params or "-", row["plugin"])
     Console().print(table)
 
+
+
+def overview(registry: Any, as_json: bool) -> None:
+    """Every kind with its count and names, so a first look needs no KIND."""
+    from mlmh.registry import PLURAL
+
+    names = {kind: registry.names(PLURAL[kind]) for kind in KIND_CHOICES}
+    for msg in registry.errors + registry.warnings:
+        click.echo(f"Warning: {msg}", err=True)
+    if as_json:
+        click.echo(json.dumps(names, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="registered components (mlmh ls KIND for one kind's parameters)")
+    table.add_column("kind", style="bold cyan", no_wrap=True)
+    table.add_column("count", justify="right")
+    table.add_column("names")
+    for kind, found in names.items():
+        table.add_row(kind, str(len(found)), ", ".join(found))
+    Console().print(table)

@@ -8,7 +8,8 @@ from mlmh import options
 
 
 @click.command(name="tui")
-@click.option("--preset", "preset", metavar="NAME", help="Open the run screen and start this preset (a name or a .toml file).")
+@click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME",
+              help="Open the run screen and start this preset.")
 @click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory or results.json.")
 @click.option("--model", "models", metavar="SPEC[,SPEC]", multiple=True, callback=options.specs("model"),
               help="Playground model (give two, repeated or comma-separated, for the left and right side). "
@@ -21,7 +22,9 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
     Keys: q quits, ? lists the keys of the current screen, F1/F2/F3 switch between playground, run and
     results. In the playground: ctrl+r runs, space plays/pauses, left/right step, +/- change the speed,
     m draws a new mask, esc cancels. The default models train on the PAN sample the first time (a few
-    minutes, with a progress bar) and are cached for every later start.
+    minutes, with a progress bar) and are cached for every later start. The results screen opens on the
+    newest run under runs/ (ctrl+o picks another) with its findings first; t, p and a show its table, plots
+    and samples, u switches the table between unseen and seen documents.
 
     \b
     Examples:

@@ -1,4 +1,5 @@
-"""Reading a finished run back: ``results.json`` and its ``samples.jsonl`` (as the runner wrote them)."""
+"""Reading a finished run back: ``results.json``, and its samples as the runner wrote them: ``samples.jsonl``
+(every step trace, when the run logged samples) or else ``generations.jsonl`` (every run's regenerated texts)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from mlmh.types import ConditionResult, Generation, RunResults, from_dict
 
 @dataclass
 class Sample:
-    """One line of samples.jsonl: the condition it belongs to, its generation and per-sample scores."""
+    """One regenerated document: the condition it belongs to, its generation (with its step trace when
+    samples.jsonl has it), per-sample scores, and its document set (``seen``/``unseen``, None if unknown)."""
 
     condition: str
     generation: Generation
     metrics: dict[str, Any] = field(default_factory=dict)
+    role: str | None = None
 
 
 @dataclass
@@ -25,6 +28,7 @@ class RunFiles:
     path: Path  # the results file
     results: RunResults
     samples: list[Sample]
+    traced: bool = True  # the samples carry their step traces (samples.jsonl), not only their texts
 
     @property
     def conditions(self) -> list[ConditionResult]:
@@ -35,14 +39,39 @@ class RunFiles:
 
 
 def load_run(path: str | Path) -> RunFiles:
-    """Load a run from its directory or its results file; samples.jsonl next to it is optional."""
+    """Load a run from its directory or its results file, with its samples: samples.jsonl's when the run wrote
+    one, else generations.jsonl's texts (a run that has neither shows none)."""
     run = RunDir.of(path)
     results = run.read_results()
-    samples: list[Sample] = []
     if run.samples.is_file():
-        for number, row in run.read_lines(run.samples):
-            try:
-                samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {}))
-            except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                raise DataError(f"{run.samples}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
-    return RunFiles(path=run.results, results=results, samples=samples)
+        return RunFiles(path=run.results, results=results, samples=_traced_samples(run))
+    samples = _generation_samples(run, results) if run.generations.is_file() else []
+    return RunFiles(path=run.results, results=results, samples=samples, traced=False)
+
+
+def _traced_samples(run: RunDir) -> list[Sample]:
+    samples = []
+    for number, row in run.read_lines(run.samples):
+        try:
+            samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {},
+                                  row.get("role")))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise DataError(f"{run.samples}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
+    return samples
+
+
+def _generation_samples(run: RunDir, results: RunResults) -> list[Sample]:
+    """generations.jsonl's rows as samples without a trace: the model, sampler and masking are their condition's."""
+    conditions = {c.id: c for c in results.conditions}
+    samples = []
+    for row in run.read_generations():
+        condition = conditions.get(row["condition"])
+        if condition is None:
+            raise DataError(f"{run.generations}: sample {row['sample']} names condition {row['condition']!r}, "
+                            f"which {run.results.name} does not hold")
+        generation = Generation(doc_id=row["doc_id"], model=condition.model, model_kind=condition.model_kind,
+                                sampler=condition.sampler, masking=condition.masking, seed=condition.seed,
+                                original=row["original"], masked_text=row["masked_text"], text=row["text"],
+                                masked_words=[], output_words={})
+        samples.append(Sample(condition.id, generation, role=row.get("role")))
+    return samples

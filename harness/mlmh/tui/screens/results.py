@@ -1,29 +1,57 @@
-"""Results screen: load any results.json; compare conditions in a sortable table, plot a metric
-against masking ratio and quality against downstream score, and drill into samples and their traces."""
+"""Results screen: pick a finished run under ``runs/`` (newest first; ``mlmh tui --run PATH`` opens any other),
+read its findings first, then compare its conditions on unseen or seen documents beside the filler and deletion
+baselines, plot a metric against masking ratio and quality against downstream score, and read its samples
+(their step traces when the run logged them)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import (Button, DataTable, Footer, Header, Input, Label, OptionList, Select, TabbedContent,
-                             TabPane)
+from textual.widgets import DataTable, Footer, Header, Label, OptionList, Select, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from mlmh.errors import MlmhError
-from mlmh.rundir import RESULTS
+from mlmh.findings import answer_lines
+from mlmh.results import roles
+from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.labels import short_condition, short_spec
-from mlmh.tui.run_files import RunFiles, load_run
+from mlmh.tui.run_files import RunFiles, Sample, load_run
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
-from mlmh.tui.widgets.results_table import ResultsTable
+from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
 from mlmh.tui.widgets.trace_view import TraceView
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding
+
+VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
+ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
 
 
-def sample_label(index: int, sample) -> Text:
+def findings_text(findings: Sequence[Finding]) -> Text:
+    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer_lines`), each verdict in its colour."""
+    if not findings:
+        return Text("This run tested no claims: results.json has no findings.", style="dim")
+    lines = answer_lines(findings, markdown=False)
+    tested = [f for f in findings if f.tested]
+    text = Text()
+    for finding, line in zip(tested, lines):
+        verdict, _, statement = line.partition(": ")
+        text.append(verdict, style=VERDICT_STYLES.get(finding.verdict, "bold"))
+        text.append(f": {statement}\n\n")
+    for line in lines[len(tested):]:
+        text.append(line, style="dim")
+    return text
+
+
+def sample_label(index: int, sample: Sample) -> Text:
     text = Text(f"{sample.generation.doc_id}", style="bold")
+    if sample.role:
+        text.append(f" {sample.role}", style="cyan" if sample.role == "unseen" else "magenta")
     scores = [f"{k} {v:.2f}" for k, v in list(sample.metrics.items())[:2] if isinstance(v, (int, float))]
     if scores:
         text.append("  " + " ".join(scores), style="dim")
@@ -31,13 +59,15 @@ def sample_label(index: int, sample) -> Text:
 
 
 class ResultsScreen(Screen):
-    """Table, Plots and Samples tabs over one loaded run."""
+    """Findings, Table, Plots and Samples tabs over one loaded run."""
 
     BINDINGS = [
-        Binding("ctrl+o", "focus_path", "Open file"),
+        Binding("ctrl+o", "focus_runs", "Pick run"),
+        Binding("f", "tab('tab-findings')", "Findings"),
         Binding("t", "tab('tab-table')", "Table"),
         Binding("p", "tab('tab-plots')", "Plots"),
         Binding("a", "tab('tab-samples')", "Samples"),
+        Binding("u", "switch_role", "Seen/unseen"),
         Binding("left", "step(-1)", "Step back", show=False),
         Binding("right", "step(1)", "Step forward", show=False),
     ]
@@ -46,16 +76,20 @@ class ResultsScreen(Screen):
         super().__init__()
         self.run_files: RunFiles | None = None
         self.condition: str | None = None
+        self.role: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(classes="form-row", id="res-open"):
-            yield Input(self.app.options.run_dir or "", placeholder=f"run directory or {RESULTS}",  # type: ignore[attr-defined]
-                        compact=True, id="res-path")
-            yield Button("Load", id="res-load", compact=True, variant="primary")
+            yield Label("run", classes="form-label")
+            yield Select([], prompt=f"pick a finished run ({RUNS_ROOT}/, newest first)", compact=True, id="res-runs")
         yield Label("", id="res-status")
-        with TabbedContent(initial="tab-table", id="res-tabs"):
+        with TabbedContent(initial="tab-findings", id="res-tabs"):
+            with TabPane("Findings", id="tab-findings"):
+                with VerticalScroll(id="res-findings-box"):
+                    yield Static("", id="res-findings")
             with TabPane("Table", id="tab-table"):
+                yield Label("", id="res-table-note")
                 yield ResultsTable(id="res-table")
             with TabPane("Plots", id="tab-plots"):
                 with Horizontal(classes="form-row"):
@@ -75,20 +109,39 @@ class ResultsScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        runs = self.refresh_runs()
         path = self.app.options.run_dir  # type: ignore[attr-defined]
         if path:
             self.load(path)
+        elif runs:
+            self.load(runs[0])
         else:
-            self.query_one("#res-status", Label).update("type a run directory (runs/…) and press enter")
-            self.query_one("#res-path", Input).focus()
+            self.query_one("#res-status", Label).update(
+                f"no finished run under {RUNS_ROOT}/ yet: run one (F2, or mlmh eval), or start with mlmh tui --run DIR")
 
-    # -- loading ----------------------------------------------------------------------------------
-    @on(Input.Submitted, "#res-path")
-    @on(Button.Pressed, "#res-load")
-    def _load_pressed(self) -> None:
-        self.load(self.query_one("#res-path", Input).value.strip())
+    def on_screen_resume(self) -> None:
+        self.refresh_runs()  # a run finished on the run screen shows up
 
-    def load(self, path: str) -> None:
+    # -- picking and loading ----------------------------------------------------------------------
+    def refresh_runs(self) -> list[Path]:
+        """The runs under runs/, newest first, as the picker's options (with the loaded run when it is elsewhere)."""
+        runs = finished_runs(RUNS_ROOT)
+        shown = list(runs)
+        if self.run_files is not None and self.run_files.path.parent not in shown:
+            shown.insert(0, self.run_files.path.parent)
+        picker = self.query_one("#res-runs", Select)
+        with picker.prevent(Select.Changed):
+            picker.set_options([(str(p) if p not in runs else p.name, str(p)) for p in shown])
+            if self.run_files is not None:
+                picker.value = str(self.run_files.path.parent)
+        return runs
+
+    @on(Select.Changed, "#res-runs")
+    def _run_picked(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and (self.run_files is None or RunDir.of(event.value).results != self.run_files.path):
+            self.load(event.value)
+
+    def load(self, path: str | Path) -> None:
         status = self.query_one("#res-status", Label)
         try:
             run = load_run(path)
@@ -96,25 +149,53 @@ class ResultsScreen(Screen):
             status.update(Text(str(exc), style="bold red"))
             return
         self.run_files = run
-        self.query_one("#res-path", Input).value = str(path)
-        conditions = run.conditions
-        status.update(f"{run.results.config.get('preset', '?')}: {len(conditions)} conditions, {run.results.n_samples} "
-                      f"samples each, {len(run.samples)} with traces  ({run.path})")
-        self.query_one(ResultsTable).show_conditions(conditions)
+        self.refresh_runs()
+        results = run.results
+        self.role = results.headline if results.headline in roles(results) else (roles(results) or [None])[0]
+        counts = ", ".join(f"{info.get('documents', 0)} {name}" for name, info in results.documents.items()
+                           if info.get("documents"))
+        status.update(f"{results.config.get('preset', '?')}: {len(run.conditions)} conditions × "
+                      f"{counts or results.n_samples} documents; {len(run.samples)} samples"
+                      + (" with step traces" if run.traced else " (texts only)"))
+        self.query_one("#res-findings", Static).update(findings_text(results.findings))
+        self._show_table()
         metrics = [c.label for c in self.query_one(ResultsTable).table_columns if c.key.startswith("metric:")]
         metric_select = self.query_one("#res-metric", Select)
         metric_select.set_options([(m, m) for m in metrics])
         if metrics:
             metric_select.value = metrics[0]
-        downstream = downstream_keys(conditions)
+        downstream = downstream_keys(run.conditions)
         downstream_select = self.query_one("#res-downstream", Select)
         downstream_select.set_options([(d, d) for d in downstream])
         if downstream:
             downstream_select.value = downstream[0]
         self._plot()
         self._show_crossover()
-        self.show_condition(conditions[0].id if conditions else None)
-        self.query_one(ResultsTable).focus()
+        self.show_condition(run.conditions[0].id if run.conditions else None)
+        self.action_tab("tab-findings")
+        self.query_one("#res-findings-box").focus()  # the answer first; t, p, a and u reach the other tabs
+
+    # -- table ------------------------------------------------------------------------------------
+    def _show_table(self) -> None:
+        results = self.run_files.results  # type: ignore[union-attr]
+        baselines = baseline_rows(results.conditions, self.role, results.filler_word)
+        self.query_one(ResultsTable).show_conditions(results.conditions, self.role, baselines)
+        others = [r for r in roles(results) if r != self.role]
+        note = Text(f"scores on {ROLE_WORDS.get(self.role or '', 'the scored documents')}", style="bold")
+        if others:
+            note.append(f" · u: {others[0]}", style="dim")
+        if baselines:
+            note.append(" · last rows: baselines", style="dim")
+        self.query_one("#res-table-note", Label).update(note)
+
+    def action_switch_role(self) -> None:
+        """Show the table on the other document set (unseen ↔ seen)."""
+        if self.run_files is None:
+            return
+        others = [r for r in roles(self.run_files.results) if r != self.role]
+        if others:
+            self.role = others[0]
+            self._show_table()
 
     # -- plots ------------------------------------------------------------------------------------
     @on(Select.Changed, "#res-metric")
@@ -141,7 +222,10 @@ class ResultsScreen(Screen):
     # -- drill-down -------------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#res-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        self.show_condition(str(event.row_key.value))
+        key = str(event.row_key.value)
+        if key.startswith("baseline:"):
+            return  # a baseline has no samples of its own
+        self.show_condition(key)
         self.action_tab("tab-samples")
         self.query_one("#res-sample-list", OptionList).focus()  # so left/right step the trace at once
 
@@ -152,15 +236,22 @@ class ResultsScreen(Screen):
         if condition is None:
             label.update("no conditions in this run")
         else:
-            hint = "" if samples else "  (no samples.jsonl lines: run with log_samples = true)"
-            label.update(Text(f"{short_condition(condition)}: {len(samples)} samples{hint}", style="bold"))
+            by_role = ", ".join(f"{sum(s.role == r for s in samples)} {r}" for r in ("unseen", "seen")
+                                if any(s.role == r for s in samples))
+            text = Text(f"{short_condition(condition)}: {len(samples)} samples" + (f" ({by_role})" if by_role else ""),
+                        style="bold")
+            if not samples:
+                text.append("  (the run wrote no generations.jsonl or samples.jsonl)", style="dim")
+            elif not self.run_files.traced:  # type: ignore[union-attr]
+                text.append("  texts only: step traces need log_samples = true", style="dim")
+            label.update(text)
         options = self.query_one("#res-sample-list", OptionList)
         options.clear_options()
         options.add_options([Option(sample_label(i, s), id=str(i)) for i, s in enumerate(samples)])
         trace = self.query_one("#res-trace", TraceView)
+        trace.title = short_spec(samples[0].generation.model) if samples else ""
         trace.load(samples[0].generation if samples else None, at_end=True)
         if samples:
-            trace.title = short_spec(samples[0].generation.model)
             options.highlighted = 0
 
     @on(OptionList.OptionHighlighted, "#res-sample-list")
@@ -179,6 +270,8 @@ class ResultsScreen(Screen):
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#res-tabs", TabbedContent).active = tab
+        if tab == "tab-table":
+            self.query_one(ResultsTable).focus()
 
-    def action_focus_path(self) -> None:
-        self.query_one("#res-path", Input).focus()
+    def action_focus_runs(self) -> None:
+        self.query_one("#res-runs", Select).focus()

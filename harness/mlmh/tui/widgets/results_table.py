@@ -1,6 +1,8 @@
-"""Conditions × metrics with confidence intervals, the best value of each column starred; a click
-on a column header (or ``s``) sorts by it, again to reverse. Which cells are best and whether a metric
-is better high or low are :mod:`mlmh.results`' answers, so the table stars what report.md puts in bold."""
+"""Conditions × metrics on one document set (unseen or seen) with confidence intervals, the best value of
+each column starred, and below them the baselines of each masking (every mask filled with the filler word;
+the masked words deleted), as report.md's quality table has them. A click on a column header (or ``s``)
+sorts the conditions by it, again to reverse; the baselines stay last. Which cells are best and whether a
+metric is better high or low are :mod:`mlmh.results`' answers, so the table stars what report.md puts in bold."""
 
 from __future__ import annotations
 
@@ -32,33 +34,68 @@ def _value(cell: Any) -> float | None:
     return float(cell) if isinstance(cell, (int, float)) and not isinstance(cell, bool) else None
 
 
-def columns_of(conditions: list[ConditionResult]) -> list[Column]:
-    """Label columns, then every metric, then every downstream ``task:metric``, in first-seen order."""
+def columns_of(conditions: list[ConditionResult], role: str | None = None) -> list[Column]:
+    """Label columns, then every metric scored on ``role``, then every downstream ``task:metric``, in first-seen order."""
     columns = [Column(k, k, None) for k in LABEL_COLUMNS]
     names: dict[str, None] = {}
     for condition in conditions:
-        names.update(dict.fromkeys(condition.metrics))
+        names.update(dict.fromkeys(condition.quality(role)))
     columns += [Column(f"metric:{name}", name, higher_is_better(conditions, name)) for name in names]
     columns += [Column(f"downstream:{key}", key, True) for key in downstream_keys(conditions)]
     return columns
 
 
-def cell_of(condition: ConditionResult, column: Column) -> Any:
-    """The value of ``column`` for ``condition``: a label, a :class:`~mlmh.types.Score` or a number."""
+@dataclass(frozen=True)
+class BaselineRow:
+    """A baseline of one masking on the table's document set: its label and its metric scores."""
+
+    key: str
+    label: str
+    masking: str
+    scores: dict[str, Score]
+
+
+def baseline_rows(conditions: list[ConditionResult], role: str | None, filler_word: str | None) -> list[BaselineRow]:
+    """The filler's and the deletion's scores per masking, from the first condition of each masking that has
+    them (every condition of a masking shares its masks, so their baselines are the same)."""
+    rows: dict[str, BaselineRow] = {}
+    for condition in conditions:
+        block = getattr(condition, role or "", None)
+        if block is None:
+            continue
+        for kind, label, scores in (("filler", f'filler "{filler_word or "?"}"', block.filler),
+                                    ("deletion", "deletion", block.deletion)):
+            key = f"baseline:{kind}:{condition.masking}"
+            if scores and key not in rows:
+                rows[key] = BaselineRow(key, label, condition.masking, scores)
+    return sorted(rows.values(), key=lambda r: r.masking)  # per masking, the filler first (a stable sort)
+
+
+def cell_of(condition: ConditionResult, column: Column, role: str | None = None) -> Any:
+    """The value of ``column`` for ``condition`` on ``role``: a label, a :class:`~mlmh.types.Score` or a number."""
     if column.higher_is_better is None:
         return short_spec(str(getattr(condition, column.key, "") or ""))
     kind, _, rest = column.key.partition(":")
     if kind == "metric":
-        return condition.metrics.get(rest)
+        return condition.quality(role).get(rest)
     task, _, metric = rest.partition(":")
     return (condition.downstream.get(task) or {}).get(metric)
 
 
-def best_of(conditions: list[ConditionResult], column: Column) -> set[str]:
+def baseline_cell(row: BaselineRow, column: Column) -> Any:
+    if column.key == "model":
+        return row.label
+    if column.key == "masking":
+        return short_spec(row.masking)
+    kind, _, rest = column.key.partition(":")
+    return row.scores.get(rest) if kind == "metric" else None
+
+
+def best_of(conditions: list[ConditionResult], column: Column, role: str | None = None) -> set[str]:
     """Ids of the conditions best in ``column`` (none for a label column)."""
     if column.higher_is_better is None:
         return set()
-    return best_keys({c.id: _value(cell_of(c, column)) for c in conditions}, column.higher_is_better)
+    return best_keys({c.id: _value(cell_of(c, column, role)) for c in conditions}, column.higher_is_better)
 
 
 def format_cell(cell: Any, best: bool) -> Text:
@@ -77,7 +114,7 @@ def format_cell(cell: Any, best: bool) -> Text:
 
 
 class ResultsTable(DataTable):
-    """The comparison table of a results.json; rows are keyed by condition id."""
+    """The comparison table of a results.json; rows are keyed by condition id, baselines by ``baseline:KIND:MASKING``."""
 
     BINDINGS = [
         Binding("s", "sort_next", "Sort next column"),
@@ -87,13 +124,17 @@ class ResultsTable(DataTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.conditions: list[ConditionResult] = []
+        self.baselines: list[BaselineRow] = []
+        self.role: str | None = None
         self.table_columns: list[Column] = []
         self.sort_key: str | None = None
         self.sort_reverse = False
 
-    def show_conditions(self, conditions: list[ConditionResult]) -> None:
-        self.conditions = list(conditions)
-        self.table_columns = columns_of(self.conditions)
+    def show_conditions(self, conditions: list[ConditionResult], role: str | None = None,
+                        baselines: list[BaselineRow] | None = None) -> None:
+        """The conditions' scores on ``role`` (the headline set's when None), then ``baselines``."""
+        self.conditions, self.role, self.baselines = list(conditions), role, list(baselines or [])
+        self.table_columns = columns_of(self.conditions, role)
         self.sort_key, self.sort_reverse = None, False
         self._fill()
 
@@ -112,17 +153,23 @@ class ResultsTable(DataTable):
         column = next(c for c in self.table_columns if c.key == self.sort_key)
         if column.higher_is_better is None:
             return sorted(self.conditions, key=lambda c: str(cell_of(c, column)), reverse=self.sort_reverse)
-        present = [c for c in self.conditions if _value(cell_of(c, column)) is not None]
-        missing = [c for c in self.conditions if _value(cell_of(c, column)) is None]
-        present.sort(key=lambda c: _value(cell_of(c, column)) or 0.0, reverse=self.sort_reverse)
+        present = [c for c in self.conditions if _value(cell_of(c, column, self.role)) is not None]
+        missing = [c for c in self.conditions if _value(cell_of(c, column, self.role)) is None]
+        present.sort(key=lambda c: _value(cell_of(c, column, self.role)) or 0.0, reverse=self.sort_reverse)
         return present + missing
 
     def _fill(self) -> None:
         """Rebuild columns and rows; widths are set from the content, so a refill never truncates."""
         self.clear(columns=True)
-        bests = {c.key: best_of(self.conditions, c) for c in self.table_columns}
-        rows = [(condition.id, [format_cell(cell_of(condition, c), condition.id in bests[c.key]) for c in self.table_columns])
+        bests = {c.key: best_of(self.conditions, c, self.role) for c in self.table_columns}
+        rows = [(condition.id, [format_cell(cell_of(condition, c, self.role), condition.id in bests[c.key])
+                                for c in self.table_columns])
                 for condition in self.ordered()]
+        for row in self.baselines:  # last whatever the sort, in italics: no condition, never starred
+            cells = [format_cell(baseline_cell(row, c), False) for c in self.table_columns]
+            for cell in cells:
+                cell.stylize("italic")
+            rows.append((row.key, cells))
         for index, column in enumerate(self.table_columns):
             arrow = ""
             if column.key == self.sort_key:

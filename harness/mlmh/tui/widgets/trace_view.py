@@ -15,7 +15,10 @@ from mlmh.types import Generation
 
 
 def generation_stats(generation: Generation) -> str:
-    """Cost of one generation: forward passes, wall time and generated tokens per second."""
+    """Cost of one generation: forward passes, wall time and generated tokens per second (nothing when the
+    run kept only its texts, generations.jsonl)."""
+    if not generation.forward_passes and not generation.seconds:
+        return ""
     rate = generation.generated_tokens / generation.seconds if generation.seconds > 0 else 0.0
     return f"{generation.forward_passes} passes · {generation.seconds:.2f} s · {rate:.0f} tok/s"
 
