@@ -85,6 +85,21 @@ def test_t5_fills_as_many_spans_as_it_has_sentinels_and_keeps_the_rest(paper_fam
     assert "<extra_id_" not in generation.text
 
 
+def test_the_window_is_what_the_position_tables_hold(paper_families):
+    """RoBERTa's positions start after its padding index; a warm-started encoder-decoder has no table of its own."""
+    from transformers import AutoConfig, EncoderDecoderConfig
+
+    from mlmh.adapters import model_window
+
+    class Unlimited:
+        model_max_length = 10**30
+
+    bert, roberta = (AutoConfig.from_pretrained(paper_families[f]) for f in ("bert", "roberta"))
+    assert model_window(bert, Unlimited()) == 130 and model_window(roberta, Unlimited()) == 128
+    warm = EncoderDecoderConfig.from_encoder_decoder_configs(roberta, roberta)
+    assert model_window(warm, Unlimited()) == 128
+
+
 # -- what a family starts ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("family, objective", REFUSED)

@@ -720,8 +720,11 @@ PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "roberta-prelayernorm", "c
 
 
 def model_window(config: Any, tokenizer: Any) -> int:
-    """The longest input the model takes: position table size (less RoBERTa's padding offset), else the
-    tokenizer's limit, else 512."""
+    """The longest input the model takes: position table size (less RoBERTa's padding offset; an encoder-decoder
+    assembled from two models, the smaller of their windows), else the tokenizer's limit, else 512."""
+    parts = [getattr(config, name, None) for name in ("encoder", "decoder")]
+    if all(hasattr(part, "model_type") for part in parts):  # transformers' EncoderDecoderModel
+        return min(model_window(part, tokenizer) for part in parts)
     for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
