@@ -194,7 +194,7 @@ class RunPlan:
         :func:`mlmh.evaluate` ask before they make the run directory; :meth:`check` asks on every run path."""
         from mlmh.checkpoints import uncached
 
-        missing = uncached(name for model in self.models for name in model.checkpoints())
+        missing = uncached(name for model in self.models for name in getattr(model, "checkpoints", tuple)())
         if missing:
             where = "--model" if "models" in self.config.overridden else self.config.source
             raise SpecError(f"{where}: the hub is offline and these checkpoints are not cached: {', '.join(missing)}; "
