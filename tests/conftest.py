@@ -72,3 +72,13 @@ def tiny_clm(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_seq2seq(tmp_path_factory):
     return build_tiny_model("seq2seq", tmp_path_factory.mktemp("tiny-seq2seq"))
+
+
+@pytest.fixture(scope="session")
+def paper_families(tmp_path_factory):
+    """Tiny random checkpoints of BERT, RoBERTa, GPT-2, T5 and BART with their own tokenizers, saved under the
+    hub names the ``paper-hub`` preset uses (``bert-base-uncased/``, ``facebook/bart-base/``, ...): family -> dir."""
+    from paper_families import HUB_NAMES, build_family
+
+    root = tmp_path_factory.mktemp("paper-families")
+    return {family: build_family(family, root / name) for family, name in HUB_NAMES.items()}

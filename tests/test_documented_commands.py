@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from paper_families import HUB_NAMES
+
 from mlmh.cli import COMMANDS, cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,9 +114,14 @@ def real_data(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq, real_data):
-    """Files the placeholders stand for, and a finished run for `mlmh report` / `mlmh human`."""
+def prepared(tmp_path_factory, tiny_mlm, tiny_clm, tiny_seq2seq, real_data, paper_families):
+    """Files the placeholders stand for, and a finished run for `mlmh report` / `mlmh human`; the paper's
+    checkpoints (tiny ones) saved under their hub names in the working folder, as `--preset paper-hub` is
+    documented to run offline."""
     work = tmp_path_factory.mktemp("documented")
+    for family, name in HUB_NAMES.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).symlink_to(paper_families[family], target_is_directory=True)
     (work / "gen.txt").write_text("the cat sat on a mat\nhello there world\n", encoding="utf-8")
     (work / "orig.txt").write_text("the cat sat on the mat\nhello world\n", encoding="utf-8")
     for name in ("gen", "orig"):

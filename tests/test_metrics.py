@@ -106,6 +106,23 @@ def test_bleu_options_reach_sacrebleu():
     assert result.per_sample[0] == pytest.approx(floor.sentence_score(PREDS[0], [REFS[0]]).score, abs=1e-9)
 
 
+def test_bleu_lowercase_equals_sacrebleu_lowercase_bleu_and_forgives_an_uncased_model():
+    """An uncased start (bert-base-uncased, MiniLM) writes lowercase words: bleu:lowercase=true is sacrebleu's
+    lowercase BLEU on the same strings, so a lowercase copy of the references scores 100 instead of less."""
+    from sacrebleu.metrics import BLEU
+
+    uncased = [ref.lower() for ref in REFS]
+    lowered = run("bleu:lowercase=true", items(uncased, REFS))["bleu"]
+    cased = run("bleu", items(uncased, REFS))["bleu"]
+    public = BLEU(lowercase=True)
+    assert lowered.value == pytest.approx(public.corpus_score(uncased, [REFS]).score, abs=1e-9) == pytest.approx(100.0)
+    sentence = BLEU(lowercase=True, effective_order=True)
+    for got, pred, ref in zip(lowered.per_sample, uncased, REFS):
+        assert got == pytest.approx(sentence.sentence_score(pred, [ref]).score, abs=1e-9)
+    assert "lc" in lowered.info["signature"] and "mixed" in cased.info["signature"]
+    assert cased.value < lowered.value
+
+
 def test_identical_texts_score_the_maximum(wordnet_data):
     same = items(REFS, REFS)
     assert run("bleu", same)["bleu"].value == pytest.approx(100.0)

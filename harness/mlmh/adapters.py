@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 from mlmh.errors import ModelError
 from mlmh.readout import logits_at, output_at
+from mlmh.span_corruption import sentinel_ids
 from mlmh.types import MaskPlan, Words
 
 MODEL_KINDS = ("mlm", "clm", "seq2seq")
@@ -97,7 +98,7 @@ class BaseAdapter:
         self._masked_pieces: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}  # tokenized once (encode_batch)
         self._encodings: dict[tuple[str, tuple[int, ...]], Encoding] = {}  # encoded once (encode_batch)
         self._encoded_tokens = 0
-        self.max_length = _model_window(model.config, tokenizer)
+        self.max_length = model_window(model.config, tokenizer)
         self.prefix_ids, self.suffix_ids = _special_affixes(tokenizer)
         self.mask_id = self._placeholder_id()
         special = sorted({i for i in tokenizer.all_special_ids if i is not None} | set(_added_special_ids(tokenizer)))
@@ -546,8 +547,8 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         if start is None:
             raise ModelError(f"model '{self.identity}' has no decoder_start_token_id")
         self.decoder_start_id = int(start)
-        sentinel = tokenizer.convert_tokens_to_ids("<extra_id_0>")
-        self.style = "sentinel" if sentinel is not None and sentinel != tokenizer.unk_token_id else "mask"
+        self.sentinels = sentinel_ids(tokenizer)
+        self.style = "sentinel" if self.sentinels else "mask"
         if self.style == "mask" and tokenizer.mask_token_id is None:
             raise ModelError(f"model '{self.identity}': tokenizer has neither T5 sentinels nor a mask token")
         self._encoder_out: Any = None
@@ -555,10 +556,22 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         self._encoder_rows: Any = None  # (rows, their encoder outputs, their encoder mask)
 
     def sentinel_id(self, k: int) -> int:
-        tid = self.tokenizer.convert_tokens_to_ids(f"<extra_id_{k}>")
-        if tid is None or tid == self.tokenizer.unk_token_id:
+        if k >= len(self.sentinels):
             raise ModelError(f"model '{self.identity}': text has more masked spans than sentinels (<extra_id_{k}>)")
-        return int(tid)
+        return self.sentinels[k]
+
+    def _truncated(self, ids: list[int], word_of: list[int], flags: list[bool]) -> tuple[list[int], list[int], list[bool], int, tuple[int, ...]]:
+        """Cut to the window, and for T5 also before the first masked span beyond its sentinels (one per span):
+        those masked words are kept as they were, as beyond the window."""
+        ids, word_of, flags, truncated, dropped = super()._truncated(ids, word_of, flags)
+        if self.style != "sentinel":
+            return ids, word_of, flags, truncated, dropped
+        starts = [i for i, flag in enumerate(flags) if flag and (i == 0 or not flags[i - 1])]
+        if len(starts) <= len(self.sentinels):
+            return ids, word_of, flags, truncated, dropped
+        cut = starts[len(self.sentinels)]  # a masked word's first token
+        more = {word_of[i] for i in range(cut, len(ids)) if flags[i]}
+        return ids[:cut], word_of[:cut], flags[:cut], truncated + len(ids) - cut, tuple(sorted(more | set(dropped)))
 
     def _finish_encoding(self, base: Encoding) -> Seq2SeqEncoding:
         """Source with one sentinel/<mask> per span; the decoder target for the sampler to write."""
@@ -700,11 +713,23 @@ def _content_of(words: Words, pieces: Sequence[tuple[int, int, int]],
 ADAPTERS: dict[str, type[BaseAdapter]] = {"mlm": MaskedLMAdapter, "clm": CausalLMAdapter, "seq2seq": Seq2SeqAdapter}
 
 
-def _model_window(config: Any, tokenizer: Any) -> int:
-    """The longest input the model takes: position table size, else the tokenizer's limit, else 512."""
+#: model types whose position ids start after the padding index (RoBERTa's embeddings and their descendants): a
+#: table of N positions holds N - pad_token_id - 1 tokens (roberta-base: 514 -> 512)
+PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "roberta-prelayernorm", "camembert", "longformer", "xmod",
+                            "data2vec-text", "ibert")
+
+
+def model_window(config: Any, tokenizer: Any) -> int:
+    """The longest input the model takes: position table size (less RoBERTa's padding offset; an encoder-decoder
+    assembled from two models, the smaller of their windows), else the tokenizer's limit, else 512."""
+    parts = [getattr(config, name, None) for name in ("encoder", "decoder")]
+    if all(hasattr(part, "model_type") for part in parts):  # transformers' EncoderDecoderModel
+        return min(model_window(part, tokenizer) for part in parts)
     for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
+            if getattr(config, "model_type", "") in PADDING_OFFSET_POSITIONS:
+                value -= (getattr(config, "pad_token_id", None) or 0) + 1
             return value
     limit = getattr(tokenizer, "model_max_length", None)
     if isinstance(limit, int) and 0 < limit < 1_000_000:

@@ -59,6 +59,7 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     ('unseen', 2)
     """
     checked = plan(preset, overrides, resume=resume, output_path=output_path)
+    checked.require_checkpoints()
     out = run_directory(checked.config, output_path, resume=resume)
     return run(checked.config, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
                backend=backend, ray_address=ray_address, cancel=cancel, plan=checked)

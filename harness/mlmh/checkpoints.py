@@ -19,7 +19,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from mlmh.errors import MlmhError, ModelError
 
@@ -79,6 +79,34 @@ def hub_snapshot(name: str) -> Path | None:
     except Exception:  # not a valid repo id
         return None
     return Path(found).parent if isinstance(found, str) else None
+
+
+def uncached(names: Iterable[str]) -> list[str]:
+    """The hub names among ``names`` this machine cannot load while the hub is offline: neither a directory
+    here (a directory named like a checkpoint stands for it) nor a cached snapshot; none while online, where
+    they download."""
+    if not offline():
+        return []
+    return sorted({name for name in names if not Path(name).expanduser().exists() and not is_path(name)
+                   and hub_snapshot(name) is None})
+
+
+def hub_directory(name: str, what: str) -> Path:
+    """The local snapshot of hub checkpoint ``name``: the cached one, else downloaded (its configs, tokenizer
+    files and safetensors weights) unless the hub is offline, which is refused in one line naming ``what``."""
+    cached = hub_snapshot(name)
+    if cached is None and offline():
+        raise ModelError(f"{what}: no such directory, and no cached hub checkpoint of that name (the hub is "
+                         "offline); give a saved model directory, or a hub name with network access")
+    if cached is None:
+        try:
+            from huggingface_hub import snapshot_download
+
+            cached = Path(snapshot_download(name, allow_patterns=["*.json", "*.txt", "*.model", "*.safetensors"]))
+        except Exception as exc:
+            raise ModelError(f"{what}: cannot download {name} from the hub: {explain(exc)}") from None
+    refuse_custom_code(cached, what)
+    return cached
 
 
 def refuse_custom_code(directory: Path, what: str) -> None:

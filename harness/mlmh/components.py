@@ -62,6 +62,11 @@ class Model(Component):
         """How these weights were trained, when mlmh trained them (budget, checkpoint kept, curves); {} otherwise."""
         return {}
 
+    def checkpoints(self) -> tuple[str, ...]:
+        """The checkpoints (hub names or directories) these weights are read from: the run plan refuses a run,
+        before any work, whose hub names are neither cached nor downloadable (:func:`mlmh.checkpoints.uncached`)."""
+        return ()
+
 
 class Sampler(Component):
     """Regenerates the masked words of a batch of items with one adapter."""

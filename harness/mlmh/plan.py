@@ -173,12 +173,12 @@ class RunPlan:
     # -- results naming ------------------------------------------------------------------------
     def metric_label(self, metric: Any, result_name: str) -> str:
         """The name a metric result is reported under: its own name, or ``name[params]`` when another
-        spec of the same metric is in the run (``bleu`` and ``bleu:lowercase=true`` both survive)."""
+        spec of the same metric is in the run, named by the parameters it sets (``bleu`` and
+        ``bleu[lowercase=true]`` both survive)."""
         twins = [m for m in self.metrics if m.name == metric.name]
-        if len(twins) < 2 or metric.spec == metric.name:
+        if len(twins) < 2 or ":" not in metric.short_spec:
             return result_name
-        params = metric.spec.split(":", 1)[1] if ":" in metric.spec else ""
-        return f"{result_name}[{params}]"
+        return f"{result_name}[{metric.short_spec.split(':', 1)[1]}]"
 
     def load_corpus(self) -> "Corpus":
         """The run's corpus with its validation split set: what trained-* recipes hash, so the runner, the
@@ -188,12 +188,26 @@ class RunPlan:
         return with_validation(self.dataset.load(self.config.data))
 
     # -- fail fast -----------------------------------------------------------------------------
+    def require_checkpoints(self) -> None:
+        """Refuse the run in one line when the hub is offline and checkpoints its models read are not cached
+        (every one named): not one of those models could train or load. ``mlmh eval`` and
+        :func:`mlmh.evaluate` ask before they make the run directory; :meth:`check` asks on every run path."""
+        from mlmh.checkpoints import uncached
+
+        missing = uncached(name for model in self.models for name in getattr(model, "checkpoints", tuple)())
+        if missing:
+            where = "--model" if "models" in self.config.overridden else self.config.source
+            raise SpecError(f"{where}: the hub is offline and these checkpoints are not cached: {', '.join(missing)}; "
+                            "run once with network access, or save them to directories of those names (or name "
+                            "the directories in the models' path= / init=)")
+
     def check(self, corpus: "Corpus") -> None:
         """Check every component against the loaded corpus, before any model trains.
 
         A component the user named on the command line that cannot run raises one SpecError naming
         the flag and the reason; a preset default that cannot run is dropped with a note.
         """
+        self.require_checkpoints()
         for key, kind in (("models", "model"), ("maskings", "masking"), ("samplers", "sampler"),
                           ("metrics", "metric"), ("tasks", "task")):
             kept = []

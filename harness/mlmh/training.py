@@ -43,7 +43,8 @@ differs in attention mask and objective, not in how it encodes positions.
 - seq2seq: BART (``BartForConditionalGeneration``, learned absolute positions either way: its
   decoder also sees the previous token) text infilling (Lewis et al. 2020): spans with
   Poisson(3) lengths, each replaced by one [MASK] (0-length spans insert one), until 15% of the
-  tokens are hidden; the decoder reconstructs the whole block.
+  tokens are hidden; the decoder reconstructs the whole block. A pretrained start whose tokenizer has T5
+  sentinels (a T5 checkpoint) trains with T5 span corruption instead (:mod:`mlmh.span_corruption`).
 
 ``--init minilm`` starts from the pretrained MiniLM-L6 encoder (22M parameters, uncased vocabulary):
 one 16x128 training step costs about 9.5 s of CPU time (roughly 5 s wall on 2 idle cores), against
@@ -63,10 +64,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mlmh.adapters import model_window
 from mlmh.devices import describe as describe_device
 from mlmh.errors import DataError, ModelError, SpecError
 from mlmh.modelcache import CARD_NAME, library_versions
 from mlmh.readout import logits_at
+from mlmh.span_corruption import CORRUPTION_NOTES, SPAN_CORRUPTION, corruption_for, sentinel_ids, span_corruption_example
 from mlmh.stopping import SELECTION, EarlyStopping, TargetTally, Validation
 
 if TYPE_CHECKING:
@@ -404,16 +407,22 @@ def minilm_dir() -> Path:
 
 
 def init_source(init: str) -> Path:
-    """The directory ``--init`` refers to, checked to be a model directory."""
+    """The directory ``--init`` refers to, checked to be a model directory: a saved directory, else a hub
+    name's snapshot (cached, or downloaded while online)."""
+    from mlmh.checkpoints import hub_directory, is_path, local_checkpoint
+
     if init == MINILM:
         return minilm_dir()
     path = Path(init).expanduser()
+    if not path.is_dir() and not is_path(init):  # a hub name (a directory of that name comes first)
+        try:
+            return hub_directory(init, f"--init {init}")
+        except ModelError as exc:
+            raise SpecError(str(exc)) from None
     if not path.is_dir():
-        raise SpecError(f"--init {init}: no such directory (give a saved model directory or 'minilm')")
+        raise SpecError(f"--init {init}: no such directory (give a saved model directory, a hub name or 'minilm')")
     if not (path / "config.json").is_file():
         raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
-    from mlmh.checkpoints import local_checkpoint
-
     local_checkpoint(str(path), f"--init {init}")  # tokenizer files there, no checkpoint code
     return path
 
@@ -465,8 +474,10 @@ def load_init(init: str, objective: str):
         hint = f"; use --objective {built_for}" if built_for else ""
         raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
                         "(only an encoder starts every objective)")
-    if objective in ("mlm", "seq2seq") and tokenizer.mask_token_id is None:
+    if objective == "mlm" and tokenizer.mask_token_id is None:
         raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
+    if objective == "seq2seq":  # T5 sentinels or a mask token (mlmh.span_corruption), or one line
+        corruption_for(tokenizer, f"--init {init}")
     try:
         missing: Sequence[str] = ()
         if objective == "seq2seq" and built_for == "mlm":
@@ -640,6 +651,9 @@ class BatchMaker:
             # other process outside a DataLoader: mlmh.pretrain trains in spawned processes)
             self.collator.generator = self.collator.get_generator(seed)
         self.mask_id = tokenizer.mask_token_id
+        # seq2seq: T5 span corruption where the tokenizer has sentinels, BART text infilling otherwise
+        self.span_corruption = objective == "seq2seq" and corruption_for(tokenizer, "seq2seq") == SPAN_CORRUPTION
+        self.sentinels = sentinel_ids(tokenizer) if self.span_corruption else []
 
     def __call__(self, rows: Sequence[Sequence[int]]) -> dict[str, "torch.Tensor"]:
         pad = self.blocks.pad_id
@@ -656,7 +670,11 @@ class BatchMaker:
         if self.objective == "clm":
             ids, mask = _pad(rows, pad)
             return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
-        sources, hidden = zip(*(infill_example(r, self.blocks, self.mask_id, self.ratio, self.rng) for r in rows))
+        if self.span_corruption:
+            sources, rows, hidden = zip(*(span_corruption_example(r, self.blocks.start_id, self.blocks.end_id,
+                                                                  self.sentinels, self.ratio, self.rng) for r in rows))
+        else:
+            sources, hidden = zip(*(infill_example(r, self.blocks, self.mask_id, self.ratio, self.rng) for r in rows))
         src, src_mask = _pad(sources, pad)
         labels, label_mask = _pad(rows, pad)
         hidden_mask, _ = _pad([[int(h) for h in row] for row in hidden], 0)
@@ -925,8 +943,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         fresh: frozenset[str] = frozenset()
         if config.init:
             model, tokenizer, fresh = load_init(config.init, config.objective)
-            max_positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", shape.seq_len)
-            seq_len = min(shape.seq_len, int(max_positions))
+            seq_len = min(shape.seq_len, model_window(model.config, tokenizer))
         else:
             tokenizer = shared_tokenizer(texts, shape.vocab_size)
             model = build_model(config.objective, shape, tokenizer, config.positions)
@@ -974,6 +991,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "batch_size": shape.batch_size,
             "mask_schedule": config.mask_schedule,
             "mask_ratio": config.mask_ratio,
+            "corruption": CORRUPTION_NOTES[corruption_for(tokenizer, "the tokenizer")]
+            if config.objective == "seq2seq" else "",
             "budget": config.budget,
             "budget_note": budget_note,
             "steps": steps,

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
+from mlmh.devices import DEVICE_HELP, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
 
@@ -16,7 +17,7 @@ class HuggingFaceModel(Model):
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("path", str, "", "hub name (must be cached offline) or local directory saved with save_pretrained"),
         Param("revision", str, "", "hub revision (branch, tag or commit); ignored for local directories"),
-        Param("device", str, "cpu", "torch device, e.g. cpu or cuda:0"),
+        Param("device", str, "auto", DEVICE_HELP),
         Param("dtype", str, "float32", "weights dtype", choices=("float32", "bfloat16", "float16")),
         Param("threads", int, 0, "torch CPU threads (0 = torch default)", min=0),
         Param("trust_remote_code", bool, False, "run model code shipped with the checkpoint (off unless you trust it)"),
@@ -27,6 +28,9 @@ class HuggingFaceModel(Model):
         if not path:
             raise SpecError(f"model '{self.name}' needs path=<hub name or local directory>, e.g. {self.name}:path=./my-model")
         return path
+
+    def checkpoints(self) -> tuple[str, ...]:
+        return (self._path(),)
 
     def identity(self, context: LoadContext) -> str:
         """Path + revision, plus a content hash of the weights (local) or the snapshot commit (hub cache)."""
@@ -40,7 +44,7 @@ class HuggingFaceModel(Model):
         from mlmh.adapters import load_adapter
 
         return load_adapter(
-            self.model_kind, self._path(), device=self.params["device"], dtype=self.params["dtype"],
+            self.model_kind, self._path(), device=resolve_device(self.params["device"], f"{self.name}:device"), dtype=self.params["dtype"],
             threads=self.params["threads"] or None, identity=self.identity(context),
             trust_remote_code=self.params["trust_remote_code"], revision=self.params["revision"] or None,
         )

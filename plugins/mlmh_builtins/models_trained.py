@@ -41,7 +41,7 @@ class TrainedModel(Model):
         Param("keep", str, "best", "checkpoint kept: best (validation's choice: highest accuracy off the unigram plateau) or last (the weights after the "
               "whole budget, as data-constrained sweeps compare them)", choices=KEEPS),
         Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled pretrained MiniLM-L6 "
-              "encoder, or a checkpoint directory; an encoder starts every kind (its MLM, the same weights as a "
+              "encoder, a checkpoint directory or a hub name (cached, or downloaded while online); an encoder starts every kind (its MLM, the same weights as a "
               "causal decoder, an encoder-decoder warm-started from it on both sides)"),
         Param("positions", str, "rotary", "position encoding of the MLM and CLM: rotary (RoFormer / GPT-NeoX "
               "layers; learns context fast) or absolute (classic BERT / GPT-2); seq2seq is BART either way",
@@ -130,6 +130,10 @@ class TrainedModel(Model):
 
         recipe, corpus = self._prepare(context)
         return f"{corpus.dataset}-{self.model_kind}-{self.params['size']}-{cache_key(recipe)}"
+
+    def checkpoints(self) -> tuple[str, ...]:
+        init = self.params["init"]
+        return (init,) if init and init != "minilm" else ()  # minilm: the bundled package (mlmh doctor)
 
     def identity(self, context: LoadContext) -> str:
         return f"{self.name}:{self.cache_name(context)}"

@@ -44,10 +44,11 @@ CARD_ROWS = (
 @click.option("--size", type=click.Choice(SIZE_CHOICES), default="tiny", show_default=True,
               help="Matched sizes: tiny ~1.2M, small ~6M, base ~27M parameters (with a full vocabulary).")
 @click.option("--init", default="", metavar="CHECKPOINT",
-              help="Fine-tune a pretrained start: a saved model directory (keeps its tokenizer) or 'minilm' (the "
-                   "bundled MiniLM-L6 encoder). An encoder starts every objective: mlm (its MLM head; fresh for "
-                   "MiniLM), clm (the same weights as a causal decoder), seq2seq (an encoder-decoder warm-started "
-                   "from it on both sides, Rothe et al. 2020).")
+              help="Fine-tune a pretrained start: a saved model directory (keeps its tokenizer), a hub name (cached, or "
+                   "downloaded while online) or 'minilm' (the bundled MiniLM-L6 encoder). An encoder starts every "
+                   "objective: mlm (its MLM head; fresh for MiniLM), clm (the same weights as a causal decoder), "
+                   "seq2seq (an encoder-decoder warm-started from it on both sides, Rothe et al. 2020); a "
+                   "decoder-only or encoder-decoder checkpoint its own (T5: span corruption through its sentinels).")
 @click.option("--max-steps", type=options.COUNT, default=None, help="Training steps (default: the size's default).")
 @click.option("--mask-schedule", type=click.Choice(MASK_SCHEDULE_CHOICES), default=None,
               help="MLM training masks: fixed = BERT (--mask-ratio of the tokens, 80/10/10; the default), "
