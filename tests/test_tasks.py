@@ -45,6 +45,10 @@ def test_authorship_verification_baseline_beats_chance(samples):
     assert result.error is None and result.n_test >= 50
     assert result.scores["auc"] > 0.85 and result.scores["c@1"] > 0.75, result.scores
     assert result.info["chance"]["auc"] == 0.5
+    # per test pair, the Brier complement: its mean is the score, and a verifier with no data scores 0.75
+    items = result.info["per_item"]["brier"]
+    assert len(items) == result.n_test and np.mean(items) == pytest.approx(result.scores["brier"])
+    assert result.info["chance"]["brier"] == 0.75
 
 
 def test_text_classification_baseline_beats_chance(samples):
@@ -55,6 +59,8 @@ def test_text_classification_baseline_beats_chance(samples):
     chance = result.info["chance"]
     assert result.scores["micro_f1"] > chance["micro_f1"] + 0.3 and result.scores["macro_f1"] > chance["macro_f1"] + 0.3, (result.scores, chance)
     assert task.run(corpus, corpus, seed=0).scores == result.scores
+    items = result.info["per_item"]["samples_f1"]  # per test text, its own F1: their mean is samples F1
+    assert len(items) == result.n_test and np.mean(items) == pytest.approx(result.scores["samples_f1"])
 
 
 def test_ner_baseline_on_discharge_summaries(samples):

@@ -85,6 +85,9 @@ class TextClassification(InputsOnly, Task):
         for row, columns in enumerate(top):
             predicted[row, columns] = 1
         scores = f1_scores(y_test, predicted)
+        # per test text, its own F1 (their mean is samples_f1): paired CIs across training sets
+        overlap, sizes = (y_test & predicted).sum(axis=1), y_test.sum(axis=1) + predicted.sum(axis=1)
+        info["per_item"] = {"samples_f1": [float(x) for x in np.where(sizes > 0, 2 * overlap / np.maximum(sizes, 1), 0.0)]}
         guesser = DummyClassifier(strategy="stratified", random_state=seed).fit(x_train, y_train)
         info["chance"] = f1_scores(y_test, np.asarray(guesser.predict(x_test)))
         info["tags"] = tags
