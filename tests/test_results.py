@@ -142,7 +142,7 @@ def test_to_pandas_gives_dataframes_or_says_how_to_get_pandas(results, monkeypat
     assert len(conditions) == 8 and conditions.query("role == 'unseen'")["bleu"].tolist() == [34.0, 30.0, 22.0, 18.0]
     assert frames["findings"].empty
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(MlmhError, match=r"^RunResults.to_pandas needs pandas: pip install pandas"):
+    with pytest.raises(MlmhError, match=r"^RunResults.to_pandas needs pandas: pip install 'mlmh\[notebook\]'"):
         typed.to_pandas()
 
 

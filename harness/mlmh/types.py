@@ -526,5 +526,5 @@ class RunResults:
         try:
             import pandas
         except ImportError:
-            raise MlmhError("RunResults.to_pandas needs pandas: pip install pandas (to_rows() needs nothing)") from None
+            raise MlmhError("RunResults.to_pandas needs pandas: pip install 'mlmh[notebook]' (to_rows() needs nothing)") from None
         return {name: pandas.DataFrame(rows) for name, rows in self.to_rows().items()}
