@@ -16,7 +16,7 @@ from mlmh.results import (as_results, best_conditions, better, format_number, fo
                           main_metrics, metric_names, roles)
 from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
-from mlmh.verdicts import caveats_of, summarise
+from mlmh.verdicts import caveats_of, never_learned, summarise
 
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
@@ -285,10 +285,16 @@ def training_section(results: RunResults) -> list[str]:
                            ("steps_run", "steps run"), ("step_kept", "step kept"),
                            ("validation_loss", "validation loss at the step kept"),
                            ("final_loss", "final training loss"), ("heldout_accuracy", "validation accuracy"),
+                           ("best_constant_accuracy", "best constant predictor's accuracy"),
                            ("unigram_baseline_accuracy", "unigram baseline accuracy")):
             if card.get(key) is not None:
                 value = card[key]
                 facts.append(f"{label} {value:.3f}" if isinstance(value, float) else f"{label} {value:,}")
+        plateau = never_learned(model_label(results, spec), model)
+        if plateau:
+            facts.append(f"**{plateau}**: no finding is decided on it")
+        elif card.get("beats_constant"):
+            facts.append("beat the best constant predictor on held-out text (off the unigram plateau)")
         if card.get("train_seconds") is not None:
             facts.append(f"trained in {card['train_seconds']:.0f} s on {card.get('device', 'cpu')}")
         lines += ["; ".join(facts) + ".", ""]

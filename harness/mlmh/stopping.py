@@ -185,6 +185,6 @@ class EarlyStopping:
         if not self.patience_tokens:
             return "budget spent (early stopping off)"
         if self.left_plateau_at is None:
-            return ("budget spent while still on the unigram plateau (validation accuracy never beat the unigram "
-                    "baseline)")
+            return ("budget spent while still on the unigram plateau (validation accuracy never beat the best constant "
+                    "predictor)")
         return "budget spent before the patience ran out"
