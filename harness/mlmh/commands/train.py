@@ -25,6 +25,8 @@ CARD_ROWS = (
     ("selection", "checkpoint chosen by"), ("validation_loss", "validation loss (kept)"),
     ("validation_accuracy", "validation accuracy (kept, training masks)"),
     ("heldout_accuracy", "validation accuracy (all-[MASK], as generation)"),
+    ("best_constant_accuracy", "best constant predictor's accuracy (same targets)"),
+    ("beats_constant", "beat the best constant predictor (off the unigram plateau)"),
     ("unigram_baseline_accuracy", "unigram baseline accuracy"), ("validation_holds", "validation data"),
     ("device", "device"), ("precision", "precision"), ("wall_seconds", "wall time (s)"), ("seconds_per_step", "s / step"),
     ("threads", "threads"), ("seed", "seed"), ("data_hash", "data sha256"),
@@ -82,7 +84,8 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     All objectives share one cased WordPiece vocabulary and see the same token blocks, so models of
     one size have matched parameter counts and a declared training budget (--budget). The checkpoint
     kept is chosen on the validation split (whole groups of the dataset, e.g. PAN authors, that no model
-    trains on): the highest validation accuracy once the model beats the unigram baseline; the test split is never read. The model is written to a temporary directory and
+    trains on): the highest validation accuracy once the model beats the best constant predictor (the
+    single token right most often on the same targets); the test split is never read. The model is written to a temporary directory and
     moved to --out only when complete; it loads with
     AutoModelForMaskedLM / AutoModelForCausalLM / AutoModelForSeq2SeqLM.from_pretrained(DIR), and
     training_card.json records data hash, budget, steps run and kept, training and validation curves,
@@ -177,6 +180,9 @@ def _print_card(card: dict[str, Any]) -> None:
             value = f"{value:.3g}"
         table.add_row(label, str(value))
     for ratio, at in (card.get("accuracy_at_ratio") or {}).items():
+        constant = at.get("best_constant_accuracy")
         table.add_row(f"accuracy at mask ratio {ratio}",
-                      f"{at['accuracy'] or 0:.4f} (unigram baseline {at['unigram_baseline_accuracy'] or 0:.4f})")
+                      f"{at['accuracy'] or 0:.4f} (unigram baseline {at['unigram_baseline_accuracy'] or 0:.4f}"
+                      + (f", best constant {constant:.4f}{'' if at.get('beats_constant') else ': not beaten'}"
+                         if constant is not None else "") + ")")
     Console().print(table)
