@@ -167,7 +167,7 @@ class Tracker(Component):
         if event.kind == "run_started" and self.library:
             check_library(self.library, self.extra)
         elif event.kind == "run_finished":
-            self.log(tracked_run(event.results, event.output_path))
+            self.log(tracked_run(event.results, event.output_path, event.model_names))
 
     def log(self, run: "TrackedRun") -> None:
         """Log a finished run: its configuration, scores, training curves, findings and files."""

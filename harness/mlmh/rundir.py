@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from mlmh.errors import DataError, MlmhError, SpecError
+from mlmh.runconfig import RunConfig
 
 RESULTS = "results.json"
 CONFIG = "config.json"
@@ -406,10 +407,8 @@ class RunDir:
             raise SpecError(f"--resume: {self.path} holds no interrupted run (no {CONFIG})")
         return _read_json(self.config, "run configuration", CONFIG_SHAPE, wrap=lambda d: d if "config" in d else {"config": d})
 
-    def saved_config(self) -> Any:
-        """The configuration the run saved (a RunConfig): what ``--resume`` and ``generate --run`` rebuild."""
-        from mlmh.config import RunConfig
-
+    def saved_config(self) -> RunConfig:
+        """The configuration the run saved: what ``--resume`` and ``generate --run`` rebuild."""
         return RunConfig.from_dict(self.read_config_record()["config"])
 
     def read_results_data(self) -> dict[str, Any]:

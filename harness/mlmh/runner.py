@@ -205,7 +205,8 @@ class Runner:
             self._stage("report", lambda: self._write(results))
         finally:
             cache.close()
-        self.bus.emit(RunFinished(output_path=str(self.out), results=results, seconds=time.time() - started))
+        self.bus.emit(RunFinished(output_path=str(self.out), results=results, seconds=time.time() - started,
+                                  model_names={model.spec: model.short_spec for model in self.plan.models}))
         return results
 
     def _stage(self, name: str, body: Callable[[], None]) -> None:

@@ -108,9 +108,12 @@ class TrackedRun:
         return "\n".join(lines)
 
 
-def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
-    """The :class:`TrackedRun` of a run's results, written in ``directory``."""
+def tracked_run(results: RunResults, directory: str | Path, model_names: dict[str, str] | None = None) -> TrackedRun:
+    """The :class:`TrackedRun` of a run's results, written in ``directory``; ``model_names`` (model spec ->
+    its short spec, as the conditions name it; :class:`mlmh.events.RunFinished` carries the run's) names the
+    curves, a model it lacks by its full spec."""
     directory = Path(directory)
+    model_names = model_names or {}
     run = TrackedRun(run_id=results.run_id or directory.name, directory=directory, config=dict(results.config))
     used: set[str] = set()
     for row in results.conditions:
@@ -139,7 +142,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss")):
             points = [(int(p["step"]), float(p["loss"])) for p in card.get(curve) or [] if p.get("loss") is not None]
             if points:
-                run.curves[f"training/{safe_name(_short_spec(spec))}/{label}"] = sorted(points)
+                run.curves[f"training/{safe_name(model_names.get(spec, spec))}/{label}"] = sorted(points)
     for finding in results.findings:
         run.findings.append(finding)
         for key in ("statistic", "ci_low", "ci_high"):
@@ -149,18 +152,6 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
     run_dir = RunDir(directory)
     run.files = [path for path in (run_dir.report, run_dir.results) if path.is_file()] + run_dir.figures()
     return run
-
-
-def _short_spec(spec: str) -> str:
-    """A model as the conditions name it (its parameters that differ from the defaults), when its plugin is
-    loaded; else its full spec."""
-    from mlmh.errors import SpecError
-    from mlmh.registry import get_registry
-
-    try:
-        return get_registry().build("model", spec).short_spec
-    except SpecError:
-        return spec
 
 
 def _add_score(scores: dict[str, float], name: str, score: Score) -> None:
