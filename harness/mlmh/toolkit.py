@@ -11,11 +11,93 @@ from __future__ import annotations
 import bisect
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
-from mlmh.adapters import MASK_MARKER, BaseAdapter, Encoding
+from mlmh.adapters import MASK_MARKER, Encoding, PrefixState, Seq2SeqEncoding
 from mlmh.params import Param
-from mlmh.types import Generation, MaskedItem, Step
+from mlmh.types import Generation, MaskedItem, MaskPlan, Step, Words
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["Adapter", "MaskedLM", "Decoder", "Seq2Seq", "Encoding", "Seq2SeqEncoding", "PrefixState", "MASK_MARKER",
+           "SAMPLING_PARAMS", "choose_tokens", "choose_at", "row_argmax", "picked", "lowest_scores", "encode_items",
+           "ItemGenerators", "item_generators", "draw_uniforms", "TraceRecorder", "ItemCounters", "build_generations",
+           "moved_here"]
+
+# -- the adapter a sampler drives ---------------------------------------------------------------------------
+# A sampler's ``generate(adapter, items)`` gets the run's adapter of one model (:mod:`mlmh.adapters` builds
+# them). These protocols are its public face, typed: what a sampler may call, and nothing else it needs.
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What every adapter offers: encoding masked items, decoding words, banned ids, counters."""
+
+    kind: str  # "mlm", "clm" or "seq2seq"
+    identity: str  # the exact weights (a path or a hash)
+    device: "torch.device"
+    mask_id: int  # the placeholder at every masked position of an encoding
+    vocab_size: int
+    banned_ids: "torch.Tensor"  # (vocab,) bool: ids a sampler must never generate
+    max_length: int  # the model's window in tokens
+    forward_passes: int
+    tokens_processed: int
+
+    @property
+    def pad_id(self) -> int: ...
+
+    @property
+    def token_table(self) -> list[str]: ...
+
+    def encode(self, words: Words, plan: MaskPlan) -> Encoding: ...
+
+    def encode_batch(self, pairs: Sequence[tuple[Words, MaskPlan]]) -> list[Encoding]: ...
+
+    def decode_words(self, token_lists: Sequence[Sequence[int]]) -> list[str]: ...
+
+    def suppress(self, logits: "torch.Tensor") -> "torch.Tensor": ...
+
+    def right_padded(self, sequences: Sequence[Sequence[int]]) -> tuple["torch.Tensor", "torch.Tensor"]: ...
+
+    def tokens_to_strings(self, ids: Sequence[int]) -> list[str]: ...
+
+    def reset_counters(self) -> None: ...
+
+
+@runtime_checkable
+class MaskedLM(Adapter, Protocol):
+    """kind "mlm": logits of every (or chosen) position of a right-padded batch, one forward pass each call."""
+
+    def batch(self, sequences: Sequence[Sequence[int]]) -> tuple["torch.Tensor", "torch.Tensor"]: ...
+
+    def logits(self, input_ids: "torch.Tensor", attention_mask: "torch.Tensor", tokens: int | None = None,
+               at: "torch.Tensor | None" = None) -> "torch.Tensor": ...
+
+
+@runtime_checkable
+class Decoder(Adapter, Protocol):
+    """kinds "clm" and "seq2seq": next-token logits of growing prefixes, with a KV cache when asked."""
+
+    supports_holes: bool  # whether rows may carry padding holes in the middle
+
+    def new_state(self, rows: int, use_cache: bool) -> PrefixState: ...
+
+    def next_logits(self, chunks: Sequence[Sequence[int]], state: PrefixState, rows: Sequence[int]) -> "torch.Tensor": ...
+
+
+@runtime_checkable
+class Seq2Seq(Decoder, Protocol):
+    """kind "seq2seq": the encoder reads the sources once, the decoder writes the targets."""
+
+    style: str  # "sentinel" (T5) or "mask" (BART)
+
+    def sentinel_id(self, k: int) -> int: ...
+
+    def encode_sources(self, sources: Sequence[Sequence[int]]) -> None: ...
+
+
+# -- token choice, random streams, traces, generations ------------------------------------------------------
 
 SAMPLING_PARAMS: tuple[Param, ...] = (
     Param("temperature", float, 0.0, "0 = greedy (argmax); > 0 samples from softmax(logits / temperature)", min=0.0),
@@ -24,7 +106,8 @@ SAMPLING_PARAMS: tuple[Param, ...] = (
 )
 
 
-def choose_tokens(logits: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
+def choose_tokens(logits: "torch.Tensor", uniforms: "torch.Tensor | None", temperature: float, top_k: int,
+                  top_p: float) -> tuple["torch.Tensor", "torch.Tensor"]:
     """Pick one token per row of ``logits`` (n, vocab); returns (ids, probability of each pick).
 
     Greedy when ``temperature`` is 0 (``uniforms`` unused, may be None); otherwise inverse-CDF sampling with the
@@ -69,7 +152,8 @@ _SMALL_CHOICE = 1 << 17
 CHOICE_CHUNK = 256
 
 
-def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, top_k: int, top_p: float) -> tuple[Any, Any]:
+def choose_at(flat_logits: "torch.Tensor", index: "torch.Tensor | Sequence[int]", uniforms: "torch.Tensor | None",
+              temperature: float, top_k: int, top_p: float) -> tuple["torch.Tensor", "torch.Tensor"]:
     """:func:`choose_tokens` on rows ``index`` (ascending, unique; a tensor, a list or a range) of ``flat_logits``
     (rows, vocab), a chunk at a time; a contiguous run of rows is read in place.
 
@@ -79,7 +163,7 @@ def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, t
     """
     import torch
 
-    def rows(part: Any) -> Any:
+    def rows(part: "torch.Tensor | Sequence[int]") -> "torch.Tensor":
         first, last = (int(v) for v in ((part[0], part[-1]) if isinstance(part, (list, range)) else part[[0, -1]].tolist()))
         if last - first + 1 == len(part):  # ascending and unique: a contiguous run, no copy
             return flat_logits[first:last + 1]
@@ -87,7 +171,7 @@ def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, t
             part = torch.as_tensor(part, dtype=torch.long)
         return flat_logits.index_select(0, part.to(flat_logits.device))
 
-    def draws(start: int) -> Any:
+    def draws(start: int) -> "torch.Tensor | None":
         return None if uniforms is None else uniforms[start:start + CHOICE_CHUNK]
 
     if len(index) == 0:
@@ -99,7 +183,7 @@ def choose_at(flat_logits: Any, index: Any, uniforms: Any, temperature: float, t
     return torch.cat([ids for ids, _ in parts]), torch.cat([probs for _, probs in parts])
 
 
-def row_argmax(values: Any) -> Any:
+def row_argmax(values: "torch.Tensor") -> "torch.Tensor":
     """Index of the first maximum of every row of a 2-D tensor (as ``values.max(dim=-1).indices``).
 
     On the CPU numpy's vectorised argmax is about ten times faster than torch's indexed reduction.
@@ -112,7 +196,7 @@ def row_argmax(values: Any) -> Any:
     return torch.from_numpy(np.argmax(values.numpy(), axis=-1).astype(np.int64, copy=False))
 
 
-def picked(values: Any, ids: Any) -> Any:
+def picked(values: "torch.Tensor", ids: "torch.Tensor") -> "torch.Tensor":
     """``values[i, ids[i]]`` for every row i of a 2-D tensor (numpy's indexing on the CPU: one cheap call)."""
     import numpy as np
     import torch
@@ -122,7 +206,7 @@ def picked(values: Any, ids: Any) -> Any:
     return torch.from_numpy(values.numpy()[np.arange(len(ids)), ids.numpy()])
 
 
-def lowest_scores(scores: Any, count: Any) -> Any:
+def lowest_scores(scores: "torch.Tensor", count: "torch.Tensor") -> "torch.Tensor":
     """Boolean mask of the ``count[r]`` lowest scores of each row (ties: leftmost first): the positions
     confidence-ordered samplers (mask-predict, MaskGIT, LLaDA, MDLM) commit or re-mask."""
     import torch
@@ -133,7 +217,7 @@ def lowest_scores(scores: Any, count: Any) -> Any:
     return ranks < count.unsqueeze(1)
 
 
-def encode_items(adapter: BaseAdapter, items: Sequence[MaskedItem]) -> list[Encoding]:
+def encode_items(adapter: Adapter, items: Sequence[MaskedItem]) -> list[Encoding]:
     """The items' encodings, in one batched tokenizer call when the adapter offers it."""
     if hasattr(adapter, "encode_batch"):
         return adapter.encode_batch([(item.words, item.plan) for item in items])
@@ -149,12 +233,12 @@ class ItemGenerators:
 
     def __init__(self, seeds: Sequence[int]) -> None:
         self.seeds = [int(seed) % (2**63) for seed in seeds]
-        self._made: dict[int, Any] = {}
+        self._made: dict[int, "torch.Generator"] = {}
 
     def __len__(self) -> int:
         return len(self.seeds)
 
-    def __getitem__(self, item: int) -> Any:
+    def __getitem__(self, item: int) -> "torch.Generator":
         generator = self._made.get(item)
         if generator is None:
             import torch
@@ -168,7 +252,8 @@ def item_generators(items: Sequence[MaskedItem]) -> ItemGenerators:
     return ItemGenerators([item.seed for item in items])
 
 
-def draw_uniforms(generators: Sequence[Any], rows: Sequence[int], counts: Sequence[int], needed: bool) -> Any:
+def draw_uniforms(generators: "Sequence[torch.Generator] | ItemGenerators", rows: Sequence[int], counts: Sequence[int],
+                  needed: bool) -> "torch.Tensor | None":
     """Uniforms for ``counts[i]`` picks of item ``rows[i]``, drawn from that item's generator; None when
     not ``needed`` (greedy choice draws nothing)."""
     import torch
@@ -214,7 +299,7 @@ class TraceRecorder:
         event = events[-1]
         return [(event[0], event[2])] if len(event) == 3 else list(zip(event[0], event[2]))
 
-    def steps(self, item: int, adapter: BaseAdapter) -> list[Step]:
+    def steps(self, item: int, adapter: Adapter) -> list[Step]:
         """The item's Steps. Token strings are updated in place and copied per step (a C-level list
         copy), so a long trace costs O(changes) Python work rather than O(steps x length)."""
         ids = list(self.initial[item])
@@ -280,7 +365,7 @@ class ItemCounters:
 
 
 def build_generations(
-    adapter: BaseAdapter,
+    adapter: Adapter,
     sampler_spec: str,
     items: Sequence[MaskedItem],
     encodings: Sequence[Encoding],

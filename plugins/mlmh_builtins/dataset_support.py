@@ -13,13 +13,16 @@ import gzip
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from mlmh.errors import DataError
 from mlmh.params import Param
 from mlmh.types import Document, EntitySpan
+
+if TYPE_CHECKING:
+    from mlmh.doctor import CheckResult
 
 #: What ``Corpus.source`` says when no path was given, so the runner can print one honest line.
 BUNDLED_SOURCE = "bundled sample (synthetic, written by the project)"
@@ -207,16 +210,12 @@ BUNDLED_FILES = {
 }
 
 
-def _register_doctor_check() -> None:
-    from mlmh.doctor import CheckResult, check
+def bundled_samples_check() -> "CheckResult":
+    """Doctor check: every bundled sample ships its files (registered by :mod:`mlmh_builtins.datasets_pan`)."""
+    from mlmh.doctor import CheckResult
 
-    @check("bundled samples")
-    def _bundled_samples() -> CheckResult:
-        root = Path(str(resources.files("mlmh_builtins").joinpath("data")))
-        missing = [f"{name}/{item}" for name, items in BUNDLED_FILES.items() for item in items if not (root / name / item).exists()]
-        if missing:
-            return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh_builtins/data)")
-        return CheckResult("bundled samples", True, f"{', '.join(BUNDLED_FILES)} under {root}")
-
-
-_register_doctor_check()
+    root = Path(str(resources.files("mlmh_builtins").joinpath("data")))
+    missing = [f"{name}/{item}" for name, items in BUNDLED_FILES.items() for item in items if not (root / name / item).exists()]
+    if missing:
+        return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh_builtins/data)")
+    return CheckResult("bundled samples", True, f"{', '.join(BUNDLED_FILES)} under {root}")
