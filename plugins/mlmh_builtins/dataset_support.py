@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import csv
 import gzip
-import json
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from mlmh.errors import DataError
+from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
 from mlmh.types import Document, EntitySpan
 
@@ -96,20 +96,6 @@ def read_text(path: Path) -> str:
 def _decode_error(path: Path, line: int, offset: int, exc: UnicodeDecodeError) -> DataError:
     bad = exc.object[exc.start:exc.end].hex(" ")
     return DataError(f"{path}:{line}: not valid UTF-8 (byte {offset}: {bad}); re-save the file as UTF-8")
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; bad JSON or bad UTF-8 names the file and line."""
-    for number, line in enumerate(text_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(value, dict):
-            raise DataError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
-        yield number, value
 
 
 def check_span(text: str, start: Any, end: Any, where: str) -> tuple[int, int]:

@@ -22,13 +22,13 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
+from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
 from mlmh_builtins.dataset_support import (
     ENTITIES_FILE,
     attach_entity_file,
     bundled_samples_check,
     data_root,
-    read_jsonl,
     require_file,
     seeded_permutation,
     seeded_test_set,
