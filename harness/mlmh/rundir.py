@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
@@ -487,3 +488,18 @@ class RunDir:
     def write_results(self, results: Any) -> Path:
         """results.json: the serialisation (``to_dict``) of a RunResults, the last file a run writes."""
         return self.write_json(self.results, results.to_dict())
+
+
+def new_run_path(preset: str, root: str | Path = "runs") -> Path:
+    """Where a new run of ``preset`` lives when no path is given: ``runs/<UTC timestamp>-<preset>``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return Path(root) / f"{stamp}-{preset}"
+
+
+def latest_unfinished(preset: str, root: str | Path = "runs") -> Path | None:
+    """The newest unfinished run directory of ``preset`` (what ``--resume`` picks without a path)."""
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    runs = sorted(p for p in root.glob(f"*-{preset}") if RunDir(p).unfinished)
+    return runs[-1] if runs else None
