@@ -31,7 +31,7 @@ def test_the_docstring_examples_run(tmp_path, monkeypatch):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = [t for t in finder.find(api) if t.examples]
-    assert {t.name.rsplit(".", 1)[1] for t in tests} == {"evaluate", "generate", "generate_from_dataset"}
+    assert {t.name.rsplit(".", 1)[1] for t in tests} == {"evaluate", "generate", "generate_from_dataset", "compare"}
     for test in tests:
         runner.run(test)
     summary = runner.summarize(verbose=False)

@@ -207,7 +207,7 @@ def test_a_file_that_is_not_what_its_extension_says(tmp_path):
     path = write(tmp_path / "a.parquet", csv_text)
     assert load_error("text", path).startswith(f"{path}: not a parquet file (")
     path = write(tmp_path / "b.jsonl", csv_text)
-    assert load_error("text", path) == f"{path}:1: not valid JSON (Expecting value)"
+    assert load_error("text", path) == f"{path}:1: invalid JSON: Expecting value at column 1"
     path = write(tmp_path / "c.csv", b"PAR1\x15\x04\x15\x80\xff\x00binary")
     assert load_error("text", path).startswith(f"{path}:1: not valid UTF-8")
     (tmp_path / "saved").mkdir()

@@ -123,6 +123,17 @@ def check_trackers(module, tmp_path):
     assert sorted(unseen.values()) == sorted(row.unseen.metrics["word-match"].value for row in results.conditions)
 
 
+def check_checks(module, tmp_path, monkeypatch):
+    from mlmh.doctor import run_checks
+
+    monkeypatch.setenv("LAB_CORPUS", str(tmp_path))
+    assert [r for r in run_checks() if r.name == "lab corpus"] == [module.CheckResult("lab corpus", True, str(tmp_path))]
+    monkeypatch.setenv("LAB_CORPUS", str(tmp_path / "missing"))
+    (result,) = [r for r in run_checks() if r.name == "lab corpus"]
+    assert not result.ok and result.fix == "export LAB_CORPUS=/path/to/corpus"
+    assert {"bundled samples", "pos/ner tagger", "BERTScore model"} <= {r.name for r in run_checks()}  # builtins' hooks
+
+
 def check_run_event(module):
     EventBus().emit(Message(text="hi"))
     assert module.SEEN == ["message"]
@@ -137,6 +148,7 @@ CHECKS = {
     "register_tasks": check_tasks,
     "register_presets": check_presets,
     "register_commands": check_commands,
+    "register_checks": check_checks,
     "register_trackers": check_trackers,
     "mlmh_run_event": check_run_event,
 }

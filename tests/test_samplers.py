@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mlmh.adapters import load_adapter
 from mlmh.errors import SpecError
 from mlmh.generation import generate, prepare_items
-from mlmh_builtins.samplers_common import TraceRecorder, choose_at, choose_tokens
+from mlmh.toolkit import TraceRecorder, choose_at, choose_tokens
 from mlmh_builtins.samplers_mlm import MaskedBatch
 from mlmh.readout import full_passes_only, reader_of
 from mlmh.registry import get_registry
@@ -206,7 +206,7 @@ def test_choose_tokens_greedy_top_k_top_p():
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_choosing_in_chunks_or_in_place_equals_choosing_gathered_rows(temperature, monkeypatch):
-    import mlmh_builtins.samplers_common as common
+    import mlmh.toolkit as common
 
     generator = torch.Generator().manual_seed(0)
     flat = torch.randn(40, 50, generator=generator)

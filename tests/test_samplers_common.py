@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import torch
 
-from mlmh_builtins import samplers_common, samplers_diffusion, samplers_mlm
+from mlmh import toolkit
+from mlmh_builtins import samplers_diffusion, samplers_mlm
 
 
 def test_lowest_scores_marks_count_lowest_per_row_leftmost_on_ties():
     scores = torch.tensor([[0.5, 0.1, 0.9, 0.1], [3.0, 2.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
-    picked = samplers_common.lowest_scores(scores, torch.tensor([2, 1, 3]))
+    picked = toolkit.lowest_scores(scores, torch.tensor([2, 1, 3]))
     assert picked.tolist() == [[False, True, False, True], [False, False, False, True], [True, True, True, False]]
-    assert not samplers_common.lowest_scores(scores, torch.tensor([0, 0, 0])).any()
-    assert samplers_common.lowest_scores(scores, torch.tensor([4, 4, 4])).all()
+    assert not toolkit.lowest_scores(scores, torch.tensor([0, 0, 0])).any()
+    assert toolkit.lowest_scores(scores, torch.tensor([4, 4, 4])).all()
 
 
 def test_mlm_and_diffusion_samplers_use_the_shared_helper():
-    assert samplers_mlm.lowest_scores is samplers_common.lowest_scores
-    assert samplers_diffusion.lowest_scores is samplers_common.lowest_scores
+    assert samplers_mlm.lowest_scores is toolkit.lowest_scores
+    assert samplers_diffusion.lowest_scores is toolkit.lowest_scores
     assert not hasattr(samplers_mlm, "_lowest")

@@ -124,12 +124,12 @@ def test_unknown_dataset_and_existing_out(tmp_path, capsys):
 
 
 def test_failure_during_training_leaves_no_output(tmp_path, capsys, monkeypatch):
-    from mlmh import training
+    from mlmh import training_validation
 
     def broken_step(*args, **kwargs):
         raise RuntimeError("simulated crash")
 
-    monkeypatch.setattr(training, "evaluate", broken_step)  # after the training steps, before saving
+    monkeypatch.setattr(training_validation, "evaluate", broken_step)  # after the training steps, before saving
     code, _, err = run(capsys, "--dataset", "made-up", "--objective", "clm", "--max-steps", "1", "--threads", "1",
                        "--out", str(tmp_path / "m"))
     assert code == 1 and "simulated crash" in err

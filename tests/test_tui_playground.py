@@ -237,3 +237,27 @@ async def test_sampler_choices_follow_the_plan_rules(monkeypatch):
         assert "echo-any" in options[0] and "echo-any" in options[1]  # no model kinds: any model
         assert "one-shot" in options[0] and "one-shot" not in options[1]
         assert (selects[0].value, selects[1].value) == ("one-shot", "clm-infill")
+
+
+async def test_the_playground_generates_through_mlmh_api(specs, monkeypatch):
+    """The playground's run is mlmh.api.compare: swapped out, the API is what the screen reaches, with the
+    screen's text, sides and masking, and what it returns is what the traces show."""
+    from mlmh import api
+
+    real_compare = api.compare
+    calls: list[dict] = []
+
+    def compare(text, sides, **kwargs):
+        calls.append({"text": text, "sides": list(sides), "masking": kwargs["masking"], "seed": kwargs["seed"]})
+        return real_compare(text, sides, **kwargs)
+
+    monkeypatch.setattr(api, "compare", compare)
+    app = create_app(models=specs, text=TEXT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        traces = await wait_for_traces(pilot, screen)
+        assert len(calls) == 1 and calls[0]["text"] == TEXT
+        assert [model for model, _ in calls[0]["sides"]] == specs
+        assert [sampler.split(":")[0] for _, sampler in calls[0]["sides"]] == ["mask-predict", "clm-infill"]
+        assert [t.generation.model for t in traces] == [g.model for g in real_compare(
+            TEXT, calls[0]["sides"], masking=calls[0]["masking"], seed=calls[0]["seed"])]

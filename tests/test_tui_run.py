@@ -112,3 +112,38 @@ async def test_cancel_a_running_preset(preset):
         await wait_until(pilot, lambda: not screen.running, 120, "the run to stop")
         assert "cancelled" in str(screen.query_one("#run-status").render())
         assert not screen.query_one("#run-start").disabled and screen.query_one("#run-cancel").disabled
+
+
+async def test_the_run_screen_runs_through_mlmh_api(preset, monkeypatch, tmp_path):
+    """The screen plans, places and runs through mlmh.api, the path of mlmh eval: swapped out, the API
+    is what the screen reaches, with the TUI's overrides, the plan it checked and its listener."""
+    from mlmh import api
+    from mlmh.events import RunFinished, RunStarted
+
+    calls: list[tuple] = []
+    real_plan = api.plan
+
+    def plan(preset_name, overrides=None, **kwargs):
+        calls.append(("plan", preset_name, dict(overrides or {})))
+        return real_plan(preset_name, overrides, **kwargs)
+
+    def run_directory(config, output_path, **kwargs):
+        calls.append(("run_directory", config.preset, output_path))
+        return tmp_path / "placed-by-api"
+
+    def run(config, out, *, progress=None, cancel=None, plan=None, **kwargs):
+        calls.append(("run", out, plan is not None and plan.config is config, cancel is not None))
+        progress(RunStarted(output_path=str(out), n_conditions=len(plan.conditions)))
+        progress(RunFinished(output_path=str(out)))
+
+    monkeypatch.setattr(api, "plan", plan)
+    monkeypatch.setattr(api, "run_directory", run_directory)
+    monkeypatch.setattr(api, "run", run)
+    app = create_app(preset=preset)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: calls and calls[-1][0] == "run" and not screen.running, 30, "the API's run")
+        assert calls == [("plan", preset, {"log_samples": True}), ("run_directory", "tiny", None),
+                         ("run", tmp_path / "placed-by-api", True, True)]
+        assert screen.output_path == str(tmp_path / "placed-by-api")
+        assert str(screen.query_one("#run-status").render()).startswith("finished")

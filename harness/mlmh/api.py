@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
+    from mlmh.components import Model
     from mlmh.executors import Executor
+    from mlmh.toolkit import Adapter
     from mlmh.config import RunConfig
     from mlmh.events import Listener
     from mlmh.plan import RunPlan
@@ -84,7 +86,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     from mlmh.config import resolve
     from mlmh.plan import build_plan
     from mlmh.registry import get_registry
-    from mlmh.runner import saved_config
+    from mlmh.rundir import RunDir
 
     overrides = dict(overrides or {})
     if resume and output_path and not preset:  # the run directory knows its own configuration
@@ -92,7 +94,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v]
         if given:
             raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
-        return build_plan(saved_config(output_path))
+        return build_plan(RunDir(output_path).saved_config())
     if not preset:
         names = ", ".join(get_registry().names("preset"))
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
@@ -109,17 +111,17 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
 
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:
     """Where the run writes: ``output_path``; else, resuming, the newest unfinished run of the preset;
-    else a new ``runs/<timestamp>-<preset>/``."""
-    from mlmh.runner import default_output_path, latest_run
+    else a new ``runs/<timestamp>-<preset>/`` (the names are :mod:`mlmh.rundir`'s)."""
+    from mlmh.rundir import latest_unfinished, new_run_path
 
     if output_path:
         return Path(output_path)
     if resume:
-        found = latest_run(config.preset)
+        found = latest_unfinished(config.preset)
         if found is None:
             raise SpecError(f"--resume: no unfinished run of preset '{config.preset}' under runs/; pass --output-path")
         return found
-    return default_output_path(config.preset)
+    return new_run_path(config.preset)
 
 
 def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
@@ -194,6 +196,55 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
     documents = (corpus.split("test") or corpus.documents)[:limit]
     return _regenerate(built, documents, dataset=dataset, data=data, corpus=corpus, seed=seed, batch_size=batch_size,
                        progress=progress)
+
+
+def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "random:ratio=0.15", seed: int = 0,
+            dataset: str = TEXT_TRAINING_DATASET, load: "Callable[[Model], Adapter] | None" = None,
+            on_generation: "Callable[[int, Generation], None] | None" = None,
+            cancel: threading.Event | None = None) -> list["Generation"]:
+    """Mask ``text`` once and let each ``(model, sampler)`` spec pair of ``sides`` regenerate the same masked
+    words, in order, as the TUI playground does; ``on_generation(side, generation)`` hears each as it ends.
+
+    ``load(model)`` returns a built model's adapter (default: the model loads, a trained-* one training on
+    ``dataset``); the playground's keeps models between calls and shows their training. A set ``cancel``
+    stops before the next side (:class:`mlmh.runner.RunCancelled`).
+
+    >>> import mlmh.api
+    >>> left, right = mlmh.api.compare("The cat sat on the mat and looked at the door.",
+    ...                                [("trained-mlm:size=tiny,max_steps=3", "one-shot"),
+    ...                                 ("trained-clm:size=tiny,max_steps=3", "clm-infill")],
+    ...                                masking="random:ratio=0.3", seed=1)
+    >>> left.masked_words == right.masked_words, left.model_kind, right.model_kind
+    (True, 'mlm', 'clm')
+    """
+    from mlmh.components import LoadContext
+    from mlmh.generation import generate as run_generation, prepare_items
+    from mlmh.registry import get_registry
+    from mlmh.runner import RunCancelled
+    from mlmh.types import Document
+
+    if not text.strip():
+        raise SpecError("the text is empty: type or pick a text first")
+    registry = get_registry()
+    built_masking = registry.build("masking", masking)
+    samplers = [registry.build("sampler", sampler) for _, sampler in sides]
+    items = prepare_items([Document(id="playground", text=text, split="test")], built_masking, seed=seed)
+    if not items or not items[0].plan.word_indices:
+        raise SpecError(f"masking '{built_masking.short_spec}' hid no word of this text; raise the ratio or pick "
+                        "another masking")
+    load = load or (lambda model: model.load(LoadContext(dataset=dataset)))
+    results: list[Generation] = []
+    for index, ((model_spec, _), sampler) in enumerate(zip(sides, samplers)):
+        if cancel is not None and cancel.is_set():
+            raise RunCancelled("regeneration cancelled")
+        adapter = load(registry.build("model", model_spec))
+        if cancel is not None and cancel.is_set():
+            raise RunCancelled("regeneration cancelled")
+        generation = run_generation(adapter, sampler, items)[0]
+        results.append(generation)
+        if on_generation is not None:
+            on_generation(index, generation)
+    return results
 
 
 def _components(model: str, masking: str, sampler: str | None) -> tuple[Any, Any, Any]:

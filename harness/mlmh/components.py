@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mlmh.events import RunEvent
+    from mlmh.toolkit import Adapter
     from mlmh.tracking import TrackedRun
     from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, Words
 
@@ -54,8 +55,9 @@ class Model(Component):
         """A stable string naming exactly these weights (path + revision or training hash)."""
         return self.spec
 
-    def load(self, context: LoadContext) -> Any:
-        """Return the adapter of :mod:`mlmh.adapters` matching ``model_kind``."""
+    def load(self, context: LoadContext) -> "Adapter":
+        """Return the adapter of :mod:`mlmh.adapters` matching ``model_kind`` (typed for plugins:
+        :class:`mlmh.toolkit.Adapter`)."""
         raise NotImplementedError
 
     def training_card(self, context: LoadContext) -> dict[str, Any]:
@@ -74,7 +76,9 @@ class Sampler(Component):
     kind: ClassVar[str] = "sampler"
     model_kinds: ClassVar[frozenset[str]] = frozenset()
 
-    def generate(self, adapter: Any, items: Sequence["MaskedItem"]) -> list["Generation"]:
+    def generate(self, adapter: "Adapter", items: Sequence["MaskedItem"]) -> list["Generation"]:
+        """The items' generations; ``adapter`` is one of :mod:`mlmh.toolkit`'s protocols by its ``kind``
+        (:class:`~mlmh.toolkit.MaskedLM`, :class:`~mlmh.toolkit.Decoder`, :class:`~mlmh.toolkit.Seq2Seq`)."""
         raise NotImplementedError
 
 

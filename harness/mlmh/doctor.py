@@ -1,8 +1,9 @@
 """Readiness checks for ``mlmh doctor``: each says what it found and, when not ready, the fix.
 
-Other modules add checks with :func:`check` when imported: the core modules of :data:`CHECK_MODULES`,
-and every plugin (builtin or not) as the plugin manager loads it, so the doctor names no plugin module
-and a plugin that replaces a builtin brings its own checks. ``mlmh doctor --fix`` runs the fixers that exist.
+The core modules of :data:`CHECK_MODULES` add checks with :func:`check` when imported; every plugin,
+builtin or not, registers its own through the ``register_checks`` hook, so the doctor names no plugin
+module and a plugin that replaces a builtin brings its own checks. ``mlmh doctor --fix`` runs the fixers
+that exist.
 """
 
 from __future__ import annotations
@@ -97,20 +98,34 @@ def _cache() -> CheckResult:
     return CheckResult("cache", True, f"{root} ({n} trained model(s) cached)")
 
 
-def _load_check_modules() -> None:
+def _all_checks() -> list[Check]:
+    """The core's checks, then each plugin's (``register_checks``) in plugin order; a plugin whose hook
+    raises is a failed check naming it, and the others still register."""
     import importlib
 
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugin_manager import get_plugin_manager, plugin_label
 
     for name in CHECK_MODULES:
         importlib.import_module(name)
-    get_plugin_manager()  # imports every plugin module: their checks register as they load
+    manager = get_plugin_manager()  # loads every plugin: one that still uses @check adds to CHECKS as it loads
+    found = list(CHECKS)
+    for impl in manager.hook.register_checks.get_hookimpls():
+        def register(name: str, run: Callable[[], CheckResult], fixer: Callable[[], str] | None = None) -> None:
+            found.append(Check(name, run, fixer))
+
+        label = plugin_label(impl.plugin_name)
+        try:
+            impl.function(register=register)
+        except Exception as exc:
+            failed = CheckResult(f"plugin {label}", False,
+                                 f"plugin '{label}' failed in register_checks: {type(exc).__name__}: {exc}")
+            found.append(Check(failed.name, lambda failed=failed: failed))
+    return found
 
 
 def run_checks() -> list[CheckResult]:
-    _load_check_modules()
     out = []
-    for c in CHECKS:
+    for c in _all_checks():
         try:
             out.append(c.run())
         except Exception as exc:  # a check must never crash the doctor
@@ -119,9 +134,8 @@ def run_checks() -> list[CheckResult]:
 
 
 def run_fixes() -> list[str]:
-    _load_check_modules()
     messages = []
-    for c in CHECKS:
+    for c in _all_checks():
         if c.fixer is None:
             continue
         result = c.run()

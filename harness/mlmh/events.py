@@ -107,10 +107,26 @@ class EventBus:
         for listener in self.listeners:
             listener(event)
         if self.plugins:
-            from mlmh.plugin_manager import emit_event
-
-            emit_event(event)
+            _notify_plugins(event)
         for tracker in self.trackers:
             notify(f"tracker '{tracker.short_spec}'", tracker.observe, event, self._failed_trackers)
 
     __call__ = emit
+
+
+#: the plugin manager whose observers were told, and those of them already reported as failing in this run
+_failed_observers: tuple[object, set[str]] = (None, set())
+
+
+def _notify_plugins(event: RunEvent) -> None:
+    """Send a run event to every plugin implementing ``mlmh_run_event``, each by the observers' rule
+    (:func:`notify`: one that raises is reported once per run and the run goes on)."""
+    global _failed_observers
+    from mlmh.plugin_manager import get_plugin_manager, plugin_label
+
+    pm = get_plugin_manager()
+    if _failed_observers[0] is not pm or event.kind == "run_started":
+        _failed_observers = (pm, set())
+    for impl in pm.hook.mlmh_run_event.get_hookimpls():
+        notify(f"observer plugin '{plugin_label(impl.plugin_name)}'", lambda e, f=impl.function: f(event=e), event,
+               _failed_observers[1])

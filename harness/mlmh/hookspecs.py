@@ -50,6 +50,11 @@ def register_presets(register):
 
 
 @hookspec
+def register_checks(register):
+    """Register readiness checks for ``mlmh doctor``: ``register(name, run, fixer=None)`` (see :mod:`mlmh.doctor`)."""
+
+
+@hookspec
 def register_commands(cli):
     """Add click commands to the ``mlmh`` command group: ``@cli.command() def hello(): ...``."""
 

@@ -3,9 +3,8 @@
 A cached sample is only as good as the code that made it. The identity of a component is its
 distribution's name and version plus a hash of the source of its module *and every module of the same
 top-level package that module reaches through its globals* (what it imports, transitively). So editing
-a sampler's module, or a helper module it imports (``samplers_common``, ``adapters``), changes the
-identity, while editing an unrelated plugin does not. Modules without readable source (compiled,
-frozen) contribute their version only.
+a sampler's module, or a helper module it imports, changes the identity, while editing an unrelated
+plugin does not. Modules without readable source (compiled, frozen) contribute their version only.
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 #: engine modules every generation passes through, whatever the sampler imports
-ENGINE_MODULES = ("mlmh.generation", "mlmh.words", "mlmh.types", "mlmh.adapters")
+#: (the sampler toolkit too: a builtin or third-party sampler's package does not reach it, being another's)
+ENGINE_MODULES = ("mlmh.generation", "mlmh.words", "mlmh.types", "mlmh.adapters", "mlmh.toolkit")
 
 
 def implementation_id(component: Any) -> str:

@@ -1,4 +1,4 @@
-"""The run plan: a :class:`~mlmh.config.RunConfig` resolved once into built components, conditions and
+"""The run plan: a :class:`~mlmh.runconfig.RunConfig` resolved once into built components, conditions and
 work units, so the runner, the executors, ``mlmh generate``, the TUI and the bench all run the same thing.
 
 This is the only module on the run path that asks the registry for components, and it owns the rules
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
-    from mlmh.config import RunConfig
+    from mlmh.runconfig import RunConfig
     from mlmh.types import Corpus, MaskedItem
 
 #: the sampler a model kind gets when none is named (``mlmh generate``, the TUI playground)

@@ -32,7 +32,6 @@ _entry_plugins: dict[str, Any] | None = None  # registered name -> plugin (None:
 _entry_rows: list[tuple[bool, str, str, str | None, str]] | None = None  # what _entry_plugins may load
 load_errors: list[str] = []
 _DIST_OF: dict[str, tuple[str, str | None]] = {}  # registered plugin name -> (distribution, version)
-_failed_observers: set[str] = set()  # observers already reported as failing in this run
 
 
 def _normal(name: str) -> str:
@@ -64,6 +63,11 @@ def get_plugin_manager() -> pluggy.PluginManager:
     return _pm
 
 
+def current_manager() -> pluggy.PluginManager | None:
+    """The process-wide plugin manager if one was created since the last :func:`reset`, else None."""
+    return _pm
+
+
 def get_command_manager() -> pluggy.PluginManager:
     """A manager of the entry-point plugins alone: what ``register_commands`` is called on."""
     global _command_pm
@@ -76,14 +80,11 @@ def get_command_manager() -> pluggy.PluginManager:
 
 
 def reset() -> None:
-    """Forget the managers and registry (tests, or after installing a plugin in-process)."""
+    """Forget the managers (tests, or after installing a plugin in-process); the registry, built from the
+    manager it was given, is built again from the next one (:func:`mlmh.registry.get_registry`)."""
     global _pm, _command_pm, _entry_plugins, _entry_rows
     _pm = _command_pm = _entry_plugins = _entry_rows = None
     load_errors.clear()
-    _failed_observers.clear()
-    from mlmh import registry
-
-    registry.reset()
 
 
 def registered_by_hand() -> list[tuple[str, Any]]:
@@ -272,15 +273,3 @@ def describe_plugins() -> list[dict[str, Any]]:
         out.append(entry)
     return sorted(out, key=lambda e: (not e.get("builtin", False), e["name"]))
 
-
-def emit_event(event: Any) -> None:
-    """Send a run event to every plugin implementing ``mlmh_run_event``, each by the observers' rule
-    (:func:`mlmh.events.notify`: one that raises is reported once per run and the run goes on)."""
-    from mlmh.events import notify
-
-    if getattr(event, "kind", None) == "run_started":
-        _failed_observers.clear()
-    pm = get_plugin_manager()
-    for impl in pm.hook.mlmh_run_event.get_hookimpls():
-        notify(f"observer plugin '{plugin_label(impl.plugin_name)}'", lambda e, f=impl.function: f(event=e), event,
-               _failed_observers)

@@ -14,6 +14,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pluggy
+
 from mlmh.components import KINDS, Preset
 from mlmh.errors import SpecError
 from mlmh.params import parse_spec, unknown_message
@@ -34,7 +36,11 @@ _registry: "Registry | None" = None
 
 
 class Registry:
+    """The components of one plugin manager's plugins, loaded kind by kind on first use."""
+
     def __init__(self) -> None:
+        #: the plugin manager the loaded kinds came from (set on first use)
+        self.manager: pluggy.PluginManager | None = None
         self._items: dict[str, dict[str, Any]] = {k: {} for k in HOOK_OF_KIND}
         self._owner: dict[tuple[str, str], str] = {}
         #: (kind, name) -> the plugin whose component a ``replace=True`` registration took the name from
@@ -49,7 +55,9 @@ class Registry:
             return
         from mlmh.plugin_manager import get_plugin_manager, load_errors, plugin_label
 
-        pm = get_plugin_manager()
+        if self.manager is None:
+            self.manager = get_plugin_manager()
+        pm = self.manager
         for msg in load_errors:
             if msg not in self.errors:
                 self.errors.append(msg)
@@ -147,8 +155,12 @@ def _make_preset(name: Any, source: Any, owner: str) -> Preset:
 
 
 def get_registry() -> Registry:
+    """The registry of the process's plugin manager: after :func:`mlmh.plugin_manager.reset` the next
+    manager gets a new registry."""
     global _registry
-    if _registry is None:
+    from mlmh.plugin_manager import current_manager
+
+    if _registry is None or _registry.manager not in (None, current_manager()):
         _registry = Registry()
     return _registry
 

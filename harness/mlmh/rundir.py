@@ -20,10 +20,12 @@ import contextlib
 import json
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from mlmh.errors import DataError, MlmhError, SpecError
+from mlmh.runconfig import RunConfig
 
 #: where ``mlmh eval`` puts a new run by default, relative to the working directory
 RUNS_ROOT = "runs"
@@ -419,10 +421,8 @@ class RunDir:
             raise SpecError(f"--resume: {self.path} holds no interrupted run (no {CONFIG})")
         return _read_json(self.config, "run configuration", CONFIG_SHAPE, wrap=lambda d: d if "config" in d else {"config": d})
 
-    def saved_config(self) -> Any:
-        """The configuration the run saved (a RunConfig): what ``--resume`` and ``generate --run`` rebuild."""
-        from mlmh.config import RunConfig
-
+    def saved_config(self) -> RunConfig:
+        """The configuration the run saved: what ``--resume`` and ``generate --run`` rebuild."""
         return RunConfig.from_dict(self.read_config_record()["config"])
 
     def read_results_data(self) -> dict[str, Any]:
@@ -501,3 +501,18 @@ class RunDir:
     def write_results(self, results: Any) -> Path:
         """results.json: the serialisation (``to_dict``) of a RunResults, the last file a run writes."""
         return self.write_json(self.results, results.to_dict())
+
+
+def new_run_path(preset: str, root: str | Path = RUNS_ROOT) -> Path:
+    """Where a new run of ``preset`` lives when no path is given: ``runs/<UTC timestamp>-<preset>``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return Path(root) / f"{stamp}-{preset}"
+
+
+def latest_unfinished(preset: str, root: str | Path = RUNS_ROOT) -> Path | None:
+    """The newest unfinished run directory of ``preset`` (what ``--resume`` picks without a path)."""
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    runs = sorted(p for p in root.glob(f"*-{preset}") if RunDir(p).unfinished)
+    return runs[-1] if runs else None

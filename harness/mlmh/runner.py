@@ -40,7 +40,7 @@ from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
 from mlmh.plan import RunPlan, as_plan
-from mlmh.rundir import RUNS_ROOT, RunDir, RunDirError
+from mlmh.rundir import RunDir, RunDirError, new_run_path
 from mlmh.seeding import sample_seed
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Finding, Generation, MaskedItem, MetricResult,
                         RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
@@ -118,25 +118,6 @@ class Scoring:
     done: int = 0
 
 
-def default_output_path(preset: str, root: str | Path = RUNS_ROOT) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return Path(root) / f"{stamp}-{preset}"
-
-
-def latest_run(preset: str, root: str | Path = RUNS_ROOT) -> Path | None:
-    """The newest unfinished run directory of ``preset`` (what ``--resume`` picks without a path)."""
-    root = Path(root)
-    if not root.is_dir():
-        return None
-    runs = sorted(p for p in root.glob(f"*-{preset}") if RunDir(p).unfinished)
-    return runs[-1] if runs else None
-
-
-def saved_config(out: str | Path) -> RunConfig:
-    """The configuration an interrupted run saved in its directory (what ``--resume`` continues)."""
-    return RunDir(out).saved_config()
-
-
 def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None,
                    *, output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
                    cache_path: str | Path | None = None, executor: Any = None) -> RunResults:
@@ -146,7 +127,7 @@ def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, c
     ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
     """
     plan = as_plan(run)
-    out = Path(output_path) if output_path else default_output_path(plan.config.preset)
+    out = Path(output_path) if output_path else new_run_path(plan.config.preset)
     runner = Runner(plan, EventBus(listener), cancel or threading.Event(), out, resume=resume,
                     use_cache=use_cache, cache_path=cache_path, executor=executor)
     return runner.run()

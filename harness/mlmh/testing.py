@@ -21,6 +21,7 @@ import numpy as np
 from mlmh.components import Dataset, Masking, Metric, Sampler, ScoringItem, Task
 from mlmh.errors import DataError
 from mlmh.splits import ROLES
+from mlmh.toolkit import Adapter
 from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, to_dict
 from mlmh.words import split_words
 
@@ -118,7 +119,7 @@ def build_tiny_model(kind: str, out: Path, seed: int = 0) -> Path:
     return out
 
 
-def tiny_adapter(kind: str, directory: str | Path | None = None, seed: int = 0) -> Any:
+def tiny_adapter(kind: str, directory: str | Path | None = None, seed: int = 0) -> Adapter:
     """The adapter of a random tiny ``kind`` model, built in ``directory`` (a fresh temp dir if None)."""
     from mlmh.adapters import load_adapter
 
@@ -157,7 +158,7 @@ def _finite(value: Any) -> bool:
 
 
 # -- samplers -----------------------------------------------------------------------------------------
-def check_sampler(sampler: Sampler, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
+def check_sampler(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem]) -> list[Generation]:
     """Run ``sampler`` on ``items`` in one batch and one at a time; raise AssertionError on a broken rule.
 
     Rules: one Generation per item, in order, naming the item; every masked word in the model window
@@ -196,7 +197,7 @@ def check_sampler(sampler: Sampler, adapter: Any, items: Sequence[MaskedItem]) -
     return together
 
 
-def _check_generation(sampler: Sampler, adapter: Any, item: MaskedItem, gen: Generation, mask_string: str) -> None:
+def _check_generation(sampler: Sampler, adapter: Adapter, item: MaskedItem, gen: Generation, mask_string: str) -> None:
     where = f"item '{item.doc_id}'"
     _expect(isinstance(gen, Generation), sampler, f"{where}: returned {type(gen).__name__}, not a Generation")
     _expect(gen.doc_id == item.doc_id, sampler, f"{where}: generation names document '{gen.doc_id}' (order kept?)")

@@ -161,7 +161,8 @@ class TrackedRun:
 
 
 def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
-    """The :class:`TrackedRun` of a run's results, written in ``directory``."""
+    """The :class:`TrackedRun` of a run's results, written in ``directory``; curves are named by each model's
+    label (its short spec, as the conditions name it)."""
     directory = Path(directory)
     run = TrackedRun(run_id=results.run_id or directory.name, directory=directory, config=dict(results.config))
     used: set[str] = set()

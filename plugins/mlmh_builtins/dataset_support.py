@@ -10,16 +10,19 @@ from __future__ import annotations
 import codecs
 import csv
 import gzip
-import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from mlmh.errors import DataError
+from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
 from mlmh.types import Document, EntitySpan
+
+if TYPE_CHECKING:
+    from mlmh.doctor import CheckResult
 
 #: What ``Corpus.source`` says when no path was given, so the runner can print one honest line.
 BUNDLED_SOURCE = "bundled sample (synthetic, written by the project)"
@@ -93,20 +96,6 @@ def read_text(path: Path) -> str:
 def _decode_error(path: Path, line: int, offset: int, exc: UnicodeDecodeError) -> DataError:
     bad = exc.object[exc.start:exc.end].hex(" ")
     return DataError(f"{path}:{line}: not valid UTF-8 (byte {offset}: {bad}); re-save the file as UTF-8")
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; bad JSON or bad UTF-8 names the file and line."""
-    for number, line in enumerate(text_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(value, dict):
-            raise DataError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
-        yield number, value
 
 
 def check_span(text: str, start: Any, end: Any, where: str) -> tuple[int, int]:
@@ -207,16 +196,12 @@ BUNDLED_FILES = {
 }
 
 
-def _register_doctor_check() -> None:
-    from mlmh.doctor import CheckResult, check
+def bundled_samples_check() -> "CheckResult":
+    """Doctor check: every bundled sample ships its files (registered by :mod:`mlmh_builtins.datasets_pan`)."""
+    from mlmh.doctor import CheckResult
 
-    @check("bundled samples")
-    def _bundled_samples() -> CheckResult:
-        root = Path(str(resources.files("mlmh_builtins").joinpath("data")))
-        missing = [f"{name}/{item}" for name, items in BUNDLED_FILES.items() for item in items if not (root / name / item).exists()]
-        if missing:
-            return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh_builtins/data)")
-        return CheckResult("bundled samples", True, f"{', '.join(BUNDLED_FILES)} under {root}")
-
-
-_register_doctor_check()
+    root = Path(str(resources.files("mlmh_builtins").joinpath("data")))
+    missing = [f"{name}/{item}" for name, items in BUNDLED_FILES.items() for item in items if not (root / name / item).exists()]
+    if missing:
+        return CheckResult("bundled samples", False, "missing: " + ", ".join(missing), "reinstall mlmh: pip install -e . (package data mlmh_builtins/data)")
+    return CheckResult("bundled samples", True, f"{', '.join(BUNDLED_FILES)} under {root}")

@@ -22,12 +22,13 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
+from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
 from mlmh_builtins.dataset_support import (
     ENTITIES_FILE,
     attach_entity_file,
+    bundled_samples_check,
     data_root,
-    read_jsonl,
     require_file,
     seeded_permutation,
     seeded_test_set,
@@ -208,3 +209,8 @@ class PanDataset(Dataset):
 @hookimpl
 def register_datasets(register):
     register(PanDataset())
+
+
+@hookimpl
+def register_checks(register):
+    register("bundled samples", bundled_samples_check)  # of every builtin dataset (mlmh_builtins.dataset_support)

@@ -30,8 +30,9 @@ from typing import Any, Callable, Iterator
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
+from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
-from mlmh_builtins.dataset_support import (checked_columns, data_root, read_jsonl, read_text, short_documents_note,
+from mlmh_builtins.dataset_support import (checked_columns, data_root, read_text, short_documents_note,
                                           split_params, text_lines)
 from mlmh.splits import hold_out
 from mlmh.types import Corpus, Document

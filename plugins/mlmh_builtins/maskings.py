@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mlmh import hookimpl
 from mlmh.components import Masking
@@ -17,6 +17,9 @@ from mlmh.errors import MlmhError
 from mlmh.params import Param
 from mlmh.types import Document, MaskPlan, Words
 from mlmh.words import is_punctuation
+
+if TYPE_CHECKING:
+    from mlmh.doctor import CheckResult
 
 RATIO = Param("ratio", float, 0.15, "fraction of the maskable words to mask", min=0.0, max=1.0, headline=True)
 FULL_RATIO = Param("ratio", float, 1.0, "fraction of the maskable words to mask", min=0.0, max=1.0)
@@ -240,7 +243,7 @@ def register_maskings(register):
         register(masking())
 
 
-def _tagger_status() -> "Any":
+def _tagger_status() -> "CheckResult":
     """Doctor check: which tagger the pos and ner maskings will use."""
     from mlmh.doctor import CheckResult
 
@@ -258,10 +261,6 @@ def _tagger_status() -> "Any":
                        "mlmh doctor --fix (WordNet for the offline pos tagger), or pip install spacy en_core_web_sm")
 
 
-def _register_check() -> None:
-    from mlmh.doctor import check
-
-    check("pos/ner tagger")(_tagger_status)
-
-
-_register_check()
+@hookimpl
+def register_checks(register):
+    register("pos/ner tagger", _tagger_status)

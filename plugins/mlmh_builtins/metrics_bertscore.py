@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from mlmh import hookimpl
 from mlmh.components import Metric, ScoringItem
-from mlmh.doctor import CheckResult, check
+from mlmh.doctor import CheckResult
 from mlmh.errors import ModelError
 from mlmh.params import Param
 from mlmh.types import MetricResult
@@ -301,7 +301,11 @@ def register_metrics(register):
     register(BertScoreMetric())
 
 
-@check("BERTScore model")
+@hookimpl
+def register_checks(register):
+    register("BERTScore model", _bertscore_model_check)
+
+
 def _bertscore_model_check() -> CheckResult:
     if roberta_large_cached():
         return CheckResult("BERTScore model", True, f"roberta-large (layer {ROBERTA_LARGE[1]}) in the Hugging Face cache")

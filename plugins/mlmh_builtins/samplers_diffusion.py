@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh_builtins.samplers_common import SAMPLING_PARAMS, draw_uniforms, lowest_scores
+from mlmh.toolkit import SAMPLING_PARAMS, draw_uniforms, lowest_scores
 from mlmh_builtins.samplers_mlm import Gibbs, MaskedBatch, MaskedSampler
 
 SCHEDULE = Param("schedule", str, "linear", "alpha_t, the share of unmasked tokens at time t: linear 1 - t, "

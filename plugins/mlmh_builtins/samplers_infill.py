@@ -16,8 +16,8 @@ from mlmh.components import Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh_builtins.samplers_common import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_tokens,
-                                          draw_uniforms, encode_items, item_generators)
+from mlmh.toolkit import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_tokens,
+                          draw_uniforms, encode_items, item_generators)
 
 USE_CACHE = Param("use_cache", bool, True, "reuse the KV cache (false: recompute the whole prefix every step)")
 

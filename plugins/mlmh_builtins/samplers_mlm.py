@@ -16,8 +16,8 @@ from mlmh.components import Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh_builtins.samplers_common import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_at,
-                                          draw_uniforms, encode_items, item_generators, lowest_scores)
+from mlmh.toolkit import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_at,
+                          draw_uniforms, encode_items, item_generators, lowest_scores)
 
 STUTTER = Param("stutter", bool, False, "re-mask generated tokens equal to their left neighbour (Li et al. 2024)")
 

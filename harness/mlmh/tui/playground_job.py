@@ -1,18 +1,23 @@
 """What the playground asks of the engine: mask one text once, then let each chosen model (with its
-sampler) regenerate the same masked words. Only calls the registry and the generation engine; the
-screen runs it in a worker thread and draws what it reports."""
+sampler) regenerate the same masked words, through :func:`mlmh.api.compare`; here are the playground's
+own parts, the models kept loaded between runs and their training shown as progress. The screen runs it
+in a worker thread and draws what it reports."""
 
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mlmh.components import LoadContext
 from mlmh.errors import MlmhError, SpecError
 from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
-from mlmh.types import Document, Generation
+from mlmh.types import Generation
+
+if TYPE_CHECKING:
+    from mlmh.components import Model
+    from mlmh.toolkit import Adapter
 
 #: The text the playground opens with (overridable by picking an example or typing).
 DEFAULT_TEXT = (
@@ -48,7 +53,7 @@ class PlaygroundRequest:
 class AdapterCache:
     """Models loaded in this session, by their spec: a second run reuses them (warm)."""
 
-    adapters: dict[str, Any] = field(default_factory=dict)
+    adapters: dict[str, "Adapter"] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -82,16 +87,13 @@ def preferred_sampler(model_kind: str) -> str | None:
         return None
 
 
-def load_model(spec: str, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], None],
-               cancel: threading.Event | None = None) -> Any:
-    """The adapter of model ``spec``; a model that trains on first use reports its steps as progress,
-    and a set ``cancel`` stops that training at its next step."""
-    from mlmh.registry import get_registry
-
+def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], None],
+               cancel: threading.Event | None = None) -> Adapter:
+    """The adapter of a built ``model``, kept by its spec; a model that trains on first use reports its
+    steps as progress, and a set ``cancel`` stops that training at its next step."""
     with cache.lock:
-        if spec in cache.adapters:
-            return cache.adapters[spec]
-    model = get_registry().build("model", spec)
+        if model.spec in cache.adapters:
+            return cache.adapters[model.spec]
     stage = f"load {model.short_spec}"
     started = time.perf_counter()
     emit(StageStarted(stage=stage, total=None, description=model.short_spec))
@@ -104,7 +106,7 @@ def load_model(spec: str, dataset: str, cache: AdapterCache, emit: Callable[[Run
     adapter = model.load(LoadContext(dataset=dataset, progress=progress))
     emit(StageFinished(stage=stage, seconds=time.perf_counter() - started))
     with cache.lock:
-        cache.adapters[spec] = adapter
+        cache.adapters[model.spec] = adapter
     return adapter
 
 
@@ -115,27 +117,11 @@ def run_playground(
     on_generation: Callable[[int, Generation], None],
     cancel: threading.Event,
 ) -> list[Generation]:
-    """Mask ``request.text`` once and generate with every side; ``on_generation(side_index, g)`` as each finishes."""
-    from mlmh.generation import generate, prepare_items
-    from mlmh.registry import get_registry
+    """Mask ``request.text`` once and generate with every side (:func:`mlmh.api.compare`), the models from
+    ``cache``; ``on_generation(side_index, g)`` as each finishes."""
+    from mlmh import api
 
-    if not request.text.strip():
-        raise SpecError("playground text is empty: type or pick a text first")
-    registry = get_registry()
-    masking = registry.build("masking", request.masking)
-    samplers = [registry.build("sampler", side.sampler) for side in request.sides]
-    document = Document(id="playground", text=request.text, split="test")
-    items = prepare_items([document], masking, seed=request.seed)
-    if not items or not items[0].plan.word_indices:
-        raise SpecError(f"masking '{masking.short_spec}' hid no word of this text; raise the ratio or pick another masking")
-    results: list[Generation] = []
-    for index, (side, sampler) in enumerate(zip(request.sides, samplers)):
-        if cancel.is_set():
-            raise Cancelled("playground run cancelled")
-        adapter = load_model(side.model, request.dataset, cache, emit, cancel)
-        if cancel.is_set():
-            raise Cancelled("playground run cancelled")
-        generation = generate(adapter, sampler, items)[0]
-        results.append(generation)
-        on_generation(index, generation)
-    return results
+    return api.compare(request.text, [(side.model, side.sampler) for side in request.sides], masking=request.masking,
+                       seed=request.seed, dataset=request.dataset,
+                       load=lambda model: load_model(model, request.dataset, cache, emit, cancel),
+                       on_generation=on_generation, cancel=cancel)

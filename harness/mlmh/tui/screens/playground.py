@@ -273,6 +273,8 @@ class PlaygroundScreen(Screen):
 
     @work(thread=True, exclusive=True, group="playground")
     def _generate(self, request: PlaygroundRequest, cancel: threading.Event) -> None:
+        from mlmh.runner import RunCancelled
+
         started = time.perf_counter()
         try:
             run_playground(
@@ -282,7 +284,7 @@ class PlaygroundScreen(Screen):
                 on_generation=lambda side, generation: self.post_message(GenerationReady(side, generation)),
                 cancel=cancel,
             )
-        except Cancelled:
+        except (Cancelled, RunCancelled):
             self.post_message(PlaygroundFailed("cancelled"))
             return
         except MlmhError as exc:

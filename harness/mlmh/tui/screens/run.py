@@ -1,9 +1,12 @@
 """Run screen: start a preset run in a worker, a progress bar per stage with ETA, a live feed of the
-generated samples, and cancel. The runner is the CLI's; this screen only listens to its events."""
+generated samples, and cancel. The run takes the CLI's path, :mod:`mlmh.api` (plan, run directory, run);
+this screen only listens to its events."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -19,6 +22,9 @@ from mlmh.events import Message, RunEvent, RunFinished, RunStarted, SampleGenera
 from mlmh.rundir import RunDir
 from mlmh.tui.labels import short_condition
 from mlmh.tui.widgets.progress_panel import ProgressPanel
+
+if TYPE_CHECKING:
+    from mlmh.plan import RunPlan
 
 #: samples.jsonl (with step traces) is what the results drill-down reads, so TUI runs always log it
 TUI_OVERRIDES = {"log_samples": True}
@@ -105,11 +111,11 @@ class RunScreen(Screen):
         if not isinstance(preset, str):
             self.notify("pick a preset first", severity="error")
             return
-        from mlmh.config import resolve
-        from mlmh.plan import build_plan
+        from mlmh import api
 
         try:
-            plan = build_plan(resolve(preset, dict(TUI_OVERRIDES), validate=False))  # checked here, run as checked
+            plan = api.plan(preset, dict(TUI_OVERRIDES))  # checked here, run as checked
+            out = api.run_directory(plan.config, None)
         except MlmhError as exc:
             self.notify(str(exc), severity="error", title="Cannot start")
             return
@@ -120,7 +126,7 @@ class RunScreen(Screen):
         self.output_path = None
         self._set_buttons()
         self.query_one("#run-status", Label).update(f"running preset {preset} …")
-        self._run(plan, self.cancel_event)
+        self._run(plan, out, self.cancel_event)
 
     @on(Button.Pressed, "#run-cancel")
     def action_cancel(self) -> None:
@@ -140,8 +146,9 @@ class RunScreen(Screen):
 
     # -- the worker -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="run")
-    def _run(self, plan, cancel: threading.Event) -> None:
-        from mlmh.runner import RunCancelled, run_experiment
+    def _run(self, plan: RunPlan, out: Path, cancel: threading.Event) -> None:
+        from mlmh import api
+        from mlmh.runner import RunCancelled
 
         output: list[str] = []
 
@@ -151,7 +158,7 @@ class RunScreen(Screen):
             self.post_message(RunEventPosted(event))
 
         try:
-            run_experiment(plan, listener=listen, cancel=cancel)
+            api.run(plan.config, out, progress=listen, cancel=cancel, plan=plan)
         except RunCancelled:
             self.post_message(RunEnded("cancelled", output[0] if output else None))
         except MlmhError as exc:

