@@ -40,6 +40,8 @@ NOT_RUN = {
     "mlmh tui --preset quick": "interactive; the preset resolves in `mlmh eval --preset quick --show-config`",
     "mlmh tui --run": "interactive; the run directory is read by `mlmh report` on the same placeholder",
     "mlmh tui --model": "interactive; the model specs are built by `mlmh generate` examples",
+    "mlmh bench --preset": "runs a preset cold and warm for minutes; tests/test_bench_preset.py runs it on a "
+    "preset of the same shape with models trained a few steps",
     "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
     "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
     "mlmh train": "trains for minutes; tests/test_train_cli.py runs it with --max-steps",
