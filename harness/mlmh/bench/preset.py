@@ -57,9 +57,15 @@ def run_phase(preset: str, cache: Path, out: Path, *, limit: str | None = None, 
 
 
 def run_preset_bench(preset: str, *, phases: Sequence[str] = PHASES, limit: str | None = None,
+                     cache: Path | None = None,
                      progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
-    """Cold then warm runs of ``preset`` in one fresh private cache (removed afterwards). A warm phase
-    alone still runs a cold one first, to fill the cache, and reports only the warm one."""
+    """Cold then warm runs of ``preset`` in one fresh private cache: a temporary one (removed afterwards)
+    or ``cache``, an empty or new directory that is kept. A warm phase alone still runs a cold one first,
+    to fill the cache, and reports only the warm one."""
+    from mlmh.errors import SpecError
+
+    if cache is not None and cache.exists() and (not cache.is_dir() or any(cache.iterdir())):
+        raise SpecError(f"--cache-dir {cache}: a cold run needs a new or empty directory")
     wanted = [p for p in PHASES if p in phases]
     report: dict[str, Any] = {"preset": preset, "limit": limit, "goals": PRESET_GOALS.get(preset, {}),
                               "cores": os.cpu_count(), "phases": {}}
@@ -70,7 +76,7 @@ def run_preset_bench(preset: str, *, phases: Sequence[str] = PHASES, limit: str 
                 break
             if progress:
                 progress(f"{preset} {phase}", number, len(PHASES))
-            measured = run_phase(preset, root / "cache", root / phase, limit=limit)
+            measured = run_phase(preset, cache or root / "cache", root / phase, limit=limit)
             if phase in wanted:
                 report["phases"][phase] = measured
     return report

@@ -55,9 +55,12 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
 @click.option("--phases", default="cold,warm", show_default=True, help="With --preset: the phases to report "
               "(warm alone still runs a cold phase first, to fill the cache).")
 @click.option("--limit", "limit", metavar="N|0.x", help="With --preset: documents per condition instead of the preset's.")
+@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="With --preset: the model and sample cache of the runs, new or empty, kept afterwards "
+                   "(default: a temporary one).")
 def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampler_labels: str, metric_names: str,
           no_startup: bool, no_scaling: bool, as_json: bool, as_markdown: bool, out_path: str | None,
-          preset: str | None, phases: str, limit: str | None) -> None:
+          preset: str | None, phases: str, limit: str | None, cache_dir: Path | None) -> None:
     """Time every sampler against bare model forward passes doing the same work.
 
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
@@ -95,7 +98,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     if as_json and as_markdown:
         raise SpecError("--json and --markdown: give one of them")
     if preset:
-        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit, as_json, out_path)
+        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit, cache_dir, as_json, out_path)
         return
     keys = tuple(case.key for case in SAMPLER_CASES)
     options = BenchOptions(
@@ -132,7 +135,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     render(report, Console())
 
 
-def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, as_json: bool, out_path: str | None) -> None:
+def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache_dir: Path | None, as_json: bool,
+                  out_path: str | None) -> None:
     """``--preset``: cold and warm runs of a preset, CPU seconds per stage, and which goal falls short."""
     from rich.console import Console
     from rich.table import Table
@@ -148,7 +152,7 @@ def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, as_js
     # a bad preset or limit is refused here, before minutes of runs
     api.plan(preset, {"limit": parse_limit(limit, "--limit")} if limit is not None else None)
     console = Console(stderr=True)
-    report = run_preset_bench(preset, phases=phases, limit=limit,
+    report = run_preset_bench(preset, phases=phases, limit=limit, cache=cache_dir,
                               progress=lambda what, done, total: console.print(f"bench: {what} run ({done + 1}/{total})"))
     report["goal_rows"] = goal_rows(report)
     if out_path:
