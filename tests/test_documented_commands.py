@@ -238,6 +238,7 @@ def test_not_run_examples_still_parse():
 ORDERED = sorted(COMMANDS_FOUND, key=lambda wc: (not wc[1].startswith("mlmh eval"), "--resume" in wc[1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where, command", ORDERED, ids=[f"{w}: {c}"[:90] for w, c in ORDERED])
 def test_documented_command_runs(where, command, prepared, few_training_steps, fewer_resamples, scoring_in_process,
                                  shared_cache, monkeypatch):
@@ -282,6 +283,7 @@ def python_examples(doc: str) -> str:
     return "\n".join(re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(encoding="utf-8"), re.S))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", PYTHON_DOCS)
 def test_documented_python_runs(doc, prepared, few_training_steps, fewer_resamples, shared_cache, monkeypatch, capsys):
     """The Python examples run as written (reviews.jsonl is the real prose of tests/realdata.py), with the

@@ -122,6 +122,7 @@ def same_curve(logged, points) -> bool:
             and [value for _, value in logged] == pytest.approx([value for _, value in points], rel=1e-6))
 
 
+@pytest.mark.slow
 def test_one_run_logged_to_all_three_trackers_reads_back_from_each(tmp_path, monkeypatch):
     """One test, so the run is made once even when the suite is spread over workers."""
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
