@@ -1,36 +1,59 @@
 # Two commands for a fresh Linux machine with Python 3.11:
-#   make demo   set up, then run the main job (mlmh eval --preset pan) offline
-#   make test   set up, then run the test suite
+#   make demo        set up, then run the main job (mlmh eval --preset pan) offline
+#   make test        set up with the test extras, then run the whole test suite (what CI runs)
+# and beside them:
+#   make quick       set up, then the one-minute first try (mlmh eval --preset quick)
+#   make test-fast   the unit and contract tests (pytest -m "not slow"): what to run on every change
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# pip extras: `make test EXTRAS=test,ray` also installs Ray for the --backend ray tests (what CI runs)
+# pip extras of the test targets: `make test EXTRAS=test,ray` also installs Ray for the --backend ray tests (what CI
+# runs). setup, demo and quick install the package alone: the demo uses no test extra.
 EXTRAS ?= test
 comma  := ,
-STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+BASE_STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo test quick wordnet clean
+.PHONY: setup demo test test-fast quick wordnet clean
 
-$(STAMP): pyproject.toml
+# $(call install,EXTRAS): the venv, torch pinned to its CPU build, then the package with EXTRAS ('' for none)
+define install
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (or: make PYTHON=python3 ...)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first and pinned: the CPU build; an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.$(1)'
+	touch $@
+endef
 
-setup: $(STAMP)
-	-$(BIN)/mlmh doctor --fix >/dev/null 2>&1 || true
+$(BASE_STAMP): pyproject.toml
+	$(call install,)
+
+$(TEST_STAMP): pyproject.toml
+	$(call install,[$(EXTRAS)])
+
+# doctor --fix assembles WordNet offline where the system has it; what stays not ready is shown (mlmh runs
+# without it: METEOR says it is missing), and setup goes on
+DOCTOR = @$(BIN)/mlmh doctor --fix || echo "make: some mlmh doctor checks are not ready (above); mlmh runs without them"
+
+setup: $(BASE_STAMP)
+	$(DOCTOR)
 
 demo: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/mlmh eval --preset pan
+	$(OFFLINE) $(BIN)/mlmh eval --preset pan
 
 quick: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/mlmh eval --preset quick
+	$(OFFLINE) $(BIN)/mlmh eval --preset quick
 
-test: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -n 2 -q
+test: $(TEST_STAMP)
+	$(DOCTOR)
+	$(OFFLINE) $(BIN)/python -m pytest -n 2 -q
+
+test-fast: $(TEST_STAMP)
+	$(DOCTOR)
+	$(OFFLINE) $(BIN)/python -m pytest -n 2 -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info runs

@@ -61,3 +61,23 @@ def test_many_keys_are_fetched_in_chunks(tmp_path):
     cache.put_many({f"k{i}": generation(f"d{i}") for i in range(1200)})
     got = cache.get_many([f"k{i}" for i in range(1200)])
     assert len(got) == 1200 and got["k1199"].doc_id == "d1199"
+
+
+def test_stored_json_is_the_text_of_to_dict():
+    """Entries are written with the dataclasses handed to the JSON encoder: the same text as walking them
+    with to_dict first, int keys and tuples included; a key JSON has no form for takes to_dict's str()."""
+    import json
+
+    from mlmh.cache import stored_json
+    from mlmh.types import Generation, MetricResult, Step, to_dict
+
+    steps = [Step(tokens=["a", "[MASK]", "c"], changed=[1], confidences={1: 0.25}, masked=[]),
+             Step(tokens=["a", "b", "c"], changed=[], confidences={}, masked=[1])]
+    generation = Generation(doc_id="d", model="m", model_kind="mlm", sampler="gibbs", masking="random", seed=3,
+                            original="a b c", masked_text="a [MASK] c", text="a b c", masked_words=[1],
+                            output_words={1: "b"}, steps=steps, info={"pair": (1, 2), "ü": "é"})
+    results = [MetricResult(name="bleu", value=0.5, higher_is_better=True, per_sample=[0.5, None])]
+    assert stored_json(generation) == json.dumps(to_dict(generation), ensure_ascii=False)
+    assert stored_json(results) == json.dumps([to_dict(r) for r in results], ensure_ascii=False)
+    odd = {(1, 2): "tuple key"}
+    assert stored_json(odd) == json.dumps(to_dict(odd), ensure_ascii=False)

@@ -66,6 +66,7 @@ def test_a_failing_component_fails_its_conditions_and_the_rest_completes(tmp_pat
     assert all(r["downstream"].get("label-task") for r in done)
 
 
+@pytest.mark.slow
 def test_a_sampler_fault_is_contained_in_worker_processes(tmp_path, monkeypatch):
     from mlmh.executors import LocalWorkersExecutor
 
@@ -139,7 +140,7 @@ def test_score_keeps_the_other_metrics_when_one_fails(tmp_path, monkeypatch, fau
     assert by_name["bleu"]["value"] is not None and by_name["rougeL"]["value"] is not None
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])
 def test_score_keeps_the_other_metrics_in_worker_processes_too(tmp_path, workers):
     """A builtin metric that cannot load its model (a gen-ppl path that does not exist), in this process
     or a worker: its error names the path, the other metrics keep their results."""

@@ -69,3 +69,33 @@ def test_a_config_on_cuda_trains_in_bf16_autocast_and_moves_batches(two_gpus):
     cpu = make_config("mlm", device="cpu")
     batch = {"input_ids": torch.ones(2, 3, dtype=torch.long)}
     assert on_device(batch, torch.device("cpu")) is batch and not isinstance(autocast(cpu), torch.autocast)
+
+
+def test_narrow_models_run_on_one_thread_wider_on_every_core():
+    from mlmh.devices import cores, threads_for
+
+    assert threads_for(128) == 1 and threads_for(64) == 1
+    assert threads_for(384) == cores() and threads_for(None) == cores()
+
+
+def test_inference_threads_for_a_narrow_model_then_restored_and_omp_num_threads_wins(monkeypatch):
+    import torch
+    from types import SimpleNamespace
+
+    from mlmh.devices import inference_threads
+
+    narrow = SimpleNamespace(config=SimpleNamespace(hidden_size=128))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        with inference_threads(narrow):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with inference_threads(SimpleNamespace()):  # no config: left alone
+            assert torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the user chose
+        with inference_threads(narrow):
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

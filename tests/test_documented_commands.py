@@ -42,6 +42,8 @@ NOT_RUN = {
     "mlmh tui --preset quick": "interactive; the preset resolves in `mlmh eval --preset quick --show-config`",
     "mlmh tui --run": "interactive; the run directory is read by `mlmh report` on the same placeholder",
     "mlmh tui --model": "interactive; the model specs are built by `mlmh generate` examples",
+    "mlmh bench --preset": "runs a preset cold and warm for minutes; tests/test_bench_preset.py runs it on a "
+    "preset of the same shape with models trained a few steps",
     "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
     "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
     "mlmh train": "trains for minutes; tests/test_train_cli.py runs it with --max-steps",
@@ -243,6 +245,7 @@ def test_not_run_examples_still_parse():
 ORDERED = sorted(COMMANDS_FOUND, key=lambda wc: (not wc[1].startswith("mlmh eval"), "--resume" in wc[1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where, command", ORDERED, ids=[f"{w}: {c}"[:90] for w, c in ORDERED])
 def test_documented_command_runs(where, command, prepared, few_training_steps, fewer_resamples, scoring_in_process,
                                  shared_cache, monkeypatch):
@@ -287,6 +290,7 @@ def python_examples(doc: str) -> str:
     return "\n".join(re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(encoding="utf-8"), re.S))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", PYTHON_DOCS)
 def test_documented_python_runs(doc, prepared, few_training_steps, fewer_resamples, shared_cache, monkeypatch, capsys):
     """The Python examples run as written (reviews.jsonl is the real prose of tests/realdata.py), with the

@@ -76,6 +76,7 @@ def pids(log: Path, name: str) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
+@pytest.mark.slow
 def test_local_workers_give_the_in_process_results_and_stream_events(tmp_path, baseline, unit_log):
     events = []
     with LocalWorkersExecutor(config(), 2) as executor:
@@ -93,6 +94,7 @@ def test_local_workers_give_the_in_process_results_and_stream_events(tmp_path, b
     assert progress[-1].completed == progress[-1].total == UNITS * 2
 
 
+@pytest.mark.slow
 def test_a_killed_local_worker_has_its_units_run_again(tmp_path, baseline, unit_log, monkeypatch):
     monkeypatch.setenv("MLMH_TEST_CRASH_AFTER", "4")
     with LocalWorkersExecutor(config(), 2) as executor:
@@ -105,6 +107,7 @@ def test_a_killed_local_worker_has_its_units_run_again(tmp_path, baseline, unit_
     assert results == baseline
 
 
+@pytest.mark.slow
 def test_workers_that_keep_dying_stop_the_run_with_a_clear_error(tmp_path, unit_log, monkeypatch):
     monkeypatch.setenv("MLMH_TEST_CRASH_AFTER", "1")
     with LocalWorkersExecutor(config(), 2, max_retries=0) as executor:
@@ -112,7 +115,8 @@ def test_workers_that_keep_dying_stop_the_run_with_a_clear_error(tmp_path, unit_
             run(tmp_path, "dying", executor)
 
 
-@pytest.mark.parametrize("backend", ["in-process", "workers", "ray"])
+@pytest.mark.parametrize("backend", ["in-process", pytest.param("workers", marks=pytest.mark.slow),
+                                     pytest.param("ray", marks=pytest.mark.slow)])
 def test_a_unit_error_fails_its_condition_alone_by_name(tmp_path, monkeypatch, backend):
     """A sampler that raises fails its own conditions, named with its plugin and its error as itself,
     in this process, in worker processes and on Ray; the other sampler's conditions complete."""
@@ -136,6 +140,7 @@ def test_a_unit_error_fails_its_condition_alone_by_name(tmp_path, monkeypatch, b
     assert {e["component"].split(" (plugin")[0] for e in results["errors"]} == {"sampler 'logged-fill'"}
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_workers_between_units(tmp_path):
     from mlmh.runner import RunCancelled
 
@@ -152,6 +157,7 @@ def test_cancel_stops_the_workers_between_units(tmp_path):
         assert executor._pool is None  # shut down: nothing left running
 
 
+@pytest.mark.slow
 def test_a_worker_never_trains(tmp_path):
     """A trained-* model missing from the model cache is an error in a worker, not a second training."""
     cfg = from_table({**PRESET, "models": ["trained-mlm:size=tiny,max_steps=3"]}, name="fake", source="fake.toml")
@@ -248,6 +254,7 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_gives_the_in_process_results_when_a_worker_dies(tmp_path, baseline, unit_log, monkeypatch, local_ray):
     monkeypatch.setenv("MLMH_TEST_CRASH_AFTER", "4")
     events = []

@@ -47,6 +47,7 @@ def _entries():
     return {entry["objective"]: entry for entry in ModelCache().entries()}
 
 
+@pytest.mark.slow
 def test_parallel_training_equals_training_each_model_alone(tmp_path, monkeypatch):
     import torch
 
@@ -115,6 +116,7 @@ def test_a_failing_child_is_reported_and_left_to_the_load():
     assert ModelCache().entries() == [] and not multiprocessing.active_children()
 
 
+@pytest.mark.slow
 def test_cancel_stops_every_child_and_leaves_no_model():
     corpus = _corpus()
 
@@ -144,6 +146,7 @@ train_missing(_models("trained-mlm", "trained-clm", steps=100000), lambda m: Loa
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
 def test_training_children_end_with_a_killed_driver(tmp_path):
     driver = subprocess.Popen([sys.executable, "-c", KILLED_DRIVER, str(Path(__file__).parent)], stdout=subprocess.PIPE,

@@ -117,6 +117,7 @@ def test_the_cli_refuses_a_foreign_directory_in_one_line_with_a_nonzero_exit(tmp
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_an_empty_or_missing_directory_takes_a_run_and_one_holding_a_run_says_resume(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

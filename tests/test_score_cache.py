@@ -52,6 +52,7 @@ def same(a, b):
     return strip_timings(a) | {"run_id": 0} == strip_timings(b) | {"run_id": 0}
 
 
+@pytest.mark.slow
 def test_a_second_run_scores_nothing_again_and_reports_the_same(tmp_path):
     first = run(tmp_path, "a")
     scored = runner_fakes.KeptWordMatch.calls

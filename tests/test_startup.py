@@ -8,8 +8,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from test_entry_points import plugin_site, run  # noqa: F401  (the installed example plugin)
 
+
+@pytest.mark.slow
 def test_help_lists_plugin_commands(plugin_site):  # noqa: F811
     env = {**{k: v for k, v in os.environ.items() if k != "MLMH_LOAD_PLUGINS"}, "PYTHONPATH": str(plugin_site)}
     mlmh = os.path.join(os.path.dirname(sys.executable), "mlmh")

@@ -135,6 +135,7 @@ def same_curve(logged, points) -> bool:
             and [value for _, value in logged] == pytest.approx([value for _, value in points], rel=1e-6))
 
 
+@pytest.mark.slow
 def test_one_run_logged_to_all_three_trackers_reads_back_from_each(tmp_path, monkeypatch):
     """One test, so the run is made once even when the suite is spread over workers."""
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -237,6 +238,8 @@ def check_tensorboard(tracked):
     assert [tag for tag in tags["scalars"] if any(re.match(p, tag) for p in charts["unseen"]["bleu"])] == [
         f"unseen/{name}/bleu" for name in names]
     assert [re.match(p, f"training/{model}/validation_loss") is not None for p in charts["training"]["validation_loss"]] == [True]
+    assert text("report") == (run_dir / "report.md").read_text(encoding="utf-8")
+    assert json.loads(text("config").strip("`\njson")) == results.config
 
 
 def custom_charts(events) -> dict[str, dict[str, list[str]]]:
@@ -249,8 +252,6 @@ def custom_charts(events) -> dict[str, dict[str, list[str]]]:
     layout.ParseFromString(tensor_util.make_ndarray(event.tensor_proto).item())
     return {category.title: {chart.title: list(chart.multiline.tag) for chart in category.chart}
             for category in layout.category}
-    assert text("report") == (run_dir / "report.md").read_text(encoding="utf-8")
-    assert json.loads(text("config").strip("`\njson")) == results.config
 
 
 # -- W&B -------------------------------------------------------------------------------------------

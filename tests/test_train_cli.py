@@ -136,6 +136,7 @@ def test_failure_during_training_leaves_no_output(tmp_path, capsys, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule,extra", [("uniform", []), ("mdlm", []), ("fixed", ["--mask-ratio", "0.5"])])
 def test_each_mask_schedule_trains_on_pan_and_loads_as_a_masked_lm(schedule, extra, tmp_path, capsys):
     import transformers

@@ -30,7 +30,7 @@ def micro(objective: str, **kw):
 
 
 @pytest.mark.parametrize("positions", POSITIONS)
-@pytest.mark.parametrize("size", sorted(SIZES))
+@pytest.mark.parametrize("size", [pytest.param(s, marks=pytest.mark.slow) if s == "base" else s for s in sorted(SIZES)])
 def test_parameter_counts_match_within_ten_percent(size, positions):
     for vocab in (SIZES[size].vocab_size, 1500):  # the full vocabulary, and a small sample's (PAN: ~1.5k)
         counts = {o: count_parameters(o, SIZES[size], vocab, positions=positions) for o in OBJECTIVES}
@@ -85,6 +85,7 @@ def test_architecture_follows_the_position_scheme(positions, tmp_path):
     assert all(c["positions"] == positions for c in cards)
 
 
+@pytest.mark.slow
 def test_mlm_learns_beyond_the_unigram_baseline(tmp_path):
     """Held out: rotations of the sentence never trained on, so only context use scores (measured
     0.86 against a unigram 0.19 after 300 steps; BERT's absolute positions stay near 0.24)."""
@@ -266,6 +267,7 @@ def test_mlm_masks_come_from_the_seed_not_the_global_rng():
     assert (first["input_ids"][first["labels"] != -100] == tok.mask_token_id).all()  # evaluation: all [MASK]
 
 
+@pytest.mark.slow
 def test_tokenizer_training_is_reproducible_across_processes():
     """The trainer's tie-breaking varies per process; the canonical vocabulary must not."""
     import subprocess
@@ -593,6 +595,7 @@ def test_a_validation_curve_that_keeps_falling_trains_the_whole_budget(tmp_path)
     assert card["heldout_source"] == "validation split" and card["validation_documents"] == 4
 
 
+@pytest.mark.slow
 def test_mlm_card_reports_accuracy_at_inference_ratios(tmp_path):
     card = train(TEXTS, micro("mlm", max_steps=3, mask_ratio=0.5), tmp_path, threads=1)
     assert set(card["accuracy_at_ratio"]) == {"0.15", "0.5", "0.8"}

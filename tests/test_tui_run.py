@@ -77,6 +77,7 @@ async def test_progress_panel_draws_a_bar_per_stage():
         assert len(panel.query(StageRow)) == 2
 
 
+@pytest.mark.slow
 async def test_run_a_preset_watch_it_and_open_its_results(preset):
     app = create_app(preset=preset)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -103,6 +104,7 @@ async def test_run_a_preset_watch_it_and_open_its_results(preset):
         assert all(s.generation.steps for s in results.run_files.samples)
 
 
+@pytest.mark.slow
 async def test_cancel_a_running_preset(preset):
     app = create_app(preset=preset)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
+from mlmh.devices import inference_threads
 from mlmh.errors import MlmhError, ModelError, PluginError, SpecError
 from mlmh.plan import WorkUnit
 from mlmh.types import Generation
@@ -77,8 +78,10 @@ class InProcessExecutor:
         for unit in units:
             if cancel.is_set():
                 return
+            adapter = self.adapters[unit.model]
             try:
-                generations = run_unit(self.adapters[unit.model], self.samplers[unit.sampler], unit)
+                with inference_threads(getattr(adapter, "model", None)):
+                    generations = run_unit(adapter, self.samplers[unit.sampler], unit)
             except Exception as exc:
                 if on_failed is None:
                     raise

@@ -1,18 +1,44 @@
-"""The headless face of a run: run events rendered as Rich progress bars, one per stage.
+"""The headless face of a run: run events rendered as Rich progress bars on a terminal, and as plain
+lines (a line per stage and about every 10 %, with counts and an ETA) anywhere else: a log file, CI, a pipe.
 
-A :class:`RichListener` is just a callable taking a :class:`~mlmh.events.RunEvent`; the runner
-does not know it exists.
+A listener is just a callable taking a :class:`~mlmh.events.RunEvent`; the runner does not know it exists.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+import time
+from typing import Any, Callable, TextIO
 
 from mlmh.events import Message, Progress, RunEvent, StageFinished, StageStarted
 
+#: a plain progress line at every this fraction of a stage's total (and at its end)
+STEP = 0.1
+#: without a total, a plain progress line at most this often (seconds)
+QUIET_SECONDS = 30.0
+
+
+def progress_listener(stream: TextIO | None = None) -> "RichListener | PlainListener":
+    """Bars where ``stream`` (stderr by default) is a terminal, plain lines where it is not."""
+    stream = stream or sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        from rich.console import Console
+
+        return RichListener(Console(file=stream))
+    return PlainListener(stream)
+
+
+def _key(event: Progress) -> tuple[str, str]:
+    """The bar or line of an event: one per stage, and one per model while training."""
+    if event.stage == "train":
+        model = str(event.info.get("model", ""))
+        return f"train:{model}", "training " + model
+    return event.stage, event.stage
+
 
 class RichListener:
-    """Progress bar per stage with counts and ETA; training shows its loss; messages print above."""
+    """Progress bar per stage with counts and ETA; training shows its loss; messages print above, unwrapped."""
 
     def __init__(self, console: Any = None) -> None:
         from rich.console import Console
@@ -41,16 +67,118 @@ class RichListener:
             task = self._task(event.stage, event.description or event.stage, event.total)
             self.bars.update(task, total=event.total)
         elif isinstance(event, Progress):
-            label = "training " + str(event.info.get("model", "")) if event.stage == "train" else None
-            key = f"train:{event.info.get('model', '')}" if event.stage == "train" else event.stage
-            task = self._task(key, label, event.total)
+            key, label = _key(event)
+            task = self._task(key, label if event.stage == "train" else None, event.total)
             self.bars.update(task, completed=event.completed, total=event.total, info=_info(event.info))
         elif isinstance(event, StageFinished):
             if event.stage in self.tasks:
                 self.bars.update(self.tasks[event.stage], info=f"{event.seconds:.1f}s")
         elif isinstance(event, Message):
             style = {"warning": "yellow", "error": "red"}.get(event.level, "cyan")
-            self.console.print(f"[{style}]{event.text}[/]", highlight=False)
+            self.console.print(f"[{style}]{event.text}[/]", highlight=False, soft_wrap=True)
+
+
+class _Line:
+    """What a plain line of one stage needs: when and where it started, and what was printed last."""
+
+    def __init__(self, label: str, now: float) -> None:
+        self.label = label
+        self.started = now
+        self.base = (now, 0)  # (time, count) the ETA's rate counts from: past what came from the cache
+        self.printed_step = -1
+        self.printed_at = now
+
+
+class PlainListener:
+    """One plain line per stage start and end, and about every 10 % of a stage in between, with counts,
+    elapsed time and an ETA; messages as they come, never wrapped. For output that is not a terminal,
+    where progress bars print nothing until the end."""
+
+    def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream or sys.stderr
+        self.clock = clock
+        self.lines: dict[str, _Line] = {}
+
+    def __enter__(self) -> "PlainListener":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stream.flush()
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def __call__(self, event: RunEvent) -> None:
+        now = self.clock()
+        if isinstance(event, StageStarted):
+            self.lines[event.stage] = _Line(event.description or event.stage, now)
+            total = f" ({event.total} to do)" if event.total else ""
+            self._print(f"[{event.stage}] started{total}")
+        elif isinstance(event, Progress):
+            key, label = _key(event)
+            line = self.lines.get(key)
+            if line is None:  # a stage without a start event (training): its rate counts from here
+                line = self.lines[key] = _Line(label, now)
+                line.base = (now, event.completed)
+            if event.info.get("cached"):
+                line.base = (now, event.completed)
+            if self._due(line, event, now):
+                self._print(self._progress_line(key, line, event, now))
+        elif isinstance(event, StageFinished):
+            self._print(f"[{event.stage}] done in {_duration(event.seconds)}")
+        elif isinstance(event, Message):
+            prefix = "" if event.level == "info" else f"{event.level}: "
+            self._print(prefix + event.text)
+
+    def _due(self, line: _Line, event: Progress, now: float) -> bool:
+        """At each further tenth of the total and at its end; every QUIET_SECONDS without a total."""
+        if not event.total:
+            if now - line.printed_at < QUIET_SECONDS:
+                return False
+            line.printed_at = now
+            return True
+        step = int(event.completed / event.total / STEP + 1e-9)
+        if step <= line.printed_step:
+            return False
+        line.printed_step = step
+        line.printed_at = now
+        return True
+
+    def _progress_line(self, key: str, line: _Line, event: Progress, now: float) -> str:
+        count = f"{event.completed}/{event.total} ({100 * event.completed / event.total:.0f}%)" if event.total \
+            else str(event.completed)
+        parts = [f"[{key}] {count}", f"elapsed {_duration(now - line.started)}"]
+        eta = _eta(line, event, now)
+        if eta is not None:
+            parts.append(f"eta {_duration(eta)}")
+        info = _info(event.info)
+        if info:
+            parts.append(info)
+        return "  ".join(parts)
+
+
+def _eta(line: _Line, event: Progress, now: float) -> float | None:
+    """Time left at the stage's rate so far; work that came from the cache, done at once, does not count."""
+    if not event.total:
+        return None
+    if event.completed >= event.total:
+        return 0.0
+    since, count = line.base
+    done = event.completed - count
+    if done <= 0 or now <= since:
+        return None
+    return (event.total - event.completed) * (now - since) / done
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def _info(info: dict[str, Any]) -> str:

@@ -61,7 +61,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -98,15 +97,13 @@ ProgressFn = Callable[[dict[str, Any]], None]
 # -- training -------------------------------------------------------------------------------------
 
 def default_threads(config: TrainingConfig | None = None) -> int:
-    """One thread for models of hidden size <= 128 (measured on 2 cores: a tiny 16x128 step takes
-    0.22 s on one thread but 0.9-1.5 s on two, lost to thread synchronisation); all cores otherwise,
-    and always for a pretrained start (``init``), whose width is the checkpoint's, not the size's."""
-    if config is not None and not config.init and config.shape.hidden <= 128:
-        return 1
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """:func:`mlmh.devices.threads_for` the size's width (one thread for a tiny model); all cores for a
+    pretrained start (``init``), whose width is the checkpoint's, not the size's."""
+    from mlmh.devices import cores, threads_for
+
+    if config is not None and not config.init:
+        return threads_for(config.shape.hidden)
+    return cores()
 
 
 def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:

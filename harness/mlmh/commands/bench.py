@@ -49,8 +49,18 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
 @click.option("--markdown", "as_markdown", is_flag=True,
               help="Print Markdown tables instead of the table (the form docs/PERFORMANCE.md keeps).")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Also write the JSON report to FILE.")
+@click.option("--preset", "preset", metavar="NAME|FILE.toml",
+              help="Instead of the samplers: CPU seconds per stage of whole runs of this preset, cold in a fresh "
+                   "private cache, then warm (goals for pan: cold <= 600, warm <= 15).")
+@click.option("--phases", default="cold,warm", show_default=True, help="With --preset: the phases to report "
+              "(warm alone still runs a cold phase first, to fill the cache).")
+@click.option("--limit", "limit", metavar="N|0.x", help="With --preset: documents per condition instead of the preset's.")
+@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="With --preset: the model and sample cache of the runs, new or empty, kept afterwards "
+                   "(default: a temporary one).")
 def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampler_labels: str, metric_names: str,
-          no_startup: bool, no_scaling: bool, as_json: bool, as_markdown: bool, out_path: str | None) -> None:
+          no_startup: bool, no_scaling: bool, as_json: bool, as_markdown: bool, out_path: str | None,
+          preset: str | None, phases: str, limit: str | None, cache_dir: Path | None) -> None:
     """Time every sampler against bare model forward passes doing the same work.
 
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
@@ -78,6 +88,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
       mlmh bench --markdown                       # Markdown tables, as docs/PERFORMANCE.md keeps them
       mlmh bench --sizes tiny,small --lengths 32,128 --batch 1,32
       mlmh bench --samplers one-shot,mask-predict-4,clm-infill --metrics '' --no-scaling
+      mlmh bench --preset pan                     # a cold and a warm pan run, CPU seconds per stage
     """
     from mlmh.bench.metrics import METRIC_NAMES
     from mlmh.bench.models import BENCH_SIZES
@@ -86,6 +97,9 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
 
     if as_json and as_markdown:
         raise SpecError("--json and --markdown: give one of them")
+    if preset:
+        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit, cache_dir, as_json, out_path)
+        return
     keys = tuple(case.key for case in SAMPLER_CASES)
     options = BenchOptions(
         sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
@@ -119,3 +133,58 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
         click.echo(report_markdown(report), nl=False)
         return
     render(report, Console())
+
+
+def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache_dir: Path | None, as_json: bool,
+                  out_path: str | None) -> None:
+    """``--preset``: cold and warm runs of a preset, CPU seconds per stage, and which goal falls short."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mlmh.bench.preset import goal_rows, run_preset_bench
+    from mlmh.bench.render import number_text, verdict_text
+    from mlmh.config import parse_limit
+
+    from mlmh import api
+
+    if not phases:
+        raise SpecError("--phases: give cold, warm or both")
+    # a bad preset or limit is refused here, before minutes of runs
+    api.plan(preset, {"limit": parse_limit(limit, "--limit")} if limit is not None else None)
+    console = Console(stderr=True)
+    report = run_preset_bench(preset, phases=phases, limit=limit, cache=cache_dir,
+                              progress=lambda what, done, total: console.print(f"bench: {what} run ({done + 1}/{total})"))
+    report["goal_rows"] = goal_rows(report)
+    if out_path:
+        Path(out_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    stages = Table(title=f"mlmh bench --preset {preset}: CPU seconds (user + system) per stage")
+    stages.add_column("stage", style="bold")
+    for phase in report["phases"]:
+        stages.add_column(f"{phase} CPU s", justify="right")
+        stages.add_column(f"{phase} wall s", justify="right")
+    names = list(dict.fromkeys(name for m in report["phases"].values() for name in m["stages"]))
+    for name in names + ["outside stages", "whole process"]:
+        cells = []
+        for measured in report["phases"].values():
+            if name == "whole process":
+                cells += [number_text(measured["cpu_seconds"], 4), number_text(measured["wall_seconds"], 4)]
+            elif name == "outside stages":
+                cells += [number_text(measured["outside_stages_cpu"], 4), ""]
+            else:
+                stage = measured["stages"].get(name, {})
+                cells += [number_text(stage.get("cpu"), 4), number_text(stage.get("wall"), 4)]
+        stages.add_row(name, *cells)
+    goals = Table(title="goals")
+    for column in ("figure", "value", "goal", "result", "detail"):
+        goals.add_column(column)
+    for row in report["goal_rows"]:
+        goals.add_row(row["name"], number_text(row["value"], 4), row["goal"], verdict_text(row), row["detail"])
+    out = Console()
+    out.print(stages)
+    out.print(goals)
+    short = [row["name"] for row in report["goal_rows"] if row["passed"] is False]
+    if short:
+        out.print(f"[red]falls short of its goal: {', '.join(short)}[/]")

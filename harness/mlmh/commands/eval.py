@@ -1,4 +1,4 @@
-"""``mlmh eval``: run a preset's whole experiment headless, with Rich progress and a final table."""
+"""``mlmh eval``: run a preset's whole experiment headless, with progress (bars on a terminal, lines in a log) and a final table."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset quick --tracker wandb,mlflow,tensorboard   # also log to trackers (README: Trackers)
     """
     from mlmh import api
-    from mlmh.progress import RichListener
+    from mlmh.progress import progress_listener
     from mlmh.runner import RunCancelled
 
     overrides: dict[str, Any] = {
@@ -98,7 +98,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     from mlmh.executors import make_executor
 
     executor = make_executor(backend, workers, ray_address, config)  # a bad backend is refused before any display
-    with RichListener() as listener, _terminate_as_interrupt():
+    with progress_listener() as listener, _terminate_as_interrupt():
         try:
             results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor,
                               plan=plan)

@@ -1,0 +1,67 @@
+"""``mlmh bench --preset``: CPU seconds per stage of a cold and a warm run, judged against the preset's goals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from mlmh.bench.preset import PRESET_GOALS, StageClock, goal_rows
+from mlmh.cli import cli
+from mlmh.events import StageFinished, StageStarted
+
+#: a preset of the same shape as pan at a fraction of its cost: models trained a few steps, two samplers
+PRESET = '''
+description = "bench test: tiny models trained for a few steps"
+dataset = "pan"
+models = ["trained-mlm:size=tiny,max_steps=2", "trained-clm:size=tiny,max_steps=2"]
+maskings = ["random:ratio=0.3"]
+samplers = ["one-shot", "clm-infill"]
+metrics = ["bleu"]
+tasks = []
+limit = 2
+'''
+
+
+def phase(cpu: float, **stages: float) -> dict:
+    return {"cpu_seconds": cpu, "wall_seconds": cpu / 2, "load_before": [1.0, 1.0, 1.0], "load_after": [1.0] * 3,
+            "outside_stages_cpu": 1.0, "stages": {name: {"cpu": s, "wall": s} for name, s in stages.items()}}
+
+
+def test_goal_rows_say_which_phase_falls_short():
+    report = {"preset": "pan", "goals": PRESET_GOALS["pan"],
+              "phases": {"cold": phase(590.0, models=200.0, generate=300.0, metrics=80.0),
+                         "warm": phase(20.0, generate=12.0, metrics=3.0)}}
+    cold, warm = goal_rows(report)
+    assert (cold["goal"], cold["passed"]) == ("<= 600", True)
+    assert (warm["goal"], warm["passed"]) == ("<= 15", False)
+    assert warm["detail"].endswith("generate 12.0, metrics 3.0")  # the costliest stages first
+    other = goal_rows({"preset": "quick", "goals": {}, "phases": {"cold": phase(50.0, generate=30.0)}})
+    assert other[0]["goal"] == "report" and other[0]["passed"] is None
+
+
+def test_stage_clock_keeps_cpu_and_wall_per_stage():
+    clock = StageClock()
+    clock(StageStarted(stage="generate", total=3))
+    sum(i * i for i in range(200_000))  # some CPU inside the stage
+    clock(StageFinished(stage="generate", seconds=0.1))
+    clock(StageFinished(stage="metrics", seconds=0.1))  # no start event: not measured
+    assert set(clock.stages) == {"generate"}
+    assert clock.stages["generate"]["cpu"] >= 0 and clock.stages["generate"]["wall"] > 0
+
+
+@pytest.mark.slow
+def test_bench_preset_measures_a_cold_then_a_warm_run(tmp_path):
+    preset = tmp_path / "tiny.toml"
+    preset.write_text(PRESET, encoding="utf-8")
+    out = tmp_path / "bench.json"
+    done = CliRunner().invoke(cli, ["bench", "--preset", str(preset), "--limit", "2", "--json", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    cold, warm = report["phases"]["cold"], report["phases"]["warm"]
+    for measured in (cold, warm):
+        assert {"data", "models", "generate", "metrics", "report"} <= set(measured["stages"])
+        assert measured["cpu_seconds"] >= sum(s["cpu"] for s in measured["stages"].values()) * 0.9
+    assert warm["stages"]["models"]["cpu"] < cold["stages"]["models"]["cpu"]  # trained once, then read back
+    assert [row["goal"] for row in report["goal_rows"]] == ["report", "report"]  # goals are pan's

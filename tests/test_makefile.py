@@ -1,0 +1,36 @@
+"""The Makefile installs what each target uses: the demo the package alone, the tests their extras."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def planned(tmp_path: Path, *args: str) -> str:
+    """The commands ``make ARGS`` would run for a fresh venv (make -n runs nothing)."""
+    done = subprocess.run(["make", "-n", f"VENV={tmp_path / 'venv'}", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("target", ["setup", "demo", "quick"])
+def test_the_demo_targets_install_the_package_alone(tmp_path, target):
+    plan = planned(tmp_path, target)
+    assert "pip install --quiet -e '.'" in plan and "[test" not in plan
+    assert "mlmh doctor --fix ||" in plan and "doctor --fix >/dev/null" not in plan  # a failing fix is shown
+
+
+def test_the_test_targets_install_the_test_extras_and_ci_adds_ray(tmp_path):
+    assert "-e '.[test]'" in planned(tmp_path, "test")
+    ci = planned(tmp_path, "test", "EXTRAS=test,ray")  # what .ci/run runs
+    assert "-e '.[test,ray]'" in ci and ci.rstrip().endswith("pytest -n 2 -q")
+    fast = planned(tmp_path, "test-fast")
+    assert "-e '.[test]'" in fast and fast.rstrip().endswith('pytest -n 2 -q -m "not slow"')
