@@ -273,7 +273,7 @@ def test_kept_encodings_are_handed_out_as_copies(mlm):
 
 @pytest.mark.parametrize("build", ["wordpiece", "byte-level"])
 def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm, tmp_path, monkeypatch):
-    import mlmh.adapters as adapters
+    import mlmh.adapter_base as adapters
 
     adapter = mlm if build == "wordpiece" else _byte_level_clm(tmp_path)
     texts = [TEXT, "Wait!!, what?! No... yes.", "again and again"]

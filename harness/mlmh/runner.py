@@ -28,25 +28,22 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
-
-import numpy as np
+from typing import Any, Callable, Sequence
 
 from mlmh.config import RunConfig
 from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
 from mlmh.plan import RunPlan, as_plan
+from mlmh.run_results import TIMING_KEYS, ResultsStage, strip_timings, versions
+from mlmh.run_state import REAL_TRAIN, ROLES, SPLIT_OF_ROLE, LoadedModel, RunLog, RunState, Scoring
 from mlmh.rundir import RunDir, RunDirError, new_run_path
-from mlmh.seeding import sample_seed
-from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Corpus, Document, Finding, Generation, MaskedItem, MetricResult,
-                        RoleQuality, RunResults, Score, TaskResult, model_record, to_dict)
+from mlmh.selection import subcorpus, select_documents
+from mlmh.types import Corpus, Generation, MetricResult, RoleQuality, RunResults, Score, TaskResult
 
-#: result fields that measure time, not outcome: resume and batch-size checks ignore them
-TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
+__all__ = ["RunCancelled", "Runner", "run_experiment", "select_documents", "strip_timings", "versions", "TIMING_KEYS",
+           "LoadedModel", "RunLog", "RunState", "Scoring", "ROLES", "SPLIT_OF_ROLE", "REAL_TRAIN"]
 
 
 class RunCancelled(MlmhError):
@@ -57,65 +54,6 @@ class RunCancelled(MlmhError):
     def __init__(self, message: str, exit_code: int = 130) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-@dataclass
-class LoadedModel:
-    component: Any
-    identity: str
-    adapter: Any = None
-    training: dict[str, Any] = field(default_factory=dict)  # the card of a model mlmh trained
-
-
-#: the two document sets of every run: regenerations of train documents (the synthetic corpus of the
-#: paper's protocol) and of test documents that no model trained on or was selected on
-ROLES = ("seen", "unseen")
-SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
-REAL_TRAIN = "real train split"  # what the downstream baseline trains on
-
-
-@dataclass
-class RunState:
-    """What each stage hands to the next (the stage that fills a field is named beside it)."""
-
-    corpus: Corpus | None = None  # data
-    documents: dict[str, list[Document]] = field(default_factory=dict)  # data, cut to the windows by mask: role -> docs
-    role_of: dict[str, str] = field(default_factory=dict)  # data: doc id -> role
-    headline: str = "seen"  # data, decided once: the set the comparison leads with (unseen when there is a test split)
-    test: Corpus | None = None  # data: the real test split the downstream tasks test on
-    models: dict[str, LoadedModel] = field(default_factory=dict)  # models: spec -> loaded
-    train: Corpus | None = None  # mask: the real train documents the synthetic corpora replace
-    items: dict[tuple[str, int], list[MaskedItem]] = field(default_factory=dict)  # mask: (masking, seed) -> items
-    generations: dict[str, list[Generation]] = field(default_factory=dict)  # generate: condition -> generations
-    filler_word: str = ""  # metrics
-    # metrics: condition -> role -> quality, the baselines of its masking and seed beside it
-    quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)
-    metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # metrics: condition -> headline set's
-    downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # downstream: condition -> scores
-    baseline: dict[str, Any] = field(default_factory=dict)  # downstream: task -> scores on the real train split
-    correlations: list[dict[str, Any]] = field(default_factory=list)  # correlation
-    # downstream: "real" | "chance" | condition -> task -> score -> per-test-item values (tasks that report them)
-    task_items: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
-
-
-@dataclass
-class RunLog:
-    """What the run records as it goes, whichever stage is running: notes, failed components, the conditions
-    they left without results, and each stage's time."""
-
-    notes: list[str] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)  # condition id -> why it has no results
-    timings: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class Scoring:
-    """What each scoring call of the metrics stage shares: the result cache and the stage's progress count."""
-
-    lookup: Any  # mlmh.cache.ResultLookup of MetricResult
-    total: int
-    done: int = 0
 
 
 def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None,
@@ -133,7 +71,7 @@ def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, c
     return runner.run()
 
 
-class Runner:
+class Runner(ResultsStage):
     """One run of a plan: the stages in order, each handing its results to the next through :class:`RunState`."""
 
     def __init__(self, plan: RunPlan, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,
@@ -305,7 +243,7 @@ class Runner:
                        "documents only, and cannot separate generation from memorization", "warning")
         self.state.role_of = {d.id: role for role in ROLES for d in self.state.documents[role]}
         self.state.headline = "unseen" if self.state.documents["unseen"] else "seen"
-        self.state.test = _subcorpus(corpus, corpus.split("test"))
+        self.state.test = subcorpus(corpus, corpus.split("test"))
         if any(not m.name.startswith("trained-") for m in self.plan.models):
             self._note("seen / unseen are the dataset's train / test splits; mlmh does not know what a user "
                        "checkpoint (hf-*) was trained on")
@@ -366,7 +304,7 @@ class Runner:
                            f"model's window{self._window()}, so no masked word goes ungenerated and no unseen text "
                            "pads the scores")
         # the real-text baseline of the downstream tasks trains on the same (cut) documents as the synthetic corpora
-        self.state.train = _subcorpus(self.state.corpus, self.state.documents["seen"])
+        self.state.train = subcorpus(self.state.corpus, self.state.documents["seen"])
         documents = [d for role in ROLES for d in self.state.documents[role]]
         pairs = [(m, seed) for m in self.plan.maskings for seed in self.config.seeds]
         self.bus.emit(StageStarted(stage="mask", total=len(pairs), description="masking documents"))
@@ -638,241 +576,10 @@ class Runner:
             self.state.correlations = correlate(rows, seed=self.config.seeds[0])
         self.bus.emit(Progress(stage="correlation", completed=1, total=1))
 
-    # -- results -------------------------------------------------------------------------------
-    def _results(self, started: float) -> RunResults:
-        """The run's typed results, built from what the stages handed on: results.json is their ``to_dict``."""
-        headline = self.state.headline
-        conditions = []
-        for condition in self.conditions:
-            row = self._condition_result(condition, headline)
-            conditions.append(row)
-            truncated = row.generation["truncated_documents"]
-            if truncated:  # fit_to_windows estimates per word; a model may still cut a few tokens
-                self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
-                           "tokens; their last masked words were left as they were (generation.truncated_tokens)",
-                           "warning", emit=False)
-        corpus, test = self.state.corpus, self.state.test
-        results = RunResults(
-            run_id=self.out.name,
-            config=self.config.to_dict(),
-            conditions=conditions,
-            schema_version=RESULTS_SCHEMA,
-            versions=versions(),
-            dataset={"name": self.config.dataset, "source": corpus.source if corpus else "",
-                     "train_documents": len(corpus.split("train")) if corpus else 0,
-                     "validation_documents": len(corpus.split("validation")) if corpus else 0,
-                     "test_documents": len(test.documents) if test else 0},
-            documents={role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
-                              "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
-            headline=headline,
-            filler_word=self.state.filler_word,
-            n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
-            baseline=self.state.baseline,
-            correlations=self.state.correlations,
-            models={spec: model_record(m.identity, m.component.model_kind, m.training, m.component.short_spec)
-                    for spec, m in self.state.models.items()},
-            notes=list(self.log.notes),
-            errors=list(self.log.errors),
-            started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-            timings=dict(self.log.timings),  # as written: the report stage that writes it is timed after
-        )
-        results.findings = self._findings(results)
-        results = self._finite(results)
-        results.crossover = self._crossover(results, headline)
-        return results
-
-    def _condition_result(self, condition: Any, headline: str) -> ConditionResult:
-        """One condition's quality per document set, its seen - unseen gap, downstream scores and generation
-        costs; a failed one says why it has none."""
-        from mlmh.memorization import gap
-
-        quality = self.state.quality.get(condition.id, {})
-        gaps: dict[str, Score] = {}
-        if "seen" in quality and "unseen" in quality:
-            seen, unseen = quality["seen"], quality["unseen"]
-            pairs = [(name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
-            pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
-            for name, a, b in pairs:
-                found = gap(a.to_dict() if a else None, b.to_dict() if b else None)
-                if found:
-                    gaps[name] = Score.from_dict(found)  # type: ignore[assignment]
-        row = condition.row()
-        return ConditionResult(
-            **row, seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
-            metrics=quality[headline].metrics if headline in quality else {},
-            downstream=self.state.downstream.get(condition.id, {}),
-            generation=_generation_stats(self.state.generations.get(condition.id, [])),
-            failed=self.log.failed.get(condition.id))
-
-    def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
-        """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
-        documents' per-document scores; a failure is reported by name and the rest of the results stand."""
-        from mlmh.crossover import summarise
-
-        per_document = self._unseen_per_document() if headline == "unseen" else {}
-        try:
-            from mlmh.contracts import finite_only
-
-            summary = summarise(results, per_document, seed=self.config.seeds[0])
-            return finite_only(summary)[0] if summary is not None else None  # results.json is strict JSON
-        except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
-            self._error("crossover", "results", exc)
-            results.errors = self.log.errors
-            return None
-
-    def _unseen_per_document(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """condition -> metric -> unseen document -> its score (the metrics' per-sample values)."""
-        per_document: dict[str, dict[str, dict[str, Any]]] = {}
-        for condition in self.conditions:
-            scored = [g for g in self.state.generations.get(condition.id, [])
-                      if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
-            by_doc = _per_sample(self.state.metric_results.get(condition.id, []), scored)
-            per_document[condition.id] = {}
-            for doc, values in by_doc.items():
-                for metric, value in values.items():
-                    per_document[condition.id].setdefault(metric, {})[doc] = value
-        return per_document
-
-    def _findings(self, results: RunResults) -> list[Finding]:
-        """Both papers' claims tested on this run (:mod:`mlmh.findings`); a failure is reported by name and the
-        rest of the results stand."""
-        from mlmh.claims import run_cells
-        from mlmh.findings import run_findings
-
-        try:
-            per_document = self._unseen_per_document() if results.headline == "unseen" else {}
-            cells = run_cells(self.running, self.state.generations, self.state.role_of)
-            return run_findings(results, per_document, self.state.task_items, cells, self.config.seeds[0])
-        except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
-            self._error("findings", "results", exc)
-            results.errors = self.log.errors
-            return []
-
-    def _finite(self, results: RunResults) -> RunResults:
-        """``results`` with any NaN or infinity that slipped past the components' checks written as null,
-        and a note saying where (results.json is strict JSON); as built when every number is finite."""
-        from mlmh.contracts import finite_only
-
-        data, where = finite_only(results.to_dict())
-        if not where:
-            return results
-        note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
-                f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
-        self._note(note, "warning")
-        data["notes"] = self.log.notes
-        return RunResults.from_dict(data)
-
-    def _write(self, results: RunResults) -> None:
-        from mlmh.report import write_report
-        from mlmh.reproduce import sample_id
-
-        self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
-        run = self.run_dir
-        run.write_lines(run.generations, (
-            {"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
-             "role": self.state.role_of.get(g.doc_id), "original": g.original, "masked_text": g.masked_text, "text": g.text}
-            for index, condition in enumerate(self.conditions) for g in self.state.generations.get(condition.id, [])))
-        if self.config.log_samples:
-            run.write_lines(run.samples, self._sample_rows(results.headline))
-        write_report(results, run)
-        run.write_results(results)  # last: a run with results.json is finished
-        self.bus.emit(Progress(stage="report", completed=1, total=1))
-
-    def _sample_rows(self, headline: str) -> Iterator[dict[str, Any]]:
-        """samples.jsonl's rows: each generation with its step trace and per-sample scores."""
-        for condition in self.conditions:
-            by_doc = _per_sample(self.state.metric_results.get(condition.id, []),
-                                 [g for g in self.state.generations.get(condition.id, []) if g.masked_words
-                                  and self.state.role_of.get(g.doc_id) == headline])
-            for g in self.state.generations.get(condition.id, []):
-                yield {"condition": condition.id, "role": self.state.role_of.get(g.doc_id), "generation": to_dict(g),
-                       "metrics": by_doc.get(g.doc_id, {})}
-
 
 # -- helpers -------------------------------------------------------------------------------------
-def select_documents(corpus: Corpus, limit: int | float, split: str = "train") -> list[Document]:
-    """The documents of ``split`` to regenerate: all, the first ``limit`` of a seeded shuffle, or a fraction.
-
-    With verification pairs, whole pairs of the split are taken (same-author and different-author pairs
-    alternating) so the synthetic corpus keeps usable pairs; the selection never depends on the run seeds.
-    """
-    pool = corpus.split(split)
-    if not limit:
-        return pool
-    n = int(limit) if isinstance(limit, int) else max(1, round(limit * len(pool)))
-    if n >= len(pool):
-        return pool
-    rng = np.random.default_rng(sample_seed(0, "select" if split == "train" else f"select|{split}", corpus.dataset))
-    ids = {d.id for d in pool}
-    chosen: list[str] = []
-    pairs = [p for p in corpus.pairs if p.a in ids and p.b in ids]
-    if pairs:
-        same = [pairs[i] for i in rng.permutation(len(pairs)) if pairs[i].same]
-        diff = [pairs[i] for i in rng.permutation(len(pairs)) if not pairs[i].same]
-        for k in range(max(len(same), len(diff))):
-            for group in (same, diff):
-                if k < len(group) and len(chosen) < n:
-                    chosen.extend(x for x in (group[k].a, group[k].b) if x not in chosen)
-    for i in rng.permutation(len(pool)):
-        if len(chosen) >= n:
-            break
-        if pool[i].id not in chosen:
-            chosen.append(pool[i].id)
-    keep = set(chosen)
-    return [d for d in pool if d.id in keep]
-
-
-def _subcorpus(corpus: Corpus, documents: list[Document]) -> Corpus:
-    ids = {d.id for d in documents}
-    return Corpus(dataset=corpus.dataset, documents=list(documents), source=corpus.source,
-                  pairs=[p for p in corpus.pairs if p.a in ids and p.b in ids], notes=list(corpus.notes))
-
-
 def _tokenizer_identity(loaded: LoadedModel) -> str:
     tokenizer = getattr(loaded.adapter, "tokenizer", None)
     if tokenizer is None:
         return ""
     return f"{type(tokenizer).__name__}:{len(tokenizer)}:{getattr(tokenizer, 'name_or_path', '')}"
-
-
-def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str, dict[str, Any]]:
-    """Per-document metric values of the scored generations (the metrics' per-sample lists follow their order)."""
-    out: dict[str, dict[str, Any]] = {}
-    for n, g in enumerate(gens):
-        out[g.doc_id] = {r.name: (r.per_sample[n] if n < len(r.per_sample) else None) for r in results}
-    return out
-
-
-def _generation_stats(gens: list[Generation]) -> dict[str, Any]:
-    seconds = sum(g.seconds for g in gens)
-    processed = sum(g.tokens_processed for g in gens)
-    return {
-        "samples": len(gens),
-        "forward_passes": sum(g.forward_passes for g in gens),
-        "generated_tokens": sum(g.generated_tokens for g in gens),
-        "tokens_processed": processed,
-        "truncated_tokens": sum(g.truncated_tokens for g in gens),
-        "truncated_documents": sum(1 for g in gens if g.truncated_tokens),
-        "seconds": round(seconds, 4),
-        "tokens_per_s": round(processed / seconds, 1) if seconds > 0 else None,
-    }
-
-
-def versions() -> dict[str, Any]:
-    """Versions of mlmh, the model and metric libraries, and every loaded plugin."""
-    from mlmh import __version__
-    from mlmh.implementation import library_versions
-    from mlmh.plugin_manager import describe_plugins
-
-    out: dict[str, Any] = {"mlmh": __version__, **dict(library_versions())}
-    out["plugins"] = {p["name"]: p.get("version") for p in describe_plugins()}
-    return out
-
-
-def strip_timings(results: Any) -> Any:
-    """``results`` without the fields that measure time (for comparing two runs of one configuration)."""
-    if isinstance(results, dict):
-        return {k: strip_timings(v) for k, v in results.items() if k not in TIMING_KEYS}
-    if isinstance(results, list):
-        return [strip_timings(v) for v in results]
-    return results

@@ -352,13 +352,13 @@ def check_dataset(dataset: Dataset, path: str | None = None) -> Corpus:
 def check_task(task: Task, corpus: Corpus, seed: int = 0) -> TaskResult:
     """Split ``corpus`` as the runner does and run ``task`` twice; raise AssertionError unless it applies,
     scores finite numbers without an error, leaves its inputs alone and repeats itself under one seed."""
-    from mlmh.runner import _subcorpus
+    from mlmh.selection import subcorpus
 
     _expect(task.applies_to(corpus), task, f"does not apply to corpus '{corpus.dataset}' (requires {sorted(task.requires)})")
     if task.requires:
         bare = Corpus(corpus.dataset, [Document(d.id, d.text, d.split) for d in corpus.documents], corpus.source)
         _expect(not task.applies_to(bare), task, f"applies to a corpus without {sorted(task.requires)}")
-    train, test = _subcorpus(corpus, corpus.split("train")), _subcorpus(corpus, corpus.split("test"))
+    train, test = subcorpus(corpus, corpus.split("train")), subcorpus(corpus, corpus.split("test"))
     before = to_dict((train, test))
     with _global_rngs_reseeded(1):
         result = task.run(train, test, seed=seed)

@@ -1,0 +1,233 @@
+"""The last stages of a run: its typed results built from what the stages handed on (each condition's quality,
+gap, downstream scores and costs; the findings; the crossover), then results.json, report.md, the plots and the
+JSON Lines files written through :class:`~mlmh.rundir.RunDir`.
+
+:class:`ResultsStage` is the part of :class:`mlmh.runner.Runner` that does this; it reads the runner's state
+(:mod:`mlmh.run_state`) and plan, and reports failures by name through the runner's log like every stage.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from mlmh.events import Progress, StageStarted
+from mlmh.run_state import ROLES, SPLIT_OF_ROLE, RunLog, RunState
+from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Finding, Generation, MetricResult, RunResults, Score,
+                        model_record, to_dict)
+
+#: result fields that measure time, not outcome: resume and batch-size checks ignore them
+TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
+
+
+class ResultsStage:
+    """Building and writing a run's results; mixed into :class:`mlmh.runner.Runner`, whose attributes it reads."""
+
+    state: RunState
+    log: RunLog
+    out: Path
+    config: Any  # mlmh.runconfig.RunConfig
+    run_dir: Any  # mlmh.rundir.RunDir
+    bus: Any  # mlmh.events.EventBus
+    conditions: list[Any]
+    running: list[Any]
+
+    def _note(self, text: str, level: str = "info", emit: bool = True) -> None:
+        raise NotImplementedError
+
+    def _error(self, component: str, what: str, exc: BaseException | str) -> None:
+        raise NotImplementedError
+
+    # -- results -------------------------------------------------------------------------------
+    def _results(self, started: float) -> RunResults:
+        """The run's typed results, built from what the stages handed on: results.json is their ``to_dict``."""
+        headline = self.state.headline
+        conditions = []
+        for condition in self.conditions:
+            row = self._condition_result(condition, headline)
+            conditions.append(row)
+            truncated = row.generation["truncated_documents"]
+            if truncated:  # fit_to_windows estimates per word; a model may still cut a few tokens
+                self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
+                           "tokens; their last masked words were left as they were (generation.truncated_tokens)",
+                           "warning", emit=False)
+        corpus, test = self.state.corpus, self.state.test
+        results = RunResults(
+            run_id=self.out.name,
+            config=self.config.to_dict(),
+            conditions=conditions,
+            schema_version=RESULTS_SCHEMA,
+            versions=versions(),
+            dataset={"name": self.config.dataset, "source": corpus.source if corpus else "",
+                     "train_documents": len(corpus.split("train")) if corpus else 0,
+                     "validation_documents": len(corpus.split("validation")) if corpus else 0,
+                     "test_documents": len(test.documents) if test else 0},
+            documents={role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
+                              "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
+            headline=headline,
+            filler_word=self.state.filler_word,
+            n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
+            baseline=self.state.baseline,
+            correlations=self.state.correlations,
+            models={spec: model_record(m.identity, m.component.model_kind, m.training, m.component.short_spec)
+                    for spec, m in self.state.models.items()},
+            notes=list(self.log.notes),
+            errors=list(self.log.errors),
+            started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+            timings=dict(self.log.timings),  # as written: the report stage that writes it is timed after
+        )
+        results.findings = self._findings(results)
+        results = self._finite(results)
+        results.crossover = self._crossover(results, headline)
+        return results
+
+    def _condition_result(self, condition: Any, headline: str) -> ConditionResult:
+        """One condition's quality per document set, its seen - unseen gap, downstream scores and generation
+        costs; a failed one says why it has none."""
+        from mlmh.memorization import gap
+
+        quality = self.state.quality.get(condition.id, {})
+        gaps: dict[str, Score] = {}
+        if "seen" in quality and "unseen" in quality:
+            seen, unseen = quality["seen"], quality["unseen"]
+            pairs = [(name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
+            pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
+            for name, a, b in pairs:
+                found = gap(a.to_dict() if a else None, b.to_dict() if b else None)
+                if found:
+                    gaps[name] = Score.from_dict(found)  # type: ignore[assignment]
+        row = condition.row()
+        return ConditionResult(
+            **row, seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
+            metrics=quality[headline].metrics if headline in quality else {},
+            downstream=self.state.downstream.get(condition.id, {}),
+            generation=_generation_stats(self.state.generations.get(condition.id, [])),
+            failed=self.log.failed.get(condition.id))
+
+    def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
+        """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
+        documents' per-document scores; a failure is reported by name and the rest of the results stand."""
+        from mlmh.crossover import summarise
+
+        per_document = self._unseen_per_document() if headline == "unseen" else {}
+        try:
+            from mlmh.contracts import finite_only
+
+            summary = summarise(results, per_document, seed=self.config.seeds[0])
+            return finite_only(summary)[0] if summary is not None else None  # results.json is strict JSON
+        except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
+            self._error("crossover", "results", exc)
+            results.errors = self.log.errors
+            return None
+
+    def _unseen_per_document(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """condition -> metric -> unseen document -> its score (the metrics' per-sample values)."""
+        per_document: dict[str, dict[str, dict[str, Any]]] = {}
+        for condition in self.conditions:
+            scored = [g for g in self.state.generations.get(condition.id, [])
+                      if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
+            by_doc = _per_sample(self.state.metric_results.get(condition.id, []), scored)
+            per_document[condition.id] = {}
+            for doc, values in by_doc.items():
+                for metric, value in values.items():
+                    per_document[condition.id].setdefault(metric, {})[doc] = value
+        return per_document
+
+    def _findings(self, results: RunResults) -> list[Finding]:
+        """Both papers' claims tested on this run (:mod:`mlmh.findings`); a failure is reported by name and the
+        rest of the results stand."""
+        from mlmh.claims import run_cells
+        from mlmh.findings import run_findings
+
+        try:
+            per_document = self._unseen_per_document() if results.headline == "unseen" else {}
+            cells = run_cells(self.running, self.state.generations, self.state.role_of)
+            return run_findings(results, per_document, self.state.task_items, cells, self.config.seeds[0])
+        except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
+            self._error("findings", "results", exc)
+            results.errors = self.log.errors
+            return []
+
+    def _finite(self, results: RunResults) -> RunResults:
+        """``results`` with any NaN or infinity that slipped past the components' checks written as null,
+        and a note saying where (results.json is strict JSON); as built when every number is finite."""
+        from mlmh.contracts import finite_only
+
+        data, where = finite_only(results.to_dict())
+        if not where:
+            return results
+        note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
+                f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
+        self._note(note, "warning")
+        data["notes"] = self.log.notes
+        return RunResults.from_dict(data)
+
+    def _write(self, results: RunResults) -> None:
+        from mlmh.report import write_report
+        from mlmh.reproduce import sample_id
+
+        self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
+        run = self.run_dir
+        run.write_lines(run.generations, (
+            {"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
+             "role": self.state.role_of.get(g.doc_id), "original": g.original, "masked_text": g.masked_text, "text": g.text}
+            for index, condition in enumerate(self.conditions) for g in self.state.generations.get(condition.id, [])))
+        if self.config.log_samples:
+            run.write_lines(run.samples, self._sample_rows(results.headline))
+        write_report(results, run)
+        run.write_results(results)  # last: a run with results.json is finished
+        self.bus.emit(Progress(stage="report", completed=1, total=1))
+
+    def _sample_rows(self, headline: str) -> Iterator[dict[str, Any]]:
+        """samples.jsonl's rows: each generation with its step trace and per-sample scores."""
+        for condition in self.conditions:
+            by_doc = _per_sample(self.state.metric_results.get(condition.id, []),
+                                 [g for g in self.state.generations.get(condition.id, []) if g.masked_words
+                                  and self.state.role_of.get(g.doc_id) == headline])
+            for g in self.state.generations.get(condition.id, []):
+                yield {"condition": condition.id, "role": self.state.role_of.get(g.doc_id), "generation": to_dict(g),
+                       "metrics": by_doc.get(g.doc_id, {})}
+
+
+def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str, dict[str, Any]]:
+    """Per-document metric values of the scored generations (the metrics' per-sample lists follow their order)."""
+    out: dict[str, dict[str, Any]] = {}
+    for n, g in enumerate(gens):
+        out[g.doc_id] = {r.name: (r.per_sample[n] if n < len(r.per_sample) else None) for r in results}
+    return out
+
+
+def _generation_stats(gens: list[Generation]) -> dict[str, Any]:
+    seconds = sum(g.seconds for g in gens)
+    processed = sum(g.tokens_processed for g in gens)
+    return {
+        "samples": len(gens),
+        "forward_passes": sum(g.forward_passes for g in gens),
+        "generated_tokens": sum(g.generated_tokens for g in gens),
+        "tokens_processed": processed,
+        "truncated_tokens": sum(g.truncated_tokens for g in gens),
+        "truncated_documents": sum(1 for g in gens if g.truncated_tokens),
+        "seconds": round(seconds, 4),
+        "tokens_per_s": round(processed / seconds, 1) if seconds > 0 else None,
+    }
+
+
+def versions() -> dict[str, Any]:
+    """Versions of mlmh, the model and metric libraries, and every loaded plugin."""
+    from mlmh import __version__
+    from mlmh.implementation import library_versions
+    from mlmh.plugin_manager import describe_plugins
+
+    out: dict[str, Any] = {"mlmh": __version__, **dict(library_versions())}
+    out["plugins"] = {p["name"]: p.get("version") for p in describe_plugins()}
+    return out
+
+
+def strip_timings(results: Any) -> Any:
+    """``results`` without the fields that measure time (for comparing two runs of one configuration)."""
+    if isinstance(results, dict):
+        return {k: strip_timings(v) for k, v in results.items() if k not in TIMING_KEYS}
+    if isinstance(results, list):
+        return [strip_timings(v) for v in results]
+    return results
