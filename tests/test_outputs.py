@@ -248,3 +248,16 @@ def test_a_live_builds_partial_folder_is_left_alone(tmp_path):
         path.mkdir()
     assert clear_stale_partials(tmp_path / "model") == [dead]
     assert live.is_dir() and other.is_dir()
+
+
+def test_the_loser_of_two_trainings_on_one_out_does_not_replace_the_winners_model(tmp_path):
+    from mlmh.errors import ModelError
+    from mlmh.modelcache import atomic_directory
+
+    out = tmp_path / "model"
+    with pytest.raises(ModelError, match="already exists \\(written while this build ran\\)"):
+        with atomic_directory(out, overwrite=False) as tmp:
+            (tmp / "config.json").write_text("loser")
+            out.mkdir()  # the winner finished first
+            (out / "config.json").write_text("winner")
+    assert (out / "config.json").read_text() == "winner" and sorted(p.name for p in tmp_path.iterdir()) == ["model"]

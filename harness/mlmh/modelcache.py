@@ -181,7 +181,8 @@ def atomic_directory(final: Path, *, overwrite: bool = False) -> Iterator[Path]:
         yield tmp
         if final.exists():
             if not overwrite:
-                raise ModelError(f"{final} already exists; choose another directory or remove it")
+                raise ModelError(f"{final} already exists (written while this build ran); the finished build is "
+                                 "not moved over it: choose another directory or remove it")
             old = final.with_name(f"{_TMP_PREFIX}{final.name}-old-{os.getpid()}")
             os.rename(final, old)
             os.rename(tmp, final)
