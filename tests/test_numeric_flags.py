@@ -150,7 +150,7 @@ def test_every_api_argument_is_checked_naming_it_before_any_folder(function, nam
 
 
 @pytest.mark.parametrize("sweep, message", [
-    ("", "--sweep-epochs '': nothing given"),
+    ("", "--sweep-epochs '': empty (an unset variable?)"),
     (" , ", "--sweep-epochs ' , ': nothing given"),
     ("1e12", "--sweep-epochs 1e12: expected a number > 0 and < 1000"),
     ("inf", "--sweep-epochs inf: expected a number > 0 and < 1000"),
@@ -184,3 +184,34 @@ def test_trained_models_epochs_share_the_sweeps_bound():
 
     with pytest.raises(SpecError, match="epochs"):
         get_registry().build("model", "trained-mlm:epochs=1e12")
+
+
+def _text_options():
+    for path, command in _commands():
+        for param in command.params:
+            if (isinstance(param, click.Option) and not param.is_flag and not isinstance(param.type, click.Choice)
+                    and isinstance(param.type, (click.types.StringParamType, click.Path))
+                    and param.callback is not options.may_be_empty):
+                yield path, param
+
+
+@pytest.mark.parametrize("path, param", [pytest.param(p, q, id=f"{' '.join(p)} {options.flag_of(q)}")
+                                         for p, q in _text_options()])
+def test_every_text_option_refuses_an_empty_value_naming_the_flag(path, param, capsys):
+    """An empty value (an unset shell variable) is refused, never read as "left out" (issue 41, item 3)."""
+    flag = options.flag_of(param)
+    with pytest.raises(SystemExit) as info:
+        main([*path, flag, ""])
+    err = capsys.readouterr().err
+    assert info.value.code == 2, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and flag in last, err  # ours, or click's own refusal of an empty path
+    assert "Traceback" not in err
+
+
+def test_an_empty_sweep_through_the_api_is_refused_too():
+    from mlmh import api
+    from mlmh.errors import SpecError
+
+    with pytest.raises(SpecError, match="--sweep-epochs '': nothing given"):
+        api.plan("crossover", sweep_epochs="")

@@ -104,6 +104,34 @@ def dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 
 
 
+def may_be_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback marking an option whose empty value means something (``bench --metrics ''``: none)."""
+    return value
+
+
+def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: a text or path option given empty (an unset shell variable) is refused naming the
+    flag, never read as "left out". :func:`refuse_empty_values` puts it on every such option of a command."""
+    from click.core import ParameterSource
+
+    if isinstance(value, str) and not value.strip() and ctx.get_parameter_source(param.name) is not ParameterSource.DEFAULT:
+        flag = flag_of(param)
+        raise SpecError(f"{flag} {value!r}: empty (an unset variable?); leave {flag} out for its default")
+    return value
+
+
+def refuse_empty_values(command: click.Command) -> click.Command:
+    """Give every text or path option of ``command`` (and its subcommands) that has no callback of its own
+    :func:`not_empty`: one rule for every command's options, as :class:`Number` is for numeric ones."""
+    commands = list(command.commands.values()) if isinstance(command, click.Group) else [command]
+    for each in commands:
+        for param in each.params:
+            if (isinstance(param, click.Option) and not param.is_flag and param.callback is None
+                    and isinstance(param.type, (click.types.StringParamType, click.Path))):
+                param.callback = not_empty
+    return command
+
+
 def data_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A click callback for ``--data``: a path, or left out for the bundled sample. An empty value (an
     unset shell variable) is refused, never read as "left out"."""

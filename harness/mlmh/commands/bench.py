@@ -49,6 +49,7 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
               help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
                    "left-to-right, gibbs, clm-infill, clm-infill-nocache, seq2seq-infill.")
 @click.option("--metrics", "metric_names", default="bleu,rouge,meteor,bertscore", show_default=True,
+              callback=options.may_be_empty,
               help="Metrics whose throughput (pairs/s) to measure; '' for none.")
 @click.option("--no-startup", is_flag=True, help="Skip the `mlmh --help` startup timing.")
 @click.option("--no-scaling", is_flag=True, help="Skip the eval scaling ratio (runs the runner 8 times).")
