@@ -188,3 +188,10 @@ def test_results_are_written_as_strict_json():
     data, where = finite_only({"a": [1.0, math.inf], "b": {"c": math.nan}, "d": "nan"})
     assert data == {"a": [1.0, None], "b": {"c": None}, "d": "nan"} and where == ["a[1]", "b.c"]
     assert json.loads(strict_json(data)) == data
+
+
+def test_a_value_a_metric_says_it_cannot_give_is_a_note_not_a_failure(tmp_path):
+    """stutter without a tokenizer reports its sub-word rate as not computable; the metric itself ran,
+    so ``mlmh score`` exits 0 (only a metric that failed as a whole fails the command)."""
+    by_name = _score(tmp_path, "stutter,bleu")
+    assert by_name["stutter_subword"]["error"] and by_name["stutter_word"]["value"] is not None
