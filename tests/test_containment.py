@@ -46,7 +46,7 @@ CONDITION_FAULTS = {
     "model": ("model 'faulty-mlm'", "AssertionError: Torch not compiled with CUDA enabled", "faulty-mlm"),
     "masking": ("masking 'faulty-masking'", "IndexError: list index out of range", "faulty-masking"),
     "sampler": ("sampler 'faulty-fill'", "KeyError: 'logits'", "faulty-fill"),
-    "sampler-output": ("sampler 'faulty-fill'", "PluginError: sampler 'faulty-fill' returned 1 generations for 2",
+    "sampler-output": ("sampler 'faulty-fill'", "sampler 'faulty-fill' returned 1 generations for 2",
                        "faulty-fill"),
 }
 
@@ -118,7 +118,7 @@ def test_when_every_condition_fails_the_run_stops_with_the_errors(tmp_path, monk
 
 
 # -- mlmh score ------------------------------------------------------------------------------------
-def _score(tmp_path, specs, *extra):
+def _score(tmp_path, specs, *extra, failed=()):
     from click.testing import CliRunner
 
     from mlmh.cli import cli
@@ -127,7 +127,9 @@ def _score(tmp_path, specs, *extra):
     pred.write_text("a b c\nd e f\ng h i\n")
     ref.write_text("a b x\nd e f\ng x i\n")
     out = CliRunner().invoke(cli, ["score", "-m", specs, "--pred", str(pred), "--ref", str(ref), "--json", *extra])
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == (1 if failed else 0), out.output  # a failed metric fails the command (issue 41)
+    if failed:
+        assert f"metric(s) failed: {', '.join(failed)}" in str(out.exception)
     data = json.loads(out.stdout, parse_constant=lambda name: pytest.fail(f"score --json printed {name}"))
     return {r["name"]: r for r in data["results"]}
 
@@ -135,9 +137,15 @@ def _score(tmp_path, specs, *extra):
 @pytest.mark.parametrize("fault", ["metric", "metric-nan", "metric-short"])
 def test_score_keeps_the_other_metrics_when_one_fails(tmp_path, monkeypatch, fault):
     monkeypatch.setenv("MLMH_TEST_FAULT", fault)
-    by_name = _score(tmp_path, "faulty-metric,bleu,rouge", "--workers", "1")
+    by_name = _score(tmp_path, "faulty-metric,bleu,rouge", "--workers", "1", failed=["faulty-metric"])
     assert by_name["faulty-metric"]["value"] is None and by_name["faulty-metric"]["error"]
     assert by_name["bleu"]["value"] is not None and by_name["rougeL"]["value"] is not None
+
+
+def test_score_exits_non_zero_when_every_requested_metric_failed(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLMH_TEST_FAULT", "metric")
+    by_name = _score(tmp_path, "faulty-metric", failed=["faulty-metric"])
+    assert by_name["faulty-metric"]["value"] is None
 
 
 @pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])
@@ -145,7 +153,7 @@ def test_score_keeps_the_other_metrics_in_worker_processes_too(tmp_path, workers
     """A builtin metric that cannot load its model (a gen-ppl path that does not exist), in this process
     or a worker: its error names the path, the other metrics keep their results."""
     missing = tmp_path / "no-such-model"
-    by_name = _score(tmp_path, f"gen-ppl:path={missing},bleu,rouge", "--workers", workers)
+    by_name = _score(tmp_path, f"gen-ppl:path={missing},bleu,rouge", "--workers", workers, failed=["gen-ppl"])
     assert by_name["gen-ppl"]["value"] is None and str(missing) in by_name["gen-ppl"]["error"]
     assert "does not exist" in by_name["gen-ppl"]["error"] and "Repo id" not in by_name["gen-ppl"]["error"]
     assert by_name["bleu"]["value"] is not None and by_name["rougeL"]["value"] is not None
@@ -181,3 +189,10 @@ def test_results_are_written_as_strict_json():
     data, where = finite_only({"a": [1.0, math.inf], "b": {"c": math.nan}, "d": "nan"})
     assert data == {"a": [1.0, None], "b": {"c": None}, "d": "nan"} and where == ["a[1]", "b.c"]
     assert json.loads(strict_json(data)) == data
+
+
+def test_a_value_a_metric_says_it_cannot_give_is_a_note_not_a_failure(tmp_path):
+    """stutter without a tokenizer reports its sub-word rate as not computable; the metric itself ran,
+    so ``mlmh score`` exits 0 (only a metric that failed as a whole fails the command)."""
+    by_name = _score(tmp_path, "stutter,bleu")
+    assert by_name["stutter_subword"]["error"] and by_name["stutter_word"]["value"] is not None

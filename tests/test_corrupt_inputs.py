@@ -281,3 +281,85 @@ def test_a_legacy_nltk_tagger_falls_back_to_the_offline_tagger(tmp_path, monkeyp
         assert note == POS_TAGGER_NOTE and len(tags) == len(words)
     finally:
         maskings.nltk_tagger.cache_clear()
+
+
+# -- every input format's errors are one line naming file and line (issue 41, item 4) ------------------------
+def _gzip_bytes(text: str) -> bytes:
+    import gzip
+
+    return gzip.compress(text.encode("utf-8"))
+
+
+_ROWS = "".join(json.dumps({"text": f"Document number {n} is long enough to count here.", "author": f"a{n % 3}"}) + "\n"
+                for n in range(40))
+#: a damaged or fake compressed corpus, by how it is broken -> (file name, bytes, what the line says)
+BAD_COMPRESSED = {
+    "truncated": ("corpus.jsonl.gz", _gzip_bytes(_ROWS)[:-30], "the compressed data ends early"),
+    "fake": ("corpus.jsonl.gz", _ROWS.encode("utf-8"), "not gzip-compressed data, or damaged"),
+    "damaged": ("corpus.jsonl.gz", _gzip_bytes(_ROWS)[:40] + b"\xff" * 60 + _gzip_bytes(_ROWS)[100:],
+                "not gzip-compressed data, or damaged"),
+    "fake csv": ("corpus.csv.gz", b"text,author\nplain,text\n", "not gzip-compressed data, or damaged"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_COMPRESSED))
+def test_a_damaged_or_fake_gz_corpus_is_one_line_naming_file_and_line(case, tmp_path):
+    from mlmh.registry import get_registry
+
+    name, data, says = BAD_COMPRESSED[case]
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(DataError) as caught:
+        get_registry().build("dataset", "text:group_field=author").load(str(path))
+    message = str(caught.value)
+    assert message.startswith(f"{path}:") and message.split(":")[1].isdigit(), message
+    assert says in message and "\n" not in message
+    assert not any(word in message for word in ("EOFError", "BadGzipFile", "zlib", "Error"))
+
+
+@pytest.mark.parametrize("content, error", [
+    ('text,author\n"A first text that never closes its quote,Ann\nsecond text,Bob\n',
+     ":2: a quoted field opened in this row is never closed (not valid CSV)"),
+    ('text,author\nA fine first row of text,Ann\n"broken,Bob\n', ":3: a quoted field opened in this row is never closed"),
+    ("text,text,author\nA,B,Ann\n", ":1: column(s) text appear more than once in the header"),
+    ("text, author,author\nA,B,Ann\n", ":1: column(s) author appear more than once in the header"),
+])
+def test_csv_quoting_and_duplicate_headers_are_named_not_substituted(content, error, tmp_path):
+    from mlmh.registry import get_registry
+
+    path = tmp_path / "corpus.csv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DataError) as caught:
+        get_registry().build("dataset", "text:group_field=author").load(str(path))
+    assert str(caught.value) == f"{path}{error}" or str(caught.value).startswith(f"{path}{error}"), caught.value
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("trained-mlm:seq_len=1", "trained-mlm:seq_len must be 0 (the size's) or at least 16"),
+    ("trained-clm:seq_len=3", "trained-clm:seq_len must be 0 (the size's) or at least 16"),
+    ("trained-mlm:max_steps=5,epochs=2", "give either trained-mlm:max_steps or trained-mlm:epochs, not both"),
+    ("trained-mlm:mask_schedule=mdlm,mask_ratio=0.3", "trained-mlm: mask_ratio applies to mask_schedule=fixed"),
+])
+def test_a_training_parameter_that_cannot_work_is_named_as_the_users_parameter(spec, message):
+    from mlmh.errors import SpecError
+    from mlmh.registry import get_registry
+
+    with pytest.raises(SpecError) as caught:
+        get_registry().build("model", spec)
+    assert message in str(caught.value) and "--" not in str(caught.value) and "DataError" not in str(caught.value)
+
+
+def test_an_init_error_names_no_flag_the_user_never_gave(tmp_path):
+    from mlmh.errors import SpecError
+    from mlmh.training import init_source
+
+    with pytest.raises(SpecError) as caught:
+        init_source(str(tmp_path))
+    assert str(caught.value).startswith(f"init checkpoint {tmp_path}: not a model directory") and "--init" not in str(caught.value)
+
+
+def test_a_component_failure_that_is_an_mlmh_error_names_no_exception_type():
+    from mlmh.contracts import describe_error
+
+    assert describe_error(DataError("dataset 'x': no blocks")) == "dataset 'x': no blocks"
+    assert describe_error(KeyError("logits")) == "KeyError: 'logits'"  # a plugin's bug keeps its type

@@ -137,4 +137,4 @@ def test_the_cli_expands_the_sweep_axes():
     assert "trained-mlm:mask_schedule=mdlm,keep=last,patience_tokens=0,unique_tokens=5000,epochs=3" in out.output
     assert out.output.count("trained-") == 4
     bad = CliRunner().invoke(cli, ["eval", "--preset", "crossover", "--sweep-epochs", "0", "--show-config"])
-    assert bad.exit_code != 0 and "--sweep-epochs: every value must be > 0" in str(bad.exception)
+    assert bad.exit_code != 0 and "--sweep-epochs 0: expected a number > 0" in str(bad.exception)

@@ -57,11 +57,15 @@ def test_generate_on_dataset_documents(capsys, tiny_seq2seq):
     assert len(data) == 2 and all(g["model_kind"] == "seq2seq" for g in data)
 
 
-def test_empty_text_is_returned_unchanged(capsys, tiny_mlm):
+def test_empty_text_is_refused_naming_the_flag_and_the_argument(capsys, tiny_mlm):
+    """An empty --text (an unset shell variable) is refused like every empty value (issue 41), in both faces."""
+    import mlmh
+    from mlmh.errors import SpecError
+
     code, out, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--text", "", "--json")
-    assert code == 0, err
-    data = json.loads(out)
-    assert data["text"] == "" and data["forward_passes"] == 0
+    assert code == 2 and "--text '': empty" in err and not out
+    with pytest.raises(SpecError, match="^text ' ': empty"):
+        mlmh.generate(" ", model=f"hf-mlm:path={tiny_mlm}")
 
 
 def test_ratio_zero_leaves_the_text_unchanged(capsys, tiny_mlm):

@@ -181,6 +181,70 @@ def test_a_valid_discovery_cache_is_used(tmp_path, monkeypatch):
     assert plugin_manager.entry_point_table() == first
 
 
+def test_the_discovery_cache_cannot_hide_a_plugin(tmp_path, monkeypatch):
+    """Rows deleted from the file (stamps kept) hide nothing: a table that lacks a declared entry point
+    is scanned again, builtins included (issue 41, item 2)."""
+    from mlmh import plugin_manager
+
+    site = tmp_path / "site"
+    _dist(site, "good-plugin", "good_plugin_mod")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("MLMH_CACHE_DIR", str(tmp_path / "cache"))
+    full = plugin_manager.entry_point_table()
+    assert any(row[0] == "mlmh" for row in full) and ["good-plugin", "1.0", "plugin", "good_plugin_mod"] in full
+    cache = tmp_path / "cache" / "entry-points.json"
+    for hidden in ("mlmh", "good-plugin"):
+        data = json.loads(cache.read_text())
+        data["table"] = [row for row in data["table"] if row[0] != hidden]
+        cache.write_text(json.dumps(data))
+        assert plugin_manager.entry_point_table() == full, hidden
+    data = json.loads(cache.read_text())
+    data["table"] = []
+    cache.write_text(json.dumps(data))
+    assert plugin_manager.entry_point_table() == full
+
+
+def test_builtin_components_survive_a_pruned_discovery_cache(tmp_path, monkeypatch):
+    from mlmh import plugin_manager
+    from mlmh.registry import get_registry
+
+    monkeypatch.setenv("MLMH_CACHE_DIR", str(tmp_path / "cache"))
+    plugin_manager.reset()
+    plugin_manager.entry_point_table()
+    cache = tmp_path / "cache" / "entry-points.json"
+    data = json.loads(cache.read_text())
+    data["table"] = [row for row in data["table"] if "samplers" not in row[3] and "metrics" not in row[3]]
+    cache.write_text(json.dumps(data))
+    plugin_manager.reset()
+    try:
+        assert "bleu" in get_registry().names("metric") and "mask-predict" in get_registry().names("sampler")
+    finally:
+        plugin_manager.reset()
+
+
+def test_doctor_says_when_a_builtin_plugin_did_not_load(monkeypatch):
+    from mlmh import doctor, plugin_manager
+
+    result = doctor._plugins()
+    assert result.ok, result.detail
+    monkeypatch.setattr(plugin_manager, "missing_builtins", lambda: ["mlmh_builtins.metrics_overlap"])
+    result = doctor._plugins()
+    assert not result.ok and "builtin plugin(s) not loaded: mlmh_builtins.metrics_overlap" in result.detail
+
+
+def test_missing_builtins_reads_the_distributions_metadata_not_the_cache(monkeypatch):
+    from mlmh import plugin_manager
+
+    assert plugin_manager.missing_builtins() == []
+    manager = plugin_manager.get_plugin_manager()
+    plugin = manager.get_plugin("mlmh_builtins.metrics_overlap")
+    manager.unregister(plugin)
+    try:
+        assert plugin_manager.missing_builtins() == ["mlmh_builtins.metrics_overlap"]
+    finally:
+        manager.register(plugin, name="mlmh_builtins.metrics_overlap")
+
+
 # -- private caches ----------------------------------------------------------------------------------
 def test_caches_are_created_private_to_the_user(tmp_path, monkeypatch):
     """Under a permissive umask, the sample cache (and its WAL), the model cache and the discovery cache

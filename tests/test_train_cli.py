@@ -109,7 +109,7 @@ def test_init_that_is_not_a_model_or_has_the_wrong_architecture(tmp_path, tiny_s
     assert code == 2 and "not a model directory (no config.json)" in err
     code, _, err = run(capsys, "--dataset", "made-up", "--objective", "clm", "--init", str(tiny_seq2seq),
                        "--out", str(tmp_path / "b"))
-    assert code == 2 and "cannot be trained with objective 'clm'; use --objective seq2seq" in err
+    assert code == 2 and "cannot be trained with objective 'clm'; train it with objective seq2seq" in err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 

@@ -168,7 +168,7 @@ def test_init_rejects_a_directory_that_is_not_a_model(tmp_path):
 
 
 def test_init_rejects_an_objective_the_architecture_does_not_have(tiny_clm, tiny_seq2seq):
-    with pytest.raises(SpecError, match="GPT2LMHeadModel checkpoint cannot be trained with objective 'mlm'; use --objective clm"):
+    with pytest.raises(SpecError, match="GPT2LMHeadModel checkpoint cannot be trained with objective 'mlm'; train it with objective clm"):
         load_init(str(tiny_clm), "mlm")
     with pytest.raises(SpecError, match="BartForConditionalGeneration checkpoint cannot be trained with objective 'mlm'"):
         load_init(str(tiny_seq2seq), "mlm")

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mlmh import options
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     >>> results.headline, results.conditions[0].unseen.documents
     ('unseen', 2)
     """
+    _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
+                         ray_address=ray_address, cancel=cancel)
     checked = plan(preset, overrides, resume=resume, output_path=output_path)
     checked.require_checkpoints()
     out = run_directory(checked.config, output_path, resume=resume)
@@ -88,10 +91,15 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     from mlmh.registry import get_registry
     from mlmh.rundir import RunDir
 
+    preset = options.check_path(preset, "preset")
+    output_path = options.check_path(output_path, "output_path")
+    options.check_flag(resume, "resume")
+    if overrides is not None and not isinstance(overrides, dict):
+        raise SpecError(f"overrides {overrides!r}: expected a dict of preset keys, or None")
     overrides = dict(overrides or {})
     if resume and output_path and not preset:  # the run directory knows its own configuration
         given = sorted(k for k, v in overrides.items() if v is not None)
-        given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v]
+        given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v is not None]
         if given:
             raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
         return build_plan(RunDir(output_path).saved_config())
@@ -99,12 +107,19 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         names = ", ".join(get_registry().names("preset"))
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
     config = resolve(preset, overrides, validate=False)
-    if sweep_epochs or sweep_tokens:
-        from mlmh.crossover import expand_models, parse_axis
+    if sweep_epochs is not None or sweep_tokens is not None:
+        from mlmh.crossover import SWEPT, expand_models, parse_axis
+        from mlmh.params import parse_spec
 
         build_plan(config)  # the preset's own models are checked before the sweep expands them
-        config.models = expand_models(config.models, epochs=parse_axis(sweep_epochs, float, "--sweep-epochs"),
-                                      tokens=parse_axis(sweep_tokens, int, "--sweep-tokens"))
+        epochs = parse_axis(sweep_epochs, float, "--sweep-epochs")
+        tokens = parse_axis(sweep_tokens, int, "--sweep-tokens")
+        if not any(parse_spec(spec)[0] in SWEPT for spec in config.models):
+            given = " and ".join(f for f, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens))
+                                 if v is not None)
+            raise SpecError(f"{given}: the run has no {' or '.join(SWEPT)} model to sweep (models: "
+                            f"{', '.join(config.models) or 'none'})")
+        config.models = expand_models(config.models, epochs=epochs, tokens=tokens)
         config.overridden = sorted({*config.overridden, "models"})
     return build_plan(config)
 
@@ -137,6 +152,9 @@ def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, r
 
     if plan is not None and plan.config is not config:
         raise ValueError("plan was checked for another configuration than config")
+    options.check_path(out, "out")
+    _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
+                         ray_address=ray_address, cancel=cancel)
     checked = plan if plan is not None else build_plan(config)
     if executor is None:
         executor = make_executor(backend, workers, ray_address, config)
@@ -146,6 +164,26 @@ def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, r
     finally:
         if executor is not None:
             executor.close()
+
+
+def _check_run_arguments(*, progress: Any, resume: Any, use_cache: Any, workers: Any, backend: Any,
+                         ray_address: Any, cancel: Any) -> None:
+    """The run's arguments by the rules of ``mlmh eval``'s flags (:mod:`mlmh.options`), before any folder is made."""
+    from mlmh.executors import BACKENDS
+
+    options.check_callable(progress, "progress")
+    options.check_flag(resume, "resume")
+    options.check_flag(use_cache, "use_cache")
+    options.check_number(workers, "workers", options.COUNT)
+    options.check_choice(backend, "backend", BACKENDS)
+    options.check_text(ray_address, "ray_address", optional=True)
+    options.check_cancel(cancel, "cancel")
+
+
+def _check_generate_arguments(*, seed: Any, progress: Any) -> None:
+    """``seed`` and ``progress`` of the generate functions, by ``mlmh generate``'s rules."""
+    options.check_number(seed, "seed", options.SEED)
+    options.check_callable(progress, "progress")
 
 
 # -- generate ---------------------------------------------------------------------------------------
@@ -170,6 +208,8 @@ def generate(text: str, *, model: str, masking: str = "random:ratio=0.15", sampl
     """
     from mlmh.types import Document
 
+    options.check_text(text, "text")
+    _check_generate_arguments(seed=seed, progress=progress)
     built = _components(model, masking, sampler)
     return _regenerate(built, [Document(id="text", text=text)], dataset=None, data=None, seed=seed, batch_size=1,
                        progress=progress)[0]
@@ -189,8 +229,11 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
     """
     from mlmh.options import build_spec
 
-    if limit < 1:
-        raise SpecError(f"limit must be 1 or more, got {limit}")
+    options.check_text(dataset, "dataset")
+    data = options.check_path(data, "data", left_out="for the bundled sample")
+    options.check_number(limit, "limit", options.COUNT)
+    options.check_number(batch_size, "batch_size", options.COUNT)
+    _check_generate_arguments(seed=seed, progress=progress)
     built = _components(model, masking, sampler)  # bad specs fail before the corpus loads
     corpus = build_spec("dataset", dataset, "--dataset").load(data)
     documents = (corpus.split("test") or corpus.documents)[:limit]
@@ -253,6 +296,9 @@ def _components(model: str, masking: str, sampler: str | None) -> tuple[Any, Any
     from mlmh.options import build_spec
     from mlmh.plan import default_sampler
 
+    options.check_text(model, "model")
+    options.check_text(masking, "masking")
+    options.check_text(sampler, "sampler", optional=True)
     built_model = build_spec("model", model, "--model")
     built_masking = build_spec("masking", masking, "--masking")
     built_sampler = build_spec("sampler", sampler or default_sampler(built_model.model_kind), "--sampler")

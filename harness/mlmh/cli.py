@@ -39,7 +39,9 @@ class LazyGroup(click.Group):
         if name in COMMANDS:
             target, _ = COMMANDS[name]
             module_name, attr = target.split(":")
-            return getattr(importlib.import_module(module_name), attr)
+            from mlmh.options import refuse_empty_values
+
+            return refuse_empty_values(getattr(importlib.import_module(module_name), attr))
         _load_plugin_commands(self)
         return super().get_command(ctx, name)
 

@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any, Sequence
 
+from mlmh.errors import MlmhError
 from mlmh.types import MetricResult, TaskResult
 
 
@@ -70,9 +71,11 @@ class ContractError(Exception):
 
 
 def describe_error(exc: BaseException) -> str:
-    """How a component's failure reads in results.json and messages: its type and first line."""
+    """How a component's failure reads in results.json and messages: its first line; an mlmh error's says
+    what is wrong in the user's words, so only another exception (a plugin's bug) is prefixed by its type."""
     text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else '(no message)'}"
+    first = text.splitlines()[0] if text else "(no message)"
+    return first if isinstance(exc, MlmhError) else f"{type(exc).__name__}: {first}"
 
 
 def strict_json(data: Any, **kwargs: Any) -> str:

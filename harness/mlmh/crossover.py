@@ -33,6 +33,10 @@ from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
 
 SWEPT = {"trained-mlm": "mlm", "trained-clm": "clm"}  # the model kinds a sweep varies, and their objectives
 AXES = ("unique_tokens", "epochs")
+#: the largest value of each sweep axis: a run of more epochs, or more unique tokens than any corpus this
+#: tool trains on holds, could never finish (trained-* models' ``epochs`` parameter has the same bound)
+MAX_EPOCHS = 1000
+AXIS_LIMITS = {"--sweep-epochs": MAX_EPOCHS, "--sweep-tokens": 10**9}
 LOSS = "validation_loss"
 QUALITY_METRICS = ("bleu", "rougeL", "bertscore_f1")  # scored on unseen documents when the run has them
 
@@ -75,17 +79,31 @@ def expand_models(models: Sequence[str], *, epochs: Sequence[float] | None = Non
 
 
 def parse_axis(text: str | None, kind: type, option: str) -> list[Any] | None:
-    """A comma list of positive numbers from the command line (``--sweep-epochs 1,2,4``), or None."""
+    """A comma list of positive numbers from the command line (``--sweep-epochs 1,2,4``), or None when the
+    option is not given. Each value follows the one rule of numeric flags (:class:`mlmh.options.Number`),
+    bounded by :data:`AXIS_LIMITS`; an empty value (an unset shell variable) is refused, never read as
+    "the preset's sweep"."""
     from mlmh.errors import SpecError
+    from mlmh.options import Number
 
-    if not text:
+    if text is None:
         return None
-    try:
-        values = [kind(float(part)) if kind is int else kind(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise SpecError(f"{option}: expected a comma list of numbers, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise SpecError(f"{option}: every value must be > 0, got {text!r}")
+    if not isinstance(text, str):
+        raise SpecError(f"{option} {text!r}: expected a comma list of numbers as text, like '1,2,4'")
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise SpecError(f"{option} {text!r}: nothing given; leave {option} out to keep the preset's sweep")
+    number = Number(kind, min=0, max=AXIS_LIMITS[option], open=True)
+    values = []
+    for part in parts:
+        try:  # token counts may be written 16e3
+            given: Any = float(part) if kind is int and float(part).is_integer() else part
+        except (ValueError, OverflowError):
+            given = part
+        try:
+            values.append(number.convert(given, None, None, flag=option))
+        except SpecError:
+            raise SpecError(f"{option} {part}: expected {number.range_text()}") from None
     return values
 
 

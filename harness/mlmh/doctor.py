@@ -73,11 +73,15 @@ def _packages() -> CheckResult:
 
 @check("plugins")
 def _plugins() -> CheckResult:
-    from mlmh.plugin_manager import describe_plugins, load_errors
+    from mlmh.plugin_manager import describe_plugins, load_errors, missing_builtins
 
     names = [p["name"] for p in describe_plugins()]
     if load_errors:
         return CheckResult("plugins", False, "; ".join(load_errors), "reinstall or uninstall the failing plugin, or set MLMH_LOAD_PLUGINS")
+    missing = missing_builtins()
+    if missing:
+        return CheckResult("plugins", False, f"builtin plugin(s) not loaded: {', '.join(missing)}",
+                           "reinstall mlmh (pip install -e .) and run mlmh doctor again")
     return CheckResult("plugins", True, f"{len(names)} loaded")
 
 
@@ -129,7 +133,7 @@ def run_checks() -> list[CheckResult]:
         try:
             out.append(c.run())
         except Exception as exc:  # a check must never crash the doctor
-            out.append(CheckResult(c.name, False, f"check failed: {type(exc).__name__}: {exc}"))
+            out.append(CheckResult(c.name, False, f"check failed: {exc or type(exc).__doc__}"))
     return out
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from mlmh.errors import DataError, SpecError
 from mlmh.rundir import HUMAN_KEY as KEY_FILE
+from mlmh.outputs import check_output_file
 from mlmh.rundir import RunDir, write_atomic
 
 CRITERIA = ("coherence", "grammar")
@@ -65,6 +66,14 @@ def _generations(run: RunDir) -> list[dict[str, Any]]:
     return rows
 
 
+def _is_blank_sheet(path: Path) -> bool:
+    """Whether ``path`` is a sheet ``mlmh human export`` wrote and nobody rated yet (safe to replace)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    return bool(rows) and rows[0] == ["item", "text", *CRITERIA, "comment"] and all(
+        not any(cell.strip() for cell in row[2:]) for row in rows[1:])
+
+
 def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | Path | None = None) -> Path:
     """Write a shuffled, blinded sheet of ``n`` texts drawn evenly across conditions plus the originals."""
     run = RunDir(run_dir)
@@ -72,6 +81,8 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
         raise SpecError(f"--n must be >= 1, got {n}")
     if seed < 0:
         raise SpecError(f"--seed must be >= 0, got {seed}")
+    if out is not None:  # an existing file that is not an unrated sheet of ours is refused before any work
+        out = check_output_file(out, "--out", is_own=_is_blank_sheet, kind="an unrated rating sheet")
     rows = _generations(run)
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     originals: dict[str, str] = {}
@@ -97,7 +108,7 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
         item = f"h{position:04d}"
         key[item] = {"condition": condition, "doc_id": sample["doc_id"], "text_digest": text_digest(sample["text"])}
         writer.writerow([item, spreadsheet_safe(sample["text"]), "", "", ""])
-    sheet = write_atomic(Path(out), lambda fh: fh.write(text.getvalue().encode("utf-8"))) if out else \
+    sheet = write_atomic(out, lambda fh: fh.write(text.getvalue().encode("utf-8"))) if out else \
         run.write_text(run.human_sheet, text.getvalue())
     run.write_json(run.human_key, {"seed": seed, "criteria": list(CRITERIA), "items": key})
     return sheet

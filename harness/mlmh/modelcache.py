@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from importlib import metadata
@@ -141,6 +142,30 @@ def ensure_free_space(directory: Path, needed_bytes: int) -> None:
         )
 
 
+def clear_stale_partials(final: Path) -> list[Path]:
+    """Remove the temp folders of ``final`` that a killed build left (``.partial-NAME-PID-*`` whose process is
+    gone), so the next build of the same output cleans up after it; a live build's folder stays."""
+    removed = []
+    own = re.compile(rf"{re.escape(_TMP_PREFIX + Path(final).name)}-(?:old-(\d+)|(\d+)-[a-z0-9_]{{8}})")
+    for path in Path(final).parent.glob(f"{_TMP_PREFIX}{Path(final).name}-*"):
+        match = own.fullmatch(path.name)
+        pid = match and (match.group(1) or match.group(2))
+        if pid and not _alive(int(pid)) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_directory(final: Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary directory next to ``final``; rename it to ``final`` only on success.
@@ -150,12 +175,14 @@ def atomic_directory(final: Path, *, overwrite: bool = False) -> Iterator[Path]:
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=final.parent))
+    clear_stale_partials(final)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-{os.getpid()}-", dir=final.parent))
     try:
         yield tmp
         if final.exists():
             if not overwrite:
-                raise ModelError(f"{final} already exists; choose another directory or remove it")
+                raise ModelError(f"{final} already exists (written while this build ran); the finished build is "
+                                 "not moved over it: choose another directory or remove it")
             old = final.with_name(f"{_TMP_PREFIX}{final.name}-old-{os.getpid()}")
             os.rename(final, old)
             os.rename(tmp, final)

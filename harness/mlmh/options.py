@@ -5,6 +5,7 @@ lists, and component specs checked where they are typed, so an error names the f
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any, Callable, Iterable
 
@@ -103,13 +104,38 @@ def dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 
 
 
+def may_be_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback marking an option whose empty value means something (``bench --metrics ''``: none)."""
+    return value
+
+
+def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: a text or path option given empty (an unset shell variable) is refused naming the
+    flag, never read as "left out". :func:`refuse_empty_values` puts it on every such option of a command."""
+    from click.core import ParameterSource
+
+    if isinstance(value, str) and not value.strip() and ctx.get_parameter_source(param.name) is not ParameterSource.DEFAULT:
+        flag = flag_of(param)
+        raise SpecError(f"{flag} {value!r}: empty (an unset variable?); leave {flag} out for its default")
+    return value
+
+
+def refuse_empty_values(command: click.Command) -> click.Command:
+    """Give every text or path option of ``command`` (and its subcommands) that has no callback of its own
+    :func:`not_empty`: one rule for every command's options, as :class:`Number` is for numeric ones."""
+    commands = list(command.commands.values()) if isinstance(command, click.Group) else [command]
+    for each in commands:
+        for param in each.params:
+            if (isinstance(param, click.Option) and not param.is_flag and param.callback is None
+                    and isinstance(param.type, (click.types.StringParamType, click.Path))):
+                param.callback = not_empty
+    return command
+
+
 def data_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A click callback for ``--data``: a path, or left out for the bundled sample. An empty value (an
     unset shell variable) is refused, never read as "left out"."""
-    if value is not None and not value.strip():
-        raise SpecError(f"{flag_of(param)} {value!r}: empty path (an unset variable?); leave {flag_of(param)} "
-                        "out to use the bundled sample")
-    return value
+    return check_path(value, flag_of(param), left_out="to use the bundled sample")
 
 
 class Number(click.ParamType):
@@ -137,16 +163,22 @@ class Number(click.ParamType):
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "N" if self.kind is int else "X"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None, *,
+                flag: str | None = None) -> Any:
+        """``value`` checked; refused naming ``flag`` (default: the click option's, for the Python API the
+        argument's name)."""
+        if isinstance(value, bool) or value is None:
+            raw, text = "", repr(value)
+        elif isinstance(value, (int, float)):
             raw, text = value, str(value)
         else:
             raw, text = str(value).strip(), str(value)
-        flag = flag_of(param) if param is not None else "value"
+        flag = flag or (flag_of(param) if param is not None else "value")
         try:
             number = float(raw)
             if self.kind is int:
-                if not math.isfinite(number) or (isinstance(raw, str) and not re.fullmatch(r"[+-]?\d+", raw)):
+                if not math.isfinite(number) or (isinstance(raw, str) and not re.fullmatch(r"[+-]?\d+", raw)) \
+                        or (isinstance(raw, float) and not raw.is_integer()):
                     raise ValueError(text)
                 number = int(raw)
         except (TypeError, ValueError):
@@ -180,3 +212,69 @@ class PresetOption(click.Option):
         names = ", ".join(get_registry().names("preset"))
         self.help = f"{self.base_help} Presets: {names}; or a TOML file (mlmh ls presets)."
         return super().get_help_record(ctx)
+
+
+# -- the same rules for the Python API's arguments (mlmh.api): refused naming the argument --------------
+def check_path(value: Any, name: str, *, left_out: str = "") -> str | None:
+    """A path (text or ``os.PathLike``) or None; an empty one (an unset variable) is refused, never read
+    as "not given"."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise SpecError(f"{name} {value!r}: expected a path (text or pathlib.Path), not {_kind(value)}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(f"{name} {text!r}: empty path (an unset variable?)" + (f"; leave {name} out {left_out}"
+                                                                                 if left_out else ""))
+    return text
+
+
+def check_text(value: Any, name: str, *, optional: bool = False) -> str | None:
+    """Non-empty text (a spec, a preset name, a text to regenerate); None only where ``optional``."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"{name} {value!r}: expected text, not {_kind(value)}")
+    if not value.strip():
+        raise SpecError(f"{name} {value!r}: empty")
+    return value
+
+
+def check_number(value: Any, name: str, rule: Number) -> Any:
+    """A number by ``rule`` (the flag's own :class:`Number`): an int or float, never text or true/false."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"{name} {value!r}: expected {rule.range_text()}, not {_kind(value)}")
+    return rule.convert(value, None, None, flag=name)
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """True or False, never a value that merely reads as one (``"false"`` is true to Python)."""
+    if not isinstance(value, bool):
+        raise SpecError(f"{name} {value!r}: expected True or False, not {_kind(value)}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(f"{name} {value!r}: expected one of {', '.join(choices)}")
+    return value
+
+
+def check_callable(value: Any, name: str) -> Any:
+    """None or a function (a progress listener)."""
+    if value is not None and not callable(value):
+        raise SpecError(f"{name} {value!r}: expected a function that takes each event, or None")
+    return value
+
+
+def check_cancel(value: Any, name: str) -> Any:
+    """None or an event with ``is_set()`` (a :class:`threading.Event`)."""
+    if value is not None and not callable(getattr(value, "is_set", None)):
+        raise SpecError(f"{name} {value!r}: expected a threading.Event (set it to stop the run), or None")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "None" if value is None else {bool: "true/false", str: "text", int: "an integer", float: "a number",
+                                         list: "a list", dict: "a dict"}.get(type(value), f"a {type(value).__name__}")

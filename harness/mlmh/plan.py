@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from mlmh.contracts import describe_error
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ def unavailable(component: Any, corpus: "Corpus") -> str | None:
         try:
             reason = check(corpus)
         except Exception as exc:  # a plugin's own check failing is itself a reason
-            reason = f"its availability check failed: {type(exc).__name__}: {exc}"
+            reason = f"its availability check failed: {describe_error(exc)}"
         if reason:
             return str(reason)
     if getattr(component, "kind", "") == "task" and not component.applies_to(corpus):

@@ -156,9 +156,10 @@ def entry_point_table() -> list[list[Any]]:
     reads: the ``*.dist-info`` / ``*.egg-info`` folders on ``sys.path`` and their ``entry_points.txt``
     modification times (stevedore keeps its entry-point cache the same way).
 
-    The file decides which modules are imported, so it is trusted for nothing: each of its rows must
-    be declared, name and value alike, in the ``entry_points.txt`` of an installed distribution of
-    that name (read here, a few small files), or the table is scanned again.
+    The file decides which modules are imported, so it is trusted for nothing: its rows must be exactly
+    the entry points of group ``mlmh`` that the installed distributions' ``entry_points.txt`` declare
+    (read here, a few small files), name and value alike, none added and none left out, or the table is
+    scanned again.
     """
     from mlmh.paths import cache_dir
 
@@ -202,24 +203,26 @@ def entry_point_table() -> list[list[Any]]:
 
 
 def _all_declared(table: Any, folders: list[str]) -> bool:
-    """Whether every row ``[distribution, version, name, value]`` of a cached table is an entry point
-    of group ``mlmh`` that an installed distribution of that name declares."""
+    """Whether the rows ``[distribution, version, name, value]`` of a cached table are exactly the entry
+    points of group ``mlmh`` that the installed distributions declare: none added, none missing (a row
+    deleted from the file would hide a plugin, a builtin included). Like importlib.metadata, the first
+    folder of a distribution on ``sys.path`` is the one that counts."""
     if not isinstance(table, list):
         return False
-    declared: dict[str, set[tuple[str, str]]] = {}
+    rows = set()
     for row in table:
         if not (isinstance(row, list) and len(row) == 4 and all(isinstance(v, str) for v in (row[0], row[2], row[3]))):
             return False
-        dist = _normal(row[0]).replace("-", "_")
-        if dist not in declared:
-            declared[dist] = set()
-            for folder in folders:
-                base = os.path.basename(folder).rsplit(".", 1)[0]  # name-version.dist-info, name.egg-info
-                if _normal(base.split("-", 1)[0]).replace("-", "_") == dist:
-                    declared[dist] |= _group_entries(os.path.join(folder, "entry_points.txt"))
-        if (row[2], row[3]) not in declared[dist]:
-            return False
-    return True
+        rows.add((_normal(row[0]).replace("-", "_"), row[2], row[3]))
+    declared, seen = set(), set()
+    for folder in folders:
+        base = os.path.basename(folder).rsplit(".", 1)[0]  # name-version.dist-info, name.egg-info
+        dist = _normal(base.split("-", 1)[0]).replace("-", "_")
+        if dist in seen:
+            continue
+        seen.add(dist)
+        declared |= {(dist, name, value) for name, value in _group_entries(os.path.join(folder, "entry_points.txt"))}
+    return rows == declared
 
 
 def _group_entries(path: str) -> set[tuple[str, str]]:
@@ -247,6 +250,17 @@ def _load_entry_point(value: str) -> Any:
     for attr in filter(None, attrs.strip().split(".")):
         target = getattr(target, attr)
     return target
+
+
+def missing_builtins() -> list[str]:
+    """The builtin plugin modules the mlmh distribution declares (read from its metadata, not from the
+    discovery cache) that the plugin manager did not load: what ``mlmh doctor`` reports."""
+    from importlib import metadata
+
+    declared = sorted({ep.value.partition(":")[0].strip() for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+                       if ep.dist is not None and _is_builtin(ep.dist.name)})
+    loaded = {name for name, plugin in get_plugin_manager().list_name_plugin() if plugin is not None}
+    return [name for name in declared if name not in loaded]
 
 
 def plugin_label(plugin_name: str) -> str:

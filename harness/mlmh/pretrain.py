@@ -170,6 +170,7 @@ def _run_children(pending: list[tuple[TrainingJob, ProgressFn | None]], slots: i
 def _child_main(index: int, job: TrainingJob, env: dict[str, str], path: list[str], events: Any, driver: int) -> None:
     """A child process: the driver's environment, one thread per its share, then ``job.ensure``; it ends
     when the ``driver`` process is gone."""
+    from mlmh.contracts import describe_error
     from mlmh.executors import FORWARDED_ENV
     from mlmh.modelcache import CARD_NAME
     from mlmh.worker_pool import exit_with_parent
@@ -197,7 +198,7 @@ def _child_main(index: int, job: TrainingJob, env: dict[str, str], path: list[st
         path, built = job.ensure(forward)
         card = json.loads((path / CARD_NAME).read_text(encoding="utf-8"))
     except BaseException as exc:  # reported; the driver's own load trains it again and raises there
-        events.put((index, "failed", {"stage": "train", "state": "failed", "error": f"{type(exc).__name__}: {exc}"}))
+        events.put((index, "failed", {"stage": "train", "state": "failed", "error": describe_error(exc)}))
         return
     steps = card.get("steps_run", 0)
     events.put((index, "done", {"stage": "train", "state": "finished" if built else "cached", "step": steps,

@@ -48,6 +48,9 @@ TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
 EVAL_NAMES = frozenset({RESULTS, CONFIG, GENERATIONS, SAMPLES, REPORT, PRIVATE_CACHE,
                         *(PRIVATE_CACHE + c for c in CACHE_COMPANIONS), *(f + ".png" for f in FIGURES)})
 OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET}
+#: what the builtin trackers write in the run directory (through ``TrackedRun.own_path``, which refuses links);
+#: ``--resume`` refuses a link at any of them, or inside them, before any work
+TRACKER_NAMES = frozenset({"tensorboard", "wandb", "mlflow.db", "mlflow-artifacts"})
 #: the fields of a generations.jsonl row that must be text (``role`` may be null)
 GENERATION_FIELDS = ("sample", "condition", "doc_id", "original", "masked_text", "text")
 
@@ -57,11 +60,19 @@ class RunDirError(MlmhError):
 
 
 # -- writing one file ---------------------------------------------------------------------------------
-def refuse_link(path: Path) -> None:
-    """Run files are never written through a symlink: someone else's file may be at its end."""
-    if path.is_symlink():
-        raise RunDirError(f"{path} is a symbolic link; mlmh does not write through links (remove it or choose "
-                          "another directory)")
+def refuse_link(path: Path, *, under: Path | None = None, flag: str = "") -> None:
+    """Run files and outputs are never written through a symlink: someone else's file may be at its end.
+    ``path`` is refused when it, or a folder between ``under`` (default: its own folder) and it, is a link
+    (a dangling one too); folders above ``under`` are the user's to choose."""
+    path = Path(path)
+    under = path.parent if under is None else Path(under)
+    for part in (path, *path.parents):
+        if part == under or under not in part.parents:
+            break
+        if part.is_symlink():
+            what = "is" if part == path else f"lies under {part}, which is"
+            raise RunDirError(f"{flag + ' ' if flag else ''}{path} {what} a symbolic link; mlmh does not write "
+                              "through links (remove it or choose another path)")
 
 
 def _open_temp(path: Path) -> tuple[IO[bytes], str]:
@@ -345,15 +356,30 @@ class RunDir:
             raise RunDirError(f"output path {self.path} cannot be listed ({exc.strerror or exc})") from None
 
     def check_no_links(self) -> None:
-        """Refuse a run directory where a file ``mlmh eval`` writes is a symlink, before any work is done."""
-        for name in sorted(EVAL_NAMES | {self._results_name}):
+        """Refuse a run directory where a name the run writes is a symlink (a run file, a builtin tracker's
+        folder or database, or anything inside such a folder), before any work is done."""
+        for name in sorted(EVAL_NAMES | TRACKER_NAMES | {self._results_name}):
             refuse_link(self.path / name)
+        for name in sorted(TRACKER_NAMES):
+            for folder, dirs, files in os.walk(self.path / name):
+                for entry in sorted(dirs + files):
+                    refuse_link(Path(folder) / entry)
+
+    def own_path(self, relative: str | Path) -> Path:
+        """A path inside the run directory that an output of the run (a tracker's folder or database) may use:
+        refused when it, or any folder between the run directory and it, is a symlink."""
+        path = self.path / relative
+        if self.path not in path.parents:
+            raise ValueError(f"{relative} is not inside run {self.path}")
+        refuse_link(path, under=self.path)
+        return path
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self, record: dict[str, Any], resume_hint: str) -> None:
         """Begin a new run here: only in a missing or empty directory; writes ``config.json`` first."""
-        if self.path.is_symlink() and not self.path.exists():
-            raise RunDirError(f"output path {self.path} is a dangling symbolic link; choose another --output-path")
+        if self.path.is_symlink():
+            raise RunDirError(f"output path {self.path} is a symbolic link; a run is never written through a link: "
+                              "choose another --output-path")
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"output path {self.path} is a file, not a directory; choose another --output-path")
         if self.path.is_dir():
@@ -362,6 +388,10 @@ class RunDir:
                 if self.holds_run():
                     raise SpecError(f"output path {self.path} already holds a run; continue it with `{resume_hint}` "
                                     "or choose another --output-path")
+                if all(name.endswith(TEMP_SUFFIX) and self.is_own_name(name) for name in entries):
+                    raise RunDirError(f"output path {self.path} holds only another mlmh run's unfinished files "
+                                      f"({', '.join(entries[:3])}): a run started there first (or was killed "
+                                      "before its first file); choose another --output-path")
                 shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
                 raise RunDirError(f"output path {self.path} is not empty and holds no mlmh run ({shown}); a new run "
                                   "goes only into a new or empty directory: choose another --output-path")

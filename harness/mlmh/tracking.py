@@ -112,6 +112,13 @@ class TrackedRun:
         return {key: value if isinstance(value, str) else json.dumps(value)
                 for key, value in self.config.items() if value is not None}
 
+    def own_path(self, name: str) -> Path:
+        """``<run dir>/name`` for a tracker's folder or file, by the run directory's rules: refused when it,
+        or a folder on the way to it, is a symbolic link (:meth:`mlmh.rundir.RunDir.own_path`)."""
+        from mlmh.rundir import RunDir
+
+        return RunDir(self.directory).own_path(name)
+
     @property
     def plots(self) -> list[Path]:
         from mlmh.rundir import RunDir

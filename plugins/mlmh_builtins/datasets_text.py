@@ -174,16 +174,24 @@ def _jsonl_rows(path: Path, fields: list[str]) -> Iterator[tuple[str, Row]]:
 
 def _csv_rows(path: Path, fields: list[str]) -> Iterator[tuple[str, Row]]:
     delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-    reader = csv.DictReader(text_lines(path), delimiter=delimiter)
+    # strict: a quote never closed is an error at the row it opens, not the rest of the file read as one field
+    reader = csv.DictReader(text_lines(path), delimiter=delimiter, strict=True)
+    started = 1
     try:
         checked_columns(reader, path, tuple(fields))
+        started = reader.line_num + 1
         for number, row in enumerate(reader, start=1):
             where = f"{path}:{reader.line_num} (row {number})"
             if None in row:
                 raise DataError(f"{where}: more fields than the header has columns")
+            started = reader.line_num + 1
             yield f"row-{number}", (where, {k: ("" if v is None else v) for k, v in row.items()})
     except csv.Error as exc:
-        raise DataError(f"{path}:{reader.line_num}: not valid {'TSV' if delimiter == chr(9) else 'CSV'} ({exc})") from None
+        kind = "TSV" if delimiter == chr(9) else "CSV"
+        if "unexpected end of data" in str(exc):
+            raise DataError(f"{path}:{started}: a quoted field opened in this row is never closed (not valid {kind})") \
+                from None
+        raise DataError(f"{path}:{max(started, reader.line_num)}: not valid {kind} ({exc})") from None
 
 
 def _parquet_rows(path: Path, fields: list[str]) -> Iterator[tuple[str, Row]]:

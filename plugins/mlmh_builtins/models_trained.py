@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
+from mlmh.crossover import MAX_EPOCHS
 from mlmh.devices import DEVICE_HELP, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
@@ -35,7 +36,7 @@ class TrainedModel(Model):
         Param("seed", int, 0, "training seed (weights, data order, masking)", min=0),
         Param("max_steps", int, 0, "training steps; 0 = the size default (or epochs)", min=0),
         Param("epochs", float, 0.0, "training steps as passes over the train blocks (over unique_tokens when set); "
-              "0 = max_steps", min=0.0),
+              "0 = max_steps", min=0.0, max=MAX_EPOCHS),
         Param("unique_tokens", int, 0, "data budget U: train on the first train blocks (in their fixed order) that "
               "hold this many tokens; 0 = the whole train split", min=0),
         Param("keep", str, "best", "checkpoint kept: best (validation's choice: highest accuracy off the unigram plateau) or last (the weights after the "
@@ -66,9 +67,12 @@ class TrainedModel(Model):
 
     def __post_configure__(self) -> None:
         self._prepared: dict[tuple[Any, ...], tuple[dict[str, Any], Corpus]] = {}
+        if self.params != {p.name: p.default for p in self.parameters}:
+            self._config(device="cpu")  # settings that cannot train together are refused with the spec, naming
+            # the parameter; the device is checked where the model loads (a worker may have the GPU)
 
-    def _config(self) -> Any:
-        """The checked training config of this model's parameters."""
+    def _config(self, device: str | None = None) -> Any:
+        """The checked training config of this model's parameters (on ``device``, default: its own)."""
         from mlmh.training import make_config
 
         shape = {k: self.params[k] for k in ("seq_len", "batch_size") if self.params[k]}
@@ -77,8 +81,9 @@ class TrainedModel(Model):
                            unique_tokens=self.params["unique_tokens"], keep=self.params["keep"], init=self.params["init"],
                            positions=self.params["positions"], budget=self.params["budget"],
                            patience_tokens=self.params["patience_tokens"], eval_every=self.params["eval_every"],
-                           device=resolve_device(self.params["device"], f"{self.name}:device"),
-                           precision=self.params["precision"], **self._objective_params(), **shape)
+                           device=device or resolve_device(self.params["device"], f"{self.name}:device"),
+                           precision=self.params["precision"], spelled=lambda key: f"{self.name}:{key}",
+                           **self._objective_params(), **shape)
 
     def _objective_params(self) -> dict[str, Any]:
         """Training parameters only this kind declares (the MLM's masking schedule)."""

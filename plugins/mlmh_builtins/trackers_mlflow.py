@@ -38,8 +38,11 @@ class MlflowTracker(Tracker):
     )
 
     def tracking_uri(self, run: TrackedRun) -> str:
-        return (self.params["tracking_uri"] or os.environ.get("MLFLOW_TRACKING_URI")
-                or f"sqlite:///{(run.directory / 'mlflow.db').resolve()}")
+        given = self.params["tracking_uri"] or os.environ.get("MLFLOW_TRACKING_URI")
+        if given:
+            return given
+        run.own_path("mlflow-artifacts")  # the store's artifacts go beside it: no link there either
+        return f"sqlite:///{run.own_path('mlflow.db').resolve()}"
 
     def log(self, run: TrackedRun) -> None:
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # read when mlflow is imported

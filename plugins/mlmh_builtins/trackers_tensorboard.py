@@ -27,7 +27,7 @@ class TensorboardTracker(Tracker):
     parameters = (Param("log_dir", str, "", "where the event files go; empty = <run dir>/tensorboard"),)
 
     def log_dir(self, run: TrackedRun) -> Path:
-        return Path(self.params["log_dir"]).expanduser() if self.params["log_dir"] else run.directory / "tensorboard"
+        return Path(self.params["log_dir"]).expanduser() if self.params["log_dir"] else run.own_path("tensorboard")
 
     def log(self, run: TrackedRun) -> None:
         import_library("tensorboard", self.extra)

@@ -32,6 +32,7 @@ class WandbTracker(Tracker):
 
     def log(self, run: TrackedRun) -> None:
         wandb = import_library("wandb", self.extra)
+        run.own_path("wandb")  # wandb writes <run dir>/wandb: never through a link planted there
         settings = wandb.Settings(silent=True, console="off", disable_git=True, save_code=False,
                                   x_disable_stats=True)
         session = wandb.init(project=self.params["project"], entity=self.params["entity"] or None,

@@ -10,6 +10,7 @@ import click
 from mlmh import options
 
 from mlmh.errors import SpecError
+from mlmh.outputs import check_output_file, write_output_file
 
 
 def _int_list(value: str, option: str, *, minimum: int = 1) -> tuple[int, ...]:
@@ -20,6 +21,12 @@ def _int_list(value: str, option: str, *, minimum: int = 1) -> tuple[int, ...]:
     if not numbers or any(n < minimum for n in numbers):
         raise SpecError(f"{option} expects integers >= {minimum}, got {value!r}")
     return tuple(dict.fromkeys(numbers))
+
+
+def _is_bench_report(path: Path) -> bool:
+    """Whether ``path`` holds a report an earlier ``mlmh bench --out`` wrote (safe to replace)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return isinstance(data, dict) and {"machine", "options", "method", "sizes"} <= data.keys()
 
 
 def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ...]:
@@ -42,6 +49,7 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
               help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
                    "left-to-right, gibbs, clm-infill, clm-infill-nocache, seq2seq-infill.")
 @click.option("--metrics", "metric_names", default="bleu,rouge,meteor,bertscore", show_default=True,
+              callback=options.may_be_empty,
               help="Metrics whose throughput (pairs/s) to measure; '' for none.")
 @click.option("--no-startup", is_flag=True, help="Skip the `mlmh --help` startup timing.")
 @click.option("--no-scaling", is_flag=True, help="Skip the eval scaling ratio (runs the runner 8 times).")
@@ -114,6 +122,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     )
     if max(options.lengths) > 1022:
         raise SpecError(f"--lengths: at most 1022 tokens, got {max(options.lengths)}")
+    if out_path:  # refused before minutes of benchmarking, not after
+        out_path = check_output_file(out_path, "--out", is_own=_is_bench_report, kind="an mlmh bench report")
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -123,7 +133,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
         report = run_bench(options, progress=lambda what, done, total: bars.update(task, description=what,
                                                                                     completed=done, total=total))
     if out_path:
-        Path(out_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_output_file(out_path, "--out", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")),
+                          is_own=_is_bench_report, kind="an mlmh bench report")
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return

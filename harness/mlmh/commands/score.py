@@ -51,6 +51,7 @@ def score(
         from mlmh.contracts import strict_json
 
         click.echo(strict_json({"pairs": len(predictions), "seed": seed, "results": [to_dict(r) for r in results]}, indent=2))
+        _fail_on_errors(specs, results)
         return
     from rich.table import Table
 
@@ -66,3 +67,18 @@ def score(
         notes = f"[red]{r.error}[/red]" if r.error else str(r.info.get("signature") or r.info.get("model") or "")
         table.add_row(r.name, value, ci, "↑" if r.higher_is_better else "↓", notes)
     Console().print(table)
+    _fail_on_errors(specs, results)
+
+
+def _fail_on_errors(specs: list[str], results: list) -> None:
+    """Exit non-zero when any requested metric failed (its one error result under its own name, as
+    ``contracts.score_metric`` reports a failure; a value a metric says it cannot give, like stutter's
+    sub-word rate without a tokenizer, is a note): the others' values are printed, but a script that checks
+    the exit code must not take the run for a success."""
+    from mlmh.errors import MlmhError
+
+    requested = [spec.partition(":")[0].strip() for spec in specs]
+    failed = [r.name for r in results if r.error and r.value is None and r.name in requested]
+    if failed:
+        kept = "; the others' results are printed" if len(failed) < len(requested) else ""
+        raise MlmhError(f"{len(failed)} of {len(requested)} metric(s) failed: {', '.join(failed)} (see above){kept}")

@@ -73,7 +73,7 @@ CARD_ROWS = (
 @click.option("--seed", type=options.SEED, default=0, show_default=True, help="Seed of weights, data order and masking.")
 @click.option("--threads", type=options.COUNT, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to save the model in.")
-@click.option("--overwrite", is_flag=True, help="Replace --out if it already holds something.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it holds a model mlmh wrote (never a folder with other files).")
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
 def train(dataset: str, data_path: str | None, objective: str, positions: str, size: str, init: str,
           max_steps: int | None, mask_schedule: str | None, mask_ratio: float | None, budget: str,
@@ -102,10 +102,9 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
       mlmh train --dataset pan --objective seq2seq --init models/pan-minilm --max-steps 50 --out models/pan-bert2bert
       mlmh train --dataset pan --objective mlm --mask-schedule mdlm --budget targets --out models/pan-mdlm
     """
-    from pathlib import Path
-
-    from mlmh.errors import DataError, SpecError
+    from mlmh.errors import DataError
     from mlmh.modelcache import atomic_directory, ensure_free_space
+    from mlmh.outputs import check_output_folder
     from mlmh.registry import get_registry
     from mlmh.devices import resolve_device
     from mlmh.splits import describe_validation, with_validation
@@ -120,15 +119,14 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
                          device=resolve_device(device, "--device"), precision=precision)
     if init:
         init_source(init)  # fail on a bad --init before loading any data
-    out = Path(out_dir).expanduser()
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise SpecError(f"--out {out} already exists and is not empty; choose another directory or pass --overwrite")
+    out = check_output_folder(out_dir, "--out", overwrite=overwrite)
+    replace = overwrite or out.is_dir()  # checked just now; a model another run puts there meanwhile stays
     corpus = with_validation(get_registry().build("dataset", dataset).load(data_path))
     train_texts = [d.text for d in corpus.split("train")]
     if not train_texts:
         raise DataError(f"dataset '{dataset}' ({corpus.source}) has no documents in its train split")
     ensure_free_space(out.parent, estimated_bytes(config))
-    with atomic_directory(out, overwrite=True) as tmp:
+    with atomic_directory(out, overwrite=replace) as tmp:
         with _ProgressBar(f"training {objective} ({size})") as bar:
             card = train_model(train_texts, config, tmp, validation_texts=[d.text for d in corpus.split("validation")],
                                dataset=corpus.dataset, progress=bar.update, threads=threads,
