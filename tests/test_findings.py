@@ -153,8 +153,11 @@ def test_useful_at_high_masking_against_chance_and_real_data():
     real = list(0.9 + rng.normal(0, 0.02, 40))
     tasks = {"real": {"av": {"brier": real}}, "chance": {"av": {"brier": [0.75] * 40}},
              **{r.id: {"av": {"brier": list(0.82 + rng.normal(0, 0.02, 40))}} for r in rows}}
-    _, found = findings_of(rows, tasks=tasks)
+    stopwords = row("mlm", "stopwords", 30.0, ratio=1.0, downstream={"av": {"brier": 0.8}})  # ratio: share of stopwords
+    tasks[stopwords.id] = {"av": {"brier": [0.75] * 40}}
+    _, found = findings_of(rows + [stopwords], tasks=tasks)
     finding = found["paper-5"]
+    assert finding.extra["ratio"] == 0.8 and stopwords.id not in finding.conditions  # random masking's ratio only
     assert finding.verdict == HOLDS and finding.statistic == pytest.approx(0.07, abs=0.02)
     assert finding.parts[0]["statistic"] == pytest.approx(0.07 / 0.15, abs=0.1)  # share of the real data's gain
     _, found = findings_of(rows, tasks=tasks, cards={"mlm": PLATEAU, "clm": PLATEAU})

@@ -104,6 +104,12 @@ def _best(ev: Evidence, rows: Sequence[ConditionResult], metric: str) -> Conditi
     return max(scored, key=lambda r: ev.sign(metric) * r.value(metric, "unseen"), default=None)  # type: ignore[operator]
 
 
+def _random(row: ConditionResult) -> bool:
+    """Whether ``row`` masks a random share of the words (the paper's masking ratio); the other maskings'
+    ``ratio`` is the share of the words they select (stopwords, punctuation, entities)."""
+    return row.masking_ratio is not None and row.masking.split(":")[0] == "random"
+
+
 def _unit(metric: str) -> str:
     return f"{metric} points" if metric == "bleu" else metric
 
@@ -167,7 +173,7 @@ def lower_ratio_better(ev: Evidence, metric: str) -> Finding:
     claim, text = "paper-2", f"(2) Lower masking ratios give better generations ({metric})"
     series: dict[tuple[str, str, int], list[ConditionResult]] = defaultdict(list)
     for row in ev.results.conditions:
-        if row.masking_ratio is not None and row.masking.startswith("random") and row.value(metric, "unseen") is not None:
+        if _random(row) and row.value(metric, "unseen") is not None:
             if ev.usable(row, metric):
                 series[(row.model, row.sampler, row.seed)].append(row)
     series = {k: sorted(v, key=lambda r: r.masking_ratio) for k, v in series.items()  # type: ignore[arg-type, return-value]
@@ -260,7 +266,7 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
     """Downstream per-item scores of the regenerations at the highest ratio against chance and the real data."""
     claim = "paper-5"
     text = "(5) Even at very high masking the synthetic data still trains a useful downstream model"
-    ratios = [r.masking_ratio for r in ev.results.conditions if r.masking_ratio is not None and r.downstream]
+    ratios = [r.masking_ratio for r in ev.results.conditions if _random(r) and r.downstream]
     top = max(ratios, default=None)
     if top is None or top < HIGH_RATIO:
         return not_tested(claim, SOURCE, text, f"the run has no downstream scores at a masking ratio of {HIGH_RATIO:g} "
@@ -270,7 +276,7 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
     if task is None:
         return not_tested(claim, SOURCE, text, "no downstream task of the run reports per-item scores beside a "
                           "chance level")
-    rows = [r for r in ev.results.conditions if r.masking_ratio == top and r.downstream
+    rows = [r for r in ev.results.conditions if _random(r) and r.masking_ratio == top and r.downstream
             and task in ev.tasks.get(r.id, {}) and ev.usable(r, None)]  # only a model that never learned is left out
     if not rows:
         return not_tested(claim, SOURCE, text, f"no usable condition at masking ratio {top:g} has {task} scores")
