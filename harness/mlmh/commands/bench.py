@@ -63,12 +63,12 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
 @click.option("--phases", default="cold,warm", show_default=True, help="With --preset: the phases to report "
               "(warm alone still runs a cold phase first, to fill the cache).")
 @click.option("--limit", "limit", metavar="N|0.x", help="With --preset: documents per condition instead of the preset's.")
-@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False),
               help="With --preset: the model and sample cache of the runs, new or empty, kept afterwards "
                    "(default: a temporary one).")
 def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampler_labels: str, metric_names: str,
           no_startup: bool, no_scaling: bool, as_json: bool, as_markdown: bool, out_path: str | None,
-          preset: str | None, phases: str, limit: str | None, cache_dir: Path | None) -> None:
+          preset: str | None, phases: str, limit: str | None, cache_dir: str | None) -> None:
     """Time every sampler against bare model forward passes doing the same work.
 
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
@@ -106,8 +106,14 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     if as_json and as_markdown:
         raise SpecError("--json and --markdown: give one of them")
     if preset:
-        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit, cache_dir, as_json, out_path)
+        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit,
+                      Path(cache_dir) if cache_dir else None, as_json, out_path)
         return
+    given = [flag for flag, value in (("--limit", limit), ("--cache-dir", cache_dir)) if value is not None]
+    if phases != "cold,warm":
+        given.append("--phases")
+    if given:  # they shape a preset's runs: without --preset they would be ignored after minutes of timing
+        raise SpecError(f"{', '.join(given)}: only with --preset NAME (the sampler benchmark has no such setting)")
     keys = tuple(case.key for case in SAMPLER_CASES)
     options = BenchOptions(
         sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
