@@ -107,7 +107,7 @@ def test_objectives_a_family_cannot_start_are_refused_in_one_line(family, object
     code, _, err = cli(capsys, "train", "--dataset", "pan", "--objective", objective, "--init",
                        str(paper_families[family]), "--max-steps", "1", "--out", str(tmp_path / "m"))
     errors = [line for line in err.splitlines() if line.startswith("Error")]
-    assert code == 2 and len(errors) == 1 and f"use --objective {FAMILIES[family][0]}" in errors[0], err
+    assert code == 2 and len(errors) == 1 and f"train it with objective {FAMILIES[family][0]}" in errors[0], err
     assert not (tmp_path / "m").exists()
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
 
 from mlmh.errors import DataError
 
@@ -22,7 +23,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(path, handle):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -39,3 +40,28 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
             yield number, row
+
+
+def numbered_lines(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of an open file; a damaged or fake ``.gz`` stops with one DataError naming the
+    file and the line the data stops being readable at, never a Python error (the one rule of every reader)."""
+    lines, number = iter(handle), 0
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except (EOFError, OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise _compressed_error(path, number + 1, exc) from None
+        number += 1
+        yield number, raw
+
+
+def _compressed_error(path: Path, line: int, exc: BaseException) -> DataError:
+    if isinstance(exc, EOFError):
+        why = "the compressed data ends early (a truncated .gz file)"
+    elif isinstance(exc, (gzip.BadGzipFile, zlib.error)):
+        why = "not gzip-compressed data, or damaged (gunzip cannot read it)"
+    else:
+        why = f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    return DataError(f"{path}:{line}: {why}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import csv
 import gzip
-import zlib
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from mlmh.errors import DataError
-from mlmh.jsonl import read_jsonl
+from mlmh.jsonl import numbered_lines, read_jsonl
 from mlmh.params import Param
 from mlmh.types import Document, EntitySpan
 
@@ -71,17 +70,9 @@ def text_lines(path: Path) -> Iterator[str]:
     the file, the line and the byte offset, rather than a bare UnicodeDecodeError.
     """
     opener = gzip.open if path.suffix == ".gz" else open
-    offset, number = 0, 0
+    offset = 0
     with opener(path, "rb") as handle:
-        lines = iter(handle)
-        while True:
-            try:
-                raw = next(lines)
-            except StopIteration:
-                return
-            except (EOFError, OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-                raise _compressed_error(path, number + 1, exc) from None
-            number += 1
+        for number, raw in numbered_lines(path, handle):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -90,17 +81,6 @@ def text_lines(path: Path) -> Iterator[str]:
                 line = line.removeprefix("\ufeff")
             offset += len(raw)
             yield line
-
-
-def _compressed_error(path: Path, line: int, exc: BaseException) -> DataError:
-    """A damaged or fake ``.gz`` file, named with the line the data stops being readable at."""
-    if isinstance(exc, EOFError):
-        why = "the compressed data ends early (a truncated .gz file)"
-    elif isinstance(exc, gzip.BadGzipFile) or isinstance(exc, zlib.error):
-        why = "not gzip-compressed data, or damaged (gunzip cannot read it)"
-    else:
-        why = f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
-    return DataError(f"{path}:{line}: {why}")
 
 
 def read_text(path: Path) -> str:
