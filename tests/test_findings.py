@@ -162,6 +162,9 @@ def test_useful_at_high_masking_against_chance_and_real_data():
     assert finding.parts[0]["statistic"] == pytest.approx(0.07 / 0.15, abs=0.1)  # share of the real data's gain
     _, found = findings_of(rows, tasks=tasks, cards={"mlm": PLATEAU, "clm": PLATEAU})
     assert found["paper-5"].verdict == NOT_COMPARABLE
+    tasks["real"] = {"av": {"brier": [0.7] * 40}}  # the real documents themselves below no training data
+    _, found = findings_of(rows, tasks=tasks)
+    assert found["paper-5"].parts[0]["statistic"] is None and "no share of its gain" in found["paper-5"].statement
 
 
 def test_a_run_without_their_conditions_says_why_each_claim_is_not_tested():

@@ -294,14 +294,21 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
 
     value = gain(np.arange(n))
     low, high = resample_ci(n, gain, seed=ev.seed)
-    share = retained(np.arange(n))
-    share_low, share_high = resample_ci(n, retained, seed=ev.seed)
+    real_gain = float(matrix[2].mean() - matrix[0].mean())
+    share: float | None = None
+    share_low = share_high = None
+    if real_gain > 0:  # a share of a gain the real documents do not give is no share
+        share = retained(np.arange(n))
+        share_low, share_high = resample_ci(n, retained, seed=ev.seed)
+        kept = (f"keeps {share:.0%} of what the real documents give"
+                f" ({'no CI' if share_low is None else f'95% CI {share_low:.0%} to {share_high:.0%}'})")
+    else:
+        kept = (f"the model trained on the real documents scores {number(real_gain, 3)} against no training data "
+                f"itself, so no share of its gain is given")
     result = verdict(low, high, +1)
     statement = (f"{text}: trained on the regenerations at masking ratio {top:g} ({len(rows)} condition(s), averaged), "
                  f"{task} scores {number(value, 3)} {score} above a model with no training data ({describe_ci(low, high, 3)}, "
-                 f"{n} test items) and keeps {share:.0%} of what the real documents give"
-                 f" ({'no CI' if share_low is None else f'95% CI {share_low:.0%} to {share_high:.0%}'}). "
-                 f"So the claim {_said(result)}.")
+                 f"{n} test items); {kept}. So the claim {_said(result)}.")
     return _finding(claim, text, result, statement, value, low, high, f"{task} {score} above chance", n,
                     [r.id for r in rows], ev, [_part("share of the real data's gain kept", share, share_low, share_high, +1)],
                     task=task, score=score, ratio=top, metric=metric)
