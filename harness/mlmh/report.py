@@ -304,12 +304,13 @@ def training_section(results: RunResults) -> list[str]:
         if any(why):
             lines += [" ".join(w for w in why if w), ""]
         accuracy = card.get("accuracy_at_ratio")
-        measured = [f"{k}: {format_number(v['accuracy'])} ({format_number(v.get('unigram_baseline_accuracy') or 0)})"
+        measured = [f"{k}: {format_number(v['accuracy'])} ({format_number(v.get('best_constant_accuracy', v.get('unigram_baseline_accuracy')) or 0)}"
+                    f"{'' if v.get('beats_constant', True) else ', not beaten'})"
                     for k, v in (accuracy.items() if isinstance(accuracy, dict) else [])
                     if isinstance(v, dict) and v.get("accuracy") is not None]  # None: no validation targets
         if measured:
-            lines += ["Masked-token accuracy on validation, by inference masking ratio (unigram baseline): "
-                      + ", ".join(measured) + ".", ""]
+            lines += ["Masked-token accuracy on validation, by inference masking ratio (the best constant predictor's, "
+                      "or the unigram baseline's on an older card): " + ", ".join(measured) + ".", ""]
         curve = _curve_rows(card.get("train_curve") or [], card.get("validation_curve") or [])
         if curve:
             lines += _table(["step", "training loss", "validation loss"], curve) + [""]
