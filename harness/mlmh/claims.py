@@ -30,7 +30,7 @@ import numpy as np
 
 from mlmh.stats import resample_ci
 from mlmh.types import Finding
-from mlmh.verdicts import INCONCLUSIVE, NOT_TESTED, describe_ci, not_tested, number, verdict
+from mlmh.verdicts import INCONCLUSIVE, describe_ci, not_tested, number, verdict
 
 SOURCE = "Li et al., ICML 2024"
 ACCURACY, STUTTER = "masked-word accuracy", "stutter"
