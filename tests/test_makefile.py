@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,9 +15,13 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def planned(tmp_path: Path, *args: str) -> str:
-    """The commands ``make ARGS`` would run for a fresh venv (make -n runs nothing)."""
+    """The commands ``make ARGS`` would run for a fresh venv (make -n runs nothing). Run under ``make test
+    EXTRAS=test,ray`` (CI), make hands its variables to sub-makes through the environment: they are left out,
+    so the plan is the one a user's own ``make ARGS`` gets."""
+    inherited = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "EXTRAS", "PYTHON", "VENV")
+    env = {k: v for k, v in os.environ.items() if k not in inherited}
     done = subprocess.run(["make", "-n", f"VENV={tmp_path / 'venv'}", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
