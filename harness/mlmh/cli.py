@@ -98,9 +98,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: one-line errors (exit 2 for usage, 1 for runtime) unless ``--debug``."""
-    from mlmh.allocator import retain_freed_memory
+    from mlmh.allocator import tune_command_line_process
 
-    retain_freed_memory()  # process-wide, so here at the command line's entry and never on import
+    tune_command_line_process()  # process-wide, so here at the command line's entry and never on import
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("MLMH_DEBUG", "") not in ("", "0")
     try:

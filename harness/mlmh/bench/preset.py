@@ -124,12 +124,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit")
     args = parser.parse_args(argv)
     from mlmh import api
-    from mlmh.allocator import retain_freed_memory
+    from mlmh.allocator import tune_command_line_process
     from mlmh.config import parse_limit
 
     from mlmh.errors import MlmhError
 
-    retain_freed_memory()  # as the mlmh command line does
+    tune_command_line_process()  # as the mlmh command line does
     clock = StageClock()
     try:
         overrides = {"limit": parse_limit(args.limit, "--limit")} if args.limit else None

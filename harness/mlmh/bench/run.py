@@ -78,7 +78,7 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
     import torch
 
     from mlmh.adapters import load_adapter
-    from mlmh.allocator import retain_freed_memory
+    from mlmh.allocator import tune_command_line_process
     from mlmh.registry import get_registry
     from mlmh.training import SIZES
 
@@ -98,7 +98,7 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
                                     f"interval is wider than {CELL_CI_WIDTH} (at most {CELL_MAX_RUNS} runs)"},
         "sizes": {},
     }
-    retain_freed_memory()  # what the mlmh command line runs with (mlmh.cli.main)
+    tune_command_line_process()  # what the mlmh command line runs with (mlmh.cli.main)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mlmh-bench-", dir=work_dir) as tmp, pinned_threads(options.threads):
         for size in options.sizes:
