@@ -113,6 +113,45 @@ def test_write_plots_writes_pngs_for_every_figure(results, tmp_path):
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in paths)
 
 
+def test_figures_drawn_before_from_the_same_data_come_from_the_run_cache(results, data, tmp_path, monkeypatch):
+    import mlmh.plots as plots
+    from mlmh.cache import SampleCache
+
+    cache = SampleCache(tmp_path / "cache" / "samples.sqlite")
+    fresh = {p.name: p.read_bytes() for p in write_plots(results, tmp_path / "fresh")}  # no store: drawn
+    drawn = []
+    draw = plots.draw_panels
+    monkeypatch.setattr(plots, "draw_panels", lambda panels, out, *a: drawn.append(panels[0].metric) or draw(panels, out, *a))
+    first = {p.name: p.read_bytes() for p in write_plots(results, tmp_path / "first", cache)}
+    assert len(drawn) == 4 and first == fresh  # drawn once, byte for byte what an uncached report draws
+    second = {p.name: p.read_bytes() for p in write_plots(results, tmp_path / "second", cache)}
+    assert len(drawn) == 4 and second == fresh  # copied, nothing drawn again
+    data["conditions"][0]["metrics"]["bleu"] = entry(55.5)  # other data: other figures, drawn again
+    write_plots(RunResults.from_dict(data), tmp_path / "third", cache)
+    assert len(drawn) > 4
+    import mlmh.implementation as implementation
+
+    monkeypatch.setattr(implementation, "source_hash", lambda name: "changed code")
+    before = len(drawn)
+    write_plots(results, tmp_path / "fourth", cache)
+    assert len(drawn) == before + 4  # changed plotting code draws every figure again
+    cache.close()
+
+
+def test_a_figure_entry_that_is_not_a_png_is_drawn_again(results, tmp_path):
+    from mlmh.cache import SampleCache
+    from mlmh.plots import figure_key, plot_data
+    from mlmh.results import main_metrics
+
+    cache = SampleCache(tmp_path / "samples.sqlite")
+    panels = plot_data(results, main_metrics(results), baselines=True)
+    cache.put_figure(figure_key(panels, f"on {results.headline} documents"), b"not a png")
+    (path, *_) = write_plots(results, tmp_path / "run", cache)
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert any("is not a PNG" in note for note in cache.notes)
+    cache.close()
+
+
 def test_a_run_with_one_ratio_puts_it_with_the_fixed_maskings(data, tmp_path):
     data["conditions"] = [r for r in data["conditions"] if r["masking"] in ("random:ratio=0.3", "stopwords")]
     panels = plot_data(RunResults.from_dict(data))

@@ -18,6 +18,10 @@ and test corpora of a task. A component that names no identity (the default for 
 cached, nor is a result with an error. So a run over cached samples scores and trains nothing again,
 and a changed metric, task, library or scoring model computes its results again.
 
+A figure's key hashes what it plots, the plotting code and the matplotlib version
+(:func:`mlmh.plots.figure_key`): a run whose results are those of an earlier run writes the same PNG
+without drawing it again.
+
 Every entry is validated where it is read (:meth:`SampleCache._decode`: JSON, then the shape of the
 stored dataclass field by field), and a table whose columns are not the ones written here is set
 aside: an entry that fails either check is treated as missing, so it is computed again and
@@ -46,11 +50,13 @@ if TYPE_CHECKING:
     from mlmh.components import Cached
 
 R = TypeVar("R")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 #: bump when the stored Generation, MetricResult or TaskResult layout or a key recipe changes
 SCHEMA = 2
 #: the tables of the cache and their columns, as created here
-TABLES = {"samples": ("key", "generation", "created"), "results": ("key", "payload", "created")}
+TABLES = {"samples": ("key", "generation", "created"), "results": ("key", "payload", "created"),
+          "figures": ("key", "png", "created")}
 
 
 def text_hash(text: str) -> str:
@@ -204,6 +210,21 @@ class SampleCache:
         with self._transaction():
             self._db.execute("INSERT OR REPLACE INTO results (key, payload, created) VALUES (?, ?, ?)",
                              (key, payload, time.time()))
+
+    def get_figure(self, key: str) -> bytes | None:
+        """The PNG stored under ``key``, or None (an entry that is not a PNG counts as missing)."""
+        row = self._db.execute("SELECT png FROM figures WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        if not isinstance(row[0], bytes) or not row[0].startswith(PNG_SIGNATURE):
+            self._say(f"figure {key[:12]}... is not a PNG; it is drawn again")
+            return None
+        return row[0]
+
+    def put_figure(self, key: str, png: bytes) -> None:
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO figures (key, png, created) VALUES (?, ?, ?)",
+                             (key, sqlite3.Binary(png), time.time()))
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]

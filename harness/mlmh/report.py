@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from mlmh.findings import answer_lines
 from mlmh.results import (as_results, best_conditions, better, format_number, format_score, higher_is_better,
@@ -17,6 +17,9 @@ from mlmh.results import (as_results, best_conditions, better, format_number, fo
 from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
 from mlmh.verdicts import caveats_of, never_learned, summarise
+
+if TYPE_CHECKING:
+    from mlmh.plots import FigureStore
 
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
@@ -517,11 +520,12 @@ def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> s
     return "\n".join(lines)
 
 
-def write_report(results: RunResults | dict[str, Any], out_dir: str | Path | RunDir) -> Path:
-    """Write report.md and the plots into the run directory ``out_dir``; returns the report's path."""
+def write_report(results: RunResults | dict[str, Any], out_dir: str | Path | RunDir, figures: FigureStore | None = None) -> Path:
+    """Write report.md and the plots into the run directory ``out_dir``; returns the report's path.
+    ``figures``: where figures drawn before are kept (the run cache; :func:`mlmh.plots.write_plots`)."""
     results = as_results(results)
     run = out_dir if isinstance(out_dir, RunDir) else RunDir(out_dir)
     from mlmh.plots import write_plots  # matplotlib is imported only when a report is written
 
-    plots = write_plots(results, run)
+    plots = write_plots(results, run, figures)
     return run.write_text(run.report, render_markdown(results, plots))

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from mlmh.events import Progress, StageStarted
 from mlmh.run_state import ROLES, SPLIT_OF_ROLE, RunLog, RunState
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Finding, Generation, MetricResult, RunResults, Score,
                         model_record, to_dict)
+
+if TYPE_CHECKING:
+    from mlmh.plots import FigureStore
 
 #: result fields that measure time, not outcome: resume and batch-size checks ignore them
 TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
@@ -163,7 +166,7 @@ class ResultsStage:
         data["notes"] = self.log.notes
         return RunResults.from_dict(data)
 
-    def _write(self, results: RunResults) -> None:
+    def _write(self, results: RunResults, figures: FigureStore | None = None) -> None:
         from mlmh.report import write_report
         from mlmh.reproduce import sample_id
 
@@ -175,7 +178,7 @@ class ResultsStage:
             for index, condition in enumerate(self.conditions) for g in self.state.generations.get(condition.id, [])))
         if self.config.log_samples:
             run.write_lines(run.samples, self._sample_rows(results.headline))
-        write_report(results, run)
+        write_report(results, run, figures)  # figures drawn before from the same data come from the run cache
         run.write_results(results)  # last: a run with results.json is finished
         self.bus.emit(Progress(stage="report", completed=1, total=1))
 

@@ -124,7 +124,7 @@ class Runner(ResultsStage):
             self._stage("correlation", self._correlate)
             self.log.timings["total"] = round(time.time() - started, 3)
             results = self._results(started)
-            self._stage("report", lambda: self._write(results))
+            self._stage("report", lambda: self._write(results, cache))
         finally:
             cache.close()
         self.bus.emit(RunFinished(output_path=str(self.out), results=results, seconds=time.time() - started))
