@@ -76,3 +76,17 @@ def test_ensure_wordnet_refuses_install_when_not_allowed(clean_nltk_path, monkey
     monkeypatch.setattr(wordnet, "network_reachable", lambda *a, **k: False)
     with pytest.raises(MlmhError, match="WordNet not found"):
         wordnet.ensure_wordnet(allow_download=False, allow_install=False)
+
+
+def test_a_corpus_assembled_in_the_cache_is_found_without_importing_nltk(tmp_path):
+    """mlmh's directory is first on NLTK's path, so its answer is NLTK's answer; a warm run skips the import."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "nltk_data" / "corpora" / "wordnet").mkdir(parents=True)
+    code = ("import sys\nfrom mlmh import wordnet\nfast = wordnet.find_wordnet()\nimported = 'nltk' in sys.modules\n"
+            "import nltk\nwordnet.register_data_path()\nprint(imported, fast == str(nltk.data.find('corpora/wordnet')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "MLMH_CACHE_DIR": str(tmp_path)})
+    assert out.stdout.split() == ["False", "True"]

@@ -75,7 +75,14 @@ def lexnames_text() -> str:
 
 
 def find_wordnet() -> str | None:
-    """Where NLTK finds the wordnet corpus (after adding mlmh's directory), or None."""
+    """Where NLTK finds the wordnet corpus (after adding mlmh's directory), or None.
+
+    mlmh's own directory comes first on NLTK's path, so a corpus assembled there is the answer without
+    importing nltk (a second a run; a warm run scores nothing and needs only this answer).
+    """
+    assembled = nltk_data_dir() / "corpora" / "wordnet"
+    if assembled.is_dir():
+        return str(assembled)
     import nltk
 
     register_data_path()
