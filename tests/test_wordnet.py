@@ -90,3 +90,20 @@ def test_a_corpus_assembled_in_the_cache_is_found_without_importing_nltk(tmp_pat
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "MLMH_CACHE_DIR": str(tmp_path)})
     assert out.stdout.split() == ["False", "True"]
+
+
+@needs_debian
+def test_a_new_process_scores_with_the_corpus_assembled_in_the_cache(tmp_path):
+    """The warm run's path: WordNet found in mlmh's cache without nltk, then read by NLTK, which reads only
+    under its data path (a reader made before the path was registered failed its security check)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MLMH_CACHE_DIR": str(tmp_path)}
+    assemble = "from mlmh import wordnet\nwordnet.assemble_from_debian()"
+    subprocess.run([sys.executable, "-c", assemble], env=env, check=True, capture_output=True)
+    score = ("from mlmh import wordnet\nprint(wordnet.find_wordnet())\n"
+             "print(wordnet.wordnet_for_scoring().synsets('dog')[0].name())")
+    out = subprocess.run([sys.executable, "-c", score], env=env, check=True, capture_output=True, text=True)
+    assert out.stdout.split() == [str(tmp_path / "nltk_data" / "corpora" / "wordnet"), "dog.n.01"]

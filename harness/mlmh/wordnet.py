@@ -223,6 +223,7 @@ def _reader_class() -> type:
 def wordnet_for_scoring() -> Any:
     """The wordnet reader METEOR uses (one per process): present data, or assembled from local
     Debian files; never downloads or installs. Raises MlmhError with the fix when neither exists."""
+    register_data_path()  # NLTK's readers refuse a directory outside its data path
     where = find_wordnet()
     if not where:
         ensure_wordnet(allow_download=False, allow_install=False)
