@@ -66,8 +66,8 @@ def test_the_commands_go_through_the_api(monkeypatch, tmp_path):
     """``mlmh eval`` runs through mlmh.api.run and ``mlmh generate`` through mlmh.api's regeneration."""
     calls = []
 
-    def fake_run(config, out, **kwargs):
-        calls.append(("run", config.preset, out, kwargs["use_cache"]))
+    def fake_run(plan, out, **kwargs):
+        calls.append(("run", plan.config.preset, out, kwargs["use_cache"]))
         raise SpecError("stopped in mlmh.api.run")
 
     monkeypatch.setattr(api, "run", fake_run)

@@ -15,6 +15,7 @@ import fault_fakes
 from mlmh.config import from_table
 from mlmh.contracts import finite_only, metric_problem, score_metric, strict_json
 from mlmh.errors import MlmhError
+from mlmh.plan import build_plan
 from mlmh.runner import run_experiment
 from mlmh.types import MetricResult
 
@@ -28,7 +29,7 @@ def _run(tmp_path, fault, monkeypatch, executor=None, **preset):
     monkeypatch.setenv("MLMH_TEST_FAULT", fault)
     config = from_table({**fault_fakes.PRESET, **preset}, name="faults", source="faults.toml")
     out = tmp_path / "run"
-    run_experiment(config, output_path=out, cache_path=tmp_path / "cache.sqlite", executor=executor)
+    run_experiment(build_plan(config), output_path=out, cache_path=tmp_path / "cache.sqlite", executor=executor)
     text = (out / "results.json").read_text(encoding="utf-8")
     return json.loads(text, parse_constant=lambda name: pytest.fail(f"results.json holds {name}"))
 
@@ -72,7 +73,7 @@ def test_a_sampler_fault_is_contained_in_worker_processes(tmp_path, monkeypatch)
 
     monkeypatch.setenv("MLMH_TEST_FAULT", "sampler")
     config = from_table(dict(fault_fakes.PRESET), name="faults", source="faults.toml")
-    with LocalWorkersExecutor(config, 2) as executor:
+    with LocalWorkersExecutor(build_plan(config), 2) as executor:
         results = _run(tmp_path, "sampler", monkeypatch, executor=executor)
     assert _named(results, "sampler 'faulty-fill'")[0]["error"] == "KeyError: 'logits'"
     assert {r["id"] for r in results["conditions"] if r.get("failed")} == {

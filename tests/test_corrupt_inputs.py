@@ -97,16 +97,17 @@ def test_a_table_with_foreign_columns_is_set_aside(tmp_path, table):
 def test_a_run_over_a_corrupt_cache_regenerates_and_says_so(tmp_path):
     import runner_fakes
     from mlmh.config import from_table
+    from mlmh.plan import build_plan
     from mlmh.runner import run_experiment, strip_timings
 
     runner_fakes.install()
     config = lambda: from_table({**runner_fakes.FAKE_PRESET, "maskings": ["every-nth:ratio=0.5"],  # noqa: E731
                                  "samplers": ["fake-fill", "fake-clm-fill"], "tasks": []}, name="f", source="f.toml")
     cache = tmp_path / "cache.sqlite"
-    first = run_experiment(config(), output_path=tmp_path / "a", cache_path=cache).to_dict()
+    first = run_experiment(build_plan(config()), output_path=tmp_path / "a", cache_path=cache).to_dict()
     with sqlite3.connect(cache) as db:
         db.execute("UPDATE samples SET generation = '{\"doc_id\": 1}' WHERE rowid IN (SELECT rowid FROM samples LIMIT 3)")
-    second = run_experiment(config(), output_path=tmp_path / "b", cache_path=cache).to_dict()
+    second = run_experiment(build_plan(config()), output_path=tmp_path / "b", cache_path=cache).to_dict()
     note = next(n for n in second["notes"] if n.startswith(f"sample cache {cache}: entry "))
     assert "computed again" in note
     same = lambda r: [(c["id"], c["metrics"]) for c in strip_timings(r)["conditions"]]  # noqa: E731

@@ -22,6 +22,7 @@ from mlmh.config import from_table
 from mlmh.errors import MlmhError, ModelError, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.executors import LocalWorkersExecutor, RayExecutor, Worker, make_executor, wants_gpu, worker_spec
+from mlmh.plan import build_plan
 from mlmh.runner import run_experiment, strip_timings
 
 PRESET = {**runner_fakes.FAKE_PRESET, "models": ["logged-mlm", "fake-clm"],
@@ -42,12 +43,12 @@ def fakes():
     executor_fakes.install()
 
 
-def config():
-    return from_table(dict(PRESET), name="fake", source="fake.toml")
+def plan():
+    return build_plan(from_table(dict(PRESET), name="fake", source="fake.toml"))
 
 
 def run(tmp_path, name, executor=None, listener=None):
-    results = run_experiment(config(), listener, output_path=tmp_path / name, cache_path=tmp_path / f"{name}.sqlite",
+    results = run_experiment(plan(), listener, output_path=tmp_path / name, cache_path=tmp_path / f"{name}.sqlite",
                              executor=executor).to_dict()
     results.pop("run_id")
     return strip_timings(results)
@@ -79,7 +80,7 @@ def pids(log: Path, name: str) -> list[int]:
 @pytest.mark.slow
 def test_local_workers_give_the_in_process_results_and_stream_events(tmp_path, baseline, unit_log):
     events = []
-    with LocalWorkersExecutor(config(), 2) as executor:
+    with LocalWorkersExecutor(plan(), 2) as executor:
         assert executor.spec.threads == max(1, len(os.sched_getaffinity(0)) // 2)
         results = run(tmp_path, "workers", executor, events.append)
     assert results == baseline
@@ -97,7 +98,7 @@ def test_local_workers_give_the_in_process_results_and_stream_events(tmp_path, b
 @pytest.mark.slow
 def test_a_killed_local_worker_has_its_units_run_again(tmp_path, baseline, unit_log, monkeypatch):
     monkeypatch.setenv("MLMH_TEST_CRASH_AFTER", "4")
-    with LocalWorkersExecutor(config(), 2) as executor:
+    with LocalWorkersExecutor(plan(), 2) as executor:
         results = run(tmp_path, "killed", executor)
     assert (unit_log / "crashed").exists()
     ran = pids(unit_log, "calls")
@@ -110,7 +111,7 @@ def test_a_killed_local_worker_has_its_units_run_again(tmp_path, baseline, unit_
 @pytest.mark.slow
 def test_workers_that_keep_dying_stop_the_run_with_a_clear_error(tmp_path, unit_log, monkeypatch):
     monkeypatch.setenv("MLMH_TEST_CRASH_AFTER", "1")
-    with LocalWorkersExecutor(config(), 2, max_retries=0) as executor:
+    with LocalWorkersExecutor(plan(), 2, max_retries=0) as executor:
         with pytest.raises(MlmhError, match=r"a worker process died 1 time\(s\) .* try fewer --workers"):
             run(tmp_path, "dying", executor)
 
@@ -123,9 +124,9 @@ def test_a_unit_error_fails_its_condition_alone_by_name(tmp_path, monkeypatch, b
     monkeypatch.setenv("MLMH_TEST_UNIT_ERROR", "unit failed on purpose")
     if backend == "ray":
         pytest.importorskip("ray")
-        executor = RayExecutor(config(), workers=2)
+        executor = RayExecutor(plan(), workers=2)
     else:
-        executor = LocalWorkersExecutor(config(), 2) if backend == "workers" else None
+        executor = LocalWorkersExecutor(plan(), 2) if backend == "workers" else None
     try:
         results = run(tmp_path, "error", executor)
     finally:
@@ -151,9 +152,9 @@ def test_cancel_stops_the_workers_between_units(tmp_path):
         if isinstance(event, SampleGenerated):
             cancel.set()
 
-    with LocalWorkersExecutor(config(), 2) as executor:
+    with LocalWorkersExecutor(plan(), 2) as executor:
         with pytest.raises(RunCancelled):
-            run_experiment(config(), listener, cancel, output_path=tmp_path / "c", cache_path=tmp_path / "c.sqlite",
+            run_experiment(plan(), listener, cancel, output_path=tmp_path / "c", cache_path=tmp_path / "c.sqlite",
                            executor=executor)
         assert executor._pool is None  # shut down: nothing left running
 
@@ -168,20 +169,20 @@ def test_a_worker_never_trains(tmp_path):
 
 
 def test_make_executor_reads_the_flags():
-    assert make_executor("local", 1, None, config()) is None  # in-process: the runner's own models
-    executor = make_executor("local", 3, None, config())
+    assert make_executor("local", 1, None, plan()) is None  # in-process: the runner's own models
+    executor = make_executor("local", 3, None, plan())
     assert isinstance(executor, LocalWorkersExecutor) and executor.workers == 3
     executor.close()
     with pytest.raises(SpecError, match="--ray-address needs --backend ray"):
-        make_executor("local", 1, "ray://x:10001", config())
+        make_executor("local", 1, "ray://x:10001", plan())
     with pytest.raises(SpecError, match="--backend dask: expected one of local, ray"):
-        make_executor("dask", 1, None, config())
+        make_executor("dask", 1, None, plan())
 
 
 def test_backend_ray_without_ray_says_how_to_install(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     with pytest.raises(SpecError, match=r"^--backend ray needs Ray: pip install 'mlmh\[ray\]'$"):
-        make_executor("ray", 1, None, config())
+        make_executor("ray", 1, None, plan())
     with pytest.raises(SystemExit) as stopped:
         main(["eval", "--preset", "quick", "--backend", "ray", "--output-path", str(tmp_path / "run")])
     assert stopped.value.code == 2
@@ -259,7 +260,7 @@ def local_ray():
 def test_ray_gives_the_in_process_results_when_a_worker_dies(tmp_path, baseline, unit_log, monkeypatch, local_ray):
     monkeypatch.setenv("MLMH_TEST_CRASH_AFTER", "4")
     events = []
-    with RayExecutor(config()) as executor:
+    with RayExecutor(plan()) as executor:
         results = run(tmp_path, "ray-killed", executor, events.append)
     assert local_ray.is_initialized()  # a Ray it did not start stays up
     assert (unit_log / "crashed").exists()  # a worker died mid-run: Ray ran its task again

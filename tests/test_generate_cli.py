@@ -5,25 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from mlmh.cli import main
+from cli_helpers import run_cli
 
 TEXT = "The cat sat on the mat and looked at the door."
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(["generate", *args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_generate_prints_masked_input_steps_and_result(capsys, tiny_mlm):
-    code, out, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking", "random:ratio=0.5",
-                         "--sampler", "mask-predict:steps=3", "--text", TEXT, "--trace", "--seed", "4")
+    code, out, err = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking",
+                             "random:ratio=0.5", "--sampler", "mask-predict:steps=3", "--text", TEXT, "--trace",
+                             "--seed", "4")
     assert code == 0, err
     assert "masked:" in out and "[MASK]" in out
     assert out.count("step ") == 3 and "generated:" in out
@@ -31,8 +21,8 @@ def test_generate_prints_masked_input_steps_and_result(capsys, tiny_mlm):
 
 
 def test_generate_json_is_a_generation(capsys, tiny_clm):
-    code, out, err = run(capsys, "--model", f"hf-clm:path={tiny_clm},threads=1", "--masking", "random:ratio=0.3",
-                         "--text", TEXT, "--json")
+    code, out, err = run_cli(capsys, "generate", "--model", f"hf-clm:path={tiny_clm},threads=1", "--masking",
+                             "random:ratio=0.3", "--text", TEXT, "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["model_kind"] == "clm" and data["sampler"].startswith("clm-infill")
@@ -46,12 +36,13 @@ def test_generate_json_is_a_generation(capsys, tiny_clm):
 def test_generate_same_seed_same_output(capsys, tiny_mlm):
     args = ("--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking", "random:ratio=0.5", "--sampler",
             "one-shot:temperature=1.0", "--text", TEXT, "--json", "--seed", "9")
-    assert json.loads(run(capsys, *args)[1])["text"] == json.loads(run(capsys, *args)[1])["text"]
+    first, second = (json.loads(run_cli(capsys, "generate", *args)[1]) for _ in range(2))
+    assert first["text"] == second["text"]
 
 
 def test_generate_on_dataset_documents(capsys, tiny_seq2seq):
-    code, out, err = run(capsys, "--model", f"hf-seq2seq:path={tiny_seq2seq},threads=1", "--masking", "random:ratio=0.2",
-                         "--dataset", "pan", "--limit", "2", "--json")
+    code, out, err = run_cli(capsys, "generate", "--model", f"hf-seq2seq:path={tiny_seq2seq},threads=1", "--masking",
+                             "random:ratio=0.2", "--dataset", "pan", "--limit", "2", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert len(data) == 2 and all(g["model_kind"] == "seq2seq" for g in data)
@@ -62,20 +53,22 @@ def test_empty_text_is_refused_naming_the_flag_and_the_argument(capsys, tiny_mlm
     import mlmh
     from mlmh.errors import SpecError
 
-    code, out, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--text", "", "--json")
+    code, out, err = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tiny_mlm}", "--text", "", "--json")
     assert code == 2 and "--text '': empty" in err and not out
     with pytest.raises(SpecError, match="^text ' ': empty"):
         mlmh.generate(" ", model=f"hf-mlm:path={tiny_mlm}")
 
 
 def test_ratio_zero_leaves_the_text_unchanged(capsys, tiny_mlm):
-    code, out, _ = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0", "--text", TEXT, "--json")
+    code, out, _ = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0",
+                           "--text", TEXT, "--json")
     assert code == 0 and json.loads(out)["text"] == TEXT
 
 
 def test_too_long_text_says_it_was_truncated(capsys, tiny_mlm):
     long_text = " ".join([TEXT] * 20)
-    code, out, _ = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0.3", "--text", long_text)
+    code, out, _ = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0.3",
+                           "--text", long_text)
     assert code == 0
     assert "truncated: text is" in out and "longer than the model window of 128" in out
 
@@ -86,17 +79,17 @@ def test_too_long_text_says_it_was_truncated(capsys, tiny_mlm):
     (["--sampler", "gibs"], 2, "did you mean 'gibbs'"),
 ])
 def test_bad_specs_are_one_line_usage_errors(capsys, tiny_clm, args, code, message):
-    got, _, err = run(capsys, "--model", f"hf-clm:path={tiny_clm}", "--text", TEXT, *args)
+    got, _, err = run_cli(capsys, "generate", "--model", f"hf-clm:path={tiny_clm}", "--text", TEXT, *args)
     assert got == code and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_text_or_dataset_is_required(capsys, tiny_mlm):
-    code, _, err = run(capsys, "--model", f"hf-mlm:path={tiny_mlm}")
+    code, _, err = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tiny_mlm}")
     assert code == 2 and "exactly one of --text or --dataset" in err
 
 
 def test_missing_model_is_a_one_line_runtime_error(capsys, tmp_path):
-    code, _, err = run(capsys, "--model", f"hf-mlm:path={tmp_path}", "--text", TEXT)
+    code, _, err = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tmp_path}", "--text", TEXT)
     assert code == 1 and "not a model directory" in err and len(err.strip().splitlines()) == 1
 
 
@@ -109,11 +102,11 @@ def test_missing_model_is_a_one_line_runtime_error(capsys, tmp_path):
 def test_trace_shows_every_step_and_the_samplers_diagnostics(capsys, tiny_mlm, sampler, diagnostics):
     args = ["--model", f"hf-mlm:path={tiny_mlm},threads=1", "--masking", "random:ratio=0.5", "--sampler", sampler,
             "--text", TEXT, "--seed", "2"]
-    code, out, err = run(capsys, *args, "--json")
+    code, out, err = run_cli(capsys, "generate", *args, "--json")
     assert code == 0, err
     generation = json.loads(out)
     assert set(diagnostics) <= set(generation["info"]) and generation["steps"]
-    code, out, err = run(capsys, *args, "--trace")
+    code, out, err = run_cli(capsys, "generate", *args, "--trace")
     assert code == 0, err
     lines = out.splitlines()
     assert sum(line.startswith("step ") for line in lines) == len(generation["steps"])
@@ -122,6 +115,6 @@ def test_trace_shows_every_step_and_the_samplers_diagnostics(capsys, tiny_mlm, s
         shown = "[" + ", ".join(map(str, value)) + "]" if isinstance(value, list) else str(value)
         assert any(line.startswith(f"{key}: ") for line in lines), (key, out)
         assert shown.replace(" ", "") in out.replace(" ", "").replace("\n", "")
-    code, out, err = run(capsys, *args)  # without --trace: no steps, and only the notes
+    code, out, err = run_cli(capsys, "generate", *args)  # without --trace: no steps, and only the notes
     assert not any(line.startswith("step ") for line in out.splitlines())
     assert "unmasked_per_step" not in out and "gibbs_pick" not in out

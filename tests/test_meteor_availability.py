@@ -9,6 +9,7 @@ import runner_fakes
 from mlmh import wordnet
 from mlmh.config import from_table
 from mlmh.errors import SpecError
+from mlmh.plan import build_plan
 from mlmh.registry import get_registry
 from mlmh.runner import run_experiment
 from mlmh.types import Corpus
@@ -43,7 +44,7 @@ def run(tmp_path, overrides=None):
     runner_fakes.install()
     table = {**runner_fakes.FAKE_PRESET, "metrics": ["word-match", "meteor"]}
     cfg = from_table(table, name="fake", source="fake.toml", overrides=overrides)
-    return run_experiment(cfg, None, output_path=tmp_path / "run", cache_path=tmp_path / "cache.sqlite")
+    return run_experiment(build_plan(cfg), None, output_path=tmp_path / "run", cache_path=tmp_path / "cache.sqlite")
 
 
 def test_a_preset_default_meteor_is_dropped_with_a_note(tmp_path, no_wordnet):

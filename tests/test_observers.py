@@ -8,6 +8,7 @@ import pytest
 import runner_fakes
 from mlmh import hookimpl
 from mlmh.config import from_table
+from mlmh.plan import build_plan
 from mlmh.plugin_manager import get_plugin_manager
 from mlmh.runner import run_experiment
 
@@ -46,7 +47,7 @@ def observers():
 def run(tmp_path, name):
     cfg = from_table(runner_fakes.FAKE_PRESET, name="fake", source="fake.toml")
     seen = []
-    results = run_experiment(cfg, seen.append, output_path=tmp_path / name, cache_path=tmp_path / f"{name}.sqlite")
+    results = run_experiment(build_plan(cfg), seen.append, output_path=tmp_path / name, cache_path=tmp_path / f"{name}.sqlite")
     return results, [event.kind for event in seen]
 
 

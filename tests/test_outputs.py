@@ -13,21 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
-from mlmh.cli import main
 from mlmh.errors import MlmhError
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -95,7 +85,7 @@ def test_every_output_path_refuses_a_link_a_foreign_folder_and_a_foreign_file(co
     out = tmp_path / "out"
     _plant(kind, out, foreign)
     args = [str(out) if a == "OUT" else a for a in COMMANDS[command](finished_run)]
-    code, _, err = run(capsys, *args)
+    code, _, err = run_cli(capsys, *args)
     assert code != 0, err
     last = [line for line in err.splitlines() if line.strip()][-1]
     assert last.startswith("Error: ") and str(out) in last.replace("'", ""), err  # one line naming the path
@@ -106,12 +96,13 @@ def test_every_output_path_refuses_a_link_a_foreign_folder_and_a_foreign_file(co
 
 def test_human_export_replaces_only_an_unrated_sheet(finished_run, tmp_path, capsys):
     sheet = tmp_path / "sheet.csv"
-    assert run(capsys, "human", "export", str(finished_run), "--n", "2", "--out", str(sheet))[0] == 0
-    assert run(capsys, "human", "export", str(finished_run), "--n", "3", "--out", str(sheet))[0] == 0  # its own: fine
+    assert run_cli(capsys, "human", "export", str(finished_run), "--n", "2", "--out", str(sheet))[0] == 0
+    again = run_cli(capsys, "human", "export", str(finished_run), "--n", "3", "--out", str(sheet))
+    assert again[0] == 0  # its own: fine
     rated = sheet.read_text().splitlines()
     rated[1] += "4"  # a rater filled a cell: the file is theirs now
     sheet.write_text("\n".join(rated) + "\n")
-    code, _, err = run(capsys, "human", "export", str(finished_run), "--out", str(sheet))
+    code, _, err = run_cli(capsys, "human", "export", str(finished_run), "--out", str(sheet))
     assert code == 2 and f"--out {sheet} already exists and is not an unrated rating sheet" in err
     assert sheet.read_text().splitlines() == rated
 
@@ -120,10 +111,10 @@ def test_bench_out_replaces_only_a_bench_report(tmp_path, capsys, monkeypatch):
     _bench_stub(monkeypatch)
     out = tmp_path / "bench.json"
     args = ["bench", "--metrics", "", "--json", "--out", str(out)]
-    assert run(capsys, *args)[0] == 0 and json.loads(out.read_text())["sizes"] == {}
-    assert run(capsys, *args)[0] == 0  # a report it wrote is its own kind of output
+    assert run_cli(capsys, *args)[0] == 0 and json.loads(out.read_text())["sizes"] == {}
+    assert run_cli(capsys, *args)[0] == 0  # a report it wrote is its own kind of output
     out.write_text(json.dumps({"my": "notes"}))
-    code, _, err = run(capsys, *args)
+    code, _, err = run_cli(capsys, *args)
     assert code == 2 and "is not an mlmh bench report" in err and json.loads(out.read_text()) == {"my": "notes"}
 
 
@@ -136,8 +127,8 @@ def test_train_overwrite_never_replaces_home_or_the_current_directory(where, tmp
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
     target = {"home": "~", "cwd": ".", "parent of cwd": ".."}[where]
-    code, _, err = run(capsys, "train", "--dataset", "pan", "--objective", "mlm", "--max-steps", "1",
-                       "--out", target, "--overwrite")
+    code, _, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", "mlm", "--max-steps", "1", "--out",
+                           target, "--overwrite")
     assert code == 2 and "mlmh never replaces it" in err and "ValueError" not in err
     assert (home / "thesis.tex").read_text() == "mine" and (work / "config.json").read_text() == "{}"
 
@@ -145,11 +136,11 @@ def test_train_overwrite_never_replaces_home_or_the_current_directory(where, tmp
 def test_train_overwrite_replaces_a_model_folder_and_refuses_one_with_other_files(tmp_path, capsys):
     out = tmp_path / "model"
     args = ["train", "--dataset", "pan", "--objective", "mlm", "--max-steps", "1", "--threads", "1", "--out", str(out)]
-    assert run(capsys, *args)[0] == 0
+    assert run_cli(capsys, *args)[0] == 0
     first = (out / "training_card.json").stat().st_mtime_ns
-    assert run(capsys, *args, "--overwrite")[0] == 0 and (out / "training_card.json").stat().st_mtime_ns != first
+    assert run_cli(capsys, *args, "--overwrite")[0] == 0 and (out / "training_card.json").stat().st_mtime_ns != first
     (out / "notes.txt").write_text("mine")
-    code, _, err = run(capsys, *args, "--overwrite")
+    code, _, err = run_cli(capsys, *args, "--overwrite")
     assert code == 2 and "holds files that are not a model folder's (notes.txt)" in err
     assert (out / "notes.txt").read_text() == "mine"
 

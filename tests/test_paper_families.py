@@ -10,6 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
+from cli_helpers import run_cli
 from paper_families import FAMILIES, HUB_NAMES, KINDS
 
 from mlmh.span_corruption import noise_spans, span_corruption_example
@@ -20,18 +21,6 @@ MASKS = ("[MASK]", "<mask>", "<extra_id_")
 STARTS = [(family, objective) for family, objectives in FAMILIES.items() for objective in objectives]
 REFUSED = [(family, objective) for family, objectives in FAMILIES.items() for objective in AUTO
            if objective not in objectives]
-
-
-def cli(capsys, *args):
-    from mlmh.cli import main
-
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def regenerates(model: str) -> None:
@@ -104,8 +93,8 @@ def test_the_window_is_what_the_position_tables_hold(paper_families):
 
 @pytest.mark.parametrize("family, objective", REFUSED)
 def test_objectives_a_family_cannot_start_are_refused_in_one_line(family, objective, paper_families, tmp_path, capsys):
-    code, _, err = cli(capsys, "train", "--dataset", "pan", "--objective", objective, "--init",
-                       str(paper_families[family]), "--max-steps", "1", "--out", str(tmp_path / "m"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", objective, "--init",
+                           str(paper_families[family]), "--max-steps", "1", "--out", str(tmp_path / "m"))
     errors = [line for line in err.splitlines() if line.startswith("Error")]
     assert code == 2 and len(errors) == 1 and f"train it with objective {FAMILIES[family][0]}" in errors[0], err
     assert not (tmp_path / "m").exists()
@@ -120,8 +109,8 @@ def test_a_seq2seq_tokenizer_with_neither_mask_nor_sentinels_is_refused(paper_fa
     for path in paper_families["gpt2"].iterdir():
         if path.name.startswith(("tokenizer", "vocab", "merges", "special_tokens")):
             shutil.copy(path, odd / path.name)
-    code, _, err = cli(capsys, "train", "--dataset", "pan", "--objective", "seq2seq", "--init", str(odd),
-                       "--max-steps", "1", "--out", str(tmp_path / "m"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", "seq2seq", "--init", str(odd),
+                           "--max-steps", "1", "--out", str(tmp_path / "m"))
     assert code == 2 and "neither a mask token" in err and "<extra_id_0>" in err and len(err.strip().splitlines()) <= 2
 
 
@@ -132,9 +121,9 @@ def test_every_objective_a_family_starts_trains_loads_and_regenerates(family, ob
     import transformers
 
     out = tmp_path / f"{family}-{objective}"
-    code, stdout, err = cli(capsys, "train", "--dataset", "pan", "--objective", objective, "--init",
-                            str(paper_families[family]), "--max-steps", "2", "--eval-every", "1", "--out", str(out),
-                            "--json")
+    code, stdout, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", objective, "--init",
+                                str(paper_families[family]), "--max-steps", "2", "--eval-every", "1", "--out", str(out),
+                                "--json")
     assert code == 0, err
     card = json.loads(stdout)
     assert card["objective"] == objective and card["steps_run"] == 2 and card["validation_loss"] is not None
@@ -149,9 +138,10 @@ def test_every_objective_a_family_starts_trains_loads_and_regenerates(family, ob
 @pytest.mark.slow
 def test_a_short_eval_with_the_five_families(paper_families, tmp_path, capsys):
     models = ",".join(f"hf-{KINDS[f]}:path={paper_families[f]}" for f in FAMILIES)
-    code, _, err = cli(capsys, "eval", "--preset", "quick", "--model", models, "--metric", "bleu,bleu:lowercase=true",
-                       "--masking", "random:ratio=0.3", "--sampler", "mask-predict:steps=2,clm-infill,seq2seq-infill",
-                       "--task", "none", "--limit", "2", "--output-path", str(tmp_path / "run"))
+    code, _, err = run_cli(capsys, "eval", "--preset", "quick", "--model", models, "--metric",
+                           "bleu,bleu:lowercase=true", "--masking", "random:ratio=0.3", "--sampler",
+                           "mask-predict:steps=2,clm-infill,seq2seq-infill", "--task", "none", "--limit", "2",
+                           "--output-path", str(tmp_path / "run"))
     assert code == 0, err
     results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
     assert not results["errors"]
@@ -205,8 +195,8 @@ def test_t5_trains_with_span_corruption_and_regenerates_through_its_sentinels(pa
     from mlmh.adapters import load_adapter
 
     out = tmp_path / "t5-seq2seq"
-    code, stdout, err = cli(capsys, "train", "--dataset", "pan", "--objective", "seq2seq", "--init",
-                            str(paper_families["t5"]), "--max-steps", "3", "--out", str(out), "--json")
+    code, stdout, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", "seq2seq", "--init",
+                                str(paper_families["t5"]), "--max-steps", "3", "--out", str(out), "--json")
     assert code == 0, err
     assert "span corruption" in json.loads(stdout)["corruption"]
     assert type(AutoModelForSeq2SeqLM.from_pretrained(out)).__name__ == "T5ForConditionalGeneration"
@@ -221,7 +211,7 @@ def test_t5_trains_with_span_corruption_and_regenerates_through_its_sentinels(pa
 
 def test_paper_hub_offline_is_refused_before_any_work_naming_what_is_missing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code, _, err = cli(capsys, "eval", "--preset", "paper-hub", "--output-path", str(tmp_path / "run"))
+    code, _, err = run_cli(capsys, "eval", "--preset", "paper-hub", "--output-path", str(tmp_path / "run"))
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert "not cached" in lines[0] and all(name in lines[0] for name in HUB_NAMES.values())

@@ -112,11 +112,12 @@ def check_trackers(module, tmp_path):
 
     import runner_fakes
     from mlmh.config import from_table
+    from mlmh.plan import build_plan
     from mlmh.runner import run_experiment
 
     runner_fakes.install()
     config = from_table({**runner_fakes.FAKE_PRESET, "trackers": ["csv"]}, name="fake", source="fake.toml")
-    results = run_experiment(config, output_path=tmp_path / "run", cache_path=tmp_path / "cache.sqlite")
+    results = run_experiment(build_plan(config), output_path=tmp_path / "run", cache_path=tmp_path / "cache.sqlite")
     with open(tmp_path / "run" / "scores.csv", encoding="utf-8") as handle:
         rows = {name: float(value) for name, value in csv.reader(handle)}
     unseen = {name: value for name, value in rows.items() if name.startswith("unseen/") and name.endswith("/word-match")}

@@ -8,6 +8,7 @@ import pytest
 
 from mlmh.config import resolve
 from mlmh.errors import SpecError
+from mlmh.plan import build_plan
 from mlmh.reproduce import reproduce
 from mlmh.runner import run_experiment
 
@@ -18,7 +19,7 @@ def finished_run(tmp_path_factory, tiny_mlm, tiny_clm):
     config = resolve("quick", {"models": [f"hf-mlm:path={tiny_mlm}", f"hf-clm:path={tiny_clm}"],
                                "maskings": ["random:ratio=0.5"], "samplers": ["gibbs:steps=3", "clm-infill"],
                                "metrics": ["bleu"], "tasks": [], "limit": 3})
-    run_experiment(config, output_path=out)
+    run_experiment(build_plan(config), output_path=out)
     return out
 
 

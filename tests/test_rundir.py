@@ -23,6 +23,7 @@ from mlmh.cli import main
 from mlmh.config import from_table
 from mlmh.errors import DataError, SpecError
 from mlmh.events import Progress, SampleGenerated
+from mlmh.plan import build_plan
 from mlmh.rundir import RunDir, RunDirError, write_atomic
 from mlmh.runner import RunCancelled, run_experiment, strip_timings
 
@@ -42,7 +43,8 @@ def config(**overrides):
 
 def run(out, **kwargs):
     kwargs.setdefault("use_cache", False)
-    return run_experiment(kwargs.pop("cfg", None) or config(), kwargs.pop("listener", None), output_path=out, **kwargs)
+    plan = build_plan(kwargs.pop("cfg", None) or config())
+    return run_experiment(plan, kwargs.pop("listener", None), output_path=out, **kwargs)
 
 
 def comparable(results):

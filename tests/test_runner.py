@@ -10,6 +10,7 @@ import runner_fakes
 from mlmh.config import from_table
 from mlmh.errors import SpecError
 from mlmh.events import Message, Progress, RunFinished, RunStarted, SampleGenerated, StageFinished, StageStarted
+from mlmh.plan import build_plan
 from mlmh.runner import RunCancelled, run_experiment, select_documents, strip_timings
 
 
@@ -25,7 +26,7 @@ def config(**overrides):
 def run(tmp_path, name="run", listener=None, **kwargs):
     kwargs.setdefault("cache_path", tmp_path / "cache.sqlite")
     cfg = kwargs.pop("cfg", None) or config()
-    return run_experiment(cfg, listener, output_path=tmp_path / name, **kwargs).to_dict()
+    return run_experiment(build_plan(cfg), listener, output_path=tmp_path / name, **kwargs).to_dict()
 
 
 def n_docs(results):

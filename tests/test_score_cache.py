@@ -15,6 +15,7 @@ from mlmh.cache import SampleCache, content_digest, result_key
 from mlmh.components import ScoringItem
 from mlmh.config import from_table
 from mlmh.events import Message
+from mlmh.plan import build_plan
 from mlmh.registry import get_registry
 from mlmh.runner import run_experiment, strip_timings
 from mlmh.types import Generation, MetricResult, Step
@@ -45,7 +46,7 @@ def fakes(monkeypatch):
 def run(tmp_path, name, metrics=("kept-word-match",), listener=None, tasks=(), seeds=(0,)):
     config = from_table({**runner_fakes.FAKE_PRESET, "metrics": list(metrics), "tasks": list(tasks),
                          "seeds": list(seeds)}, name="fake", source="fake.toml")
-    return run_experiment(config, listener, output_path=tmp_path / name, cache_path=tmp_path / "cache.sqlite").to_dict()
+    return run_experiment(build_plan(config), listener, output_path=tmp_path / name, cache_path=tmp_path / "cache.sqlite").to_dict()
 
 
 def same(a, b):

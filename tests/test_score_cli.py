@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import run_cli
 
 from mlmh.cli import main
 from mlmh.scoring import read_pairs
@@ -13,13 +14,6 @@ from mlmh.scoring import read_pairs
 def write(path, content: bytes | str):
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     return str(path)
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 def test_score_prints_json_with_every_result(tmp_path, capsys):
@@ -53,7 +47,7 @@ def test_score_table_and_jsonl_input(tmp_path, capsys):
 def test_score_input_errors_name_file_and_line(tmp_path, capsys, pred_content, message):
     pred = write(tmp_path / "pred.txt", pred_content)
     ref = write(tmp_path / "ref.txt", "one\ntwo\nthree\n")
-    code, _, err = run_cli(["score", "-m", "bleu", "--pred", pred, "--ref", ref], capsys)
+    code, _, err = run_cli(capsys, "score", "-m", "bleu", "--pred", pred, "--ref", ref)
     assert code == 1
     assert message in err and len(err.strip().splitlines()) == 1
 
@@ -81,17 +75,13 @@ def test_jsonl_errors_name_the_line(tmp_path):
 
 def test_unknown_metric_is_a_usage_error(tmp_path, capsys):
     pred = write(tmp_path / "p.txt", "a\n")
-    code, _, err = run_cli(["score", "-m", "blue", "--pred", pred, "--ref", pred], capsys)
+    code, _, err = run_cli(capsys, "score", "-m", "blue", "--pred", pred, "--ref", pred)
     assert code == 2 and "did you mean 'bleu'" in err
 
 
 def test_score_help_has_examples(capsys):
-    try:
-        main(["score", "--help"])
-    except SystemExit as exc:
-        assert exc.code == 0
-    out = capsys.readouterr().out
-    assert "Examples:" in out and "--metric" in out
+    code, out, _ = run_cli(capsys, "score", "--help")
+    assert code == 0 and "Examples:" in out and "--metric" in out
 
 
 def test_metrics_in_worker_processes_give_identical_results():

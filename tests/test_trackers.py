@@ -22,6 +22,7 @@ from mlmh.cli import cli, main
 from mlmh.components import Tracker
 from mlmh.config import from_table
 from mlmh.errors import SpecError
+from mlmh.plan import build_plan
 from mlmh.plugin_manager import get_plugin_manager
 from mlmh.results import load_results
 from mlmh.runner import run_experiment
@@ -323,7 +324,7 @@ def fake_run(tmp_path, name, **table):
     cfg = from_table({**runner_fakes.FAKE_PRESET, "maskings": ["every-nth:ratio=0.5"], "samplers": ["fake-fill"],
                       "tasks": [], **table}, name="fake", source="fake.toml")
     seen = []
-    results = run_experiment(cfg, seen.append, output_path=tmp_path / name, cache_path=tmp_path / "cache.sqlite")
+    results = run_experiment(build_plan(cfg), seen.append, output_path=tmp_path / name, cache_path=tmp_path / "cache.sqlite")
     return results, [event.kind for event in seen]
 
 

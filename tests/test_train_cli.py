@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import run_cli
 
 from mlmh import hookimpl
 from mlmh.components import Dataset
@@ -41,26 +42,14 @@ def made_up_dataset():
     get_plugin_manager().register(_Plugin(), name="made-up-dataset")
 
 
-def run(capsys, *args):
-    from mlmh.cli import main
-
-    try:
-        main(["train", *args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.mark.parametrize("objective,auto", [("mlm", "AutoModelForMaskedLM"), ("clm", "AutoModelForCausalLM"),
                                             ("seq2seq", "AutoModelForSeq2SeqLM")])
 def test_train_writes_a_loadable_model_and_prints_the_card(objective, auto, tmp_path, capsys):
     import transformers
 
     out = tmp_path / "model"
-    code, stdout, err = run(capsys, "--dataset", "made-up", "--objective", objective, "--max-steps", "2",
-                            "--threads", "1", "--out", str(out), "--json")
+    code, stdout, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", objective, "--max-steps", "2",
+                                "--threads", "1", "--out", str(out), "--json")
     assert code == 0, err
     card = json.loads(stdout)
     assert card["steps"] == 2 and card["objective"] == objective and card["path"] == str(out)
@@ -72,13 +61,13 @@ def test_train_writes_a_loadable_model_and_prints_the_card(objective, auto, tmp_
 
 
 def test_train_prints_a_card_table(tmp_path, capsys):
-    code, stdout, _ = run(capsys, "--dataset", "made-up", "--objective", "clm", "--max-steps", "1", "--threads", "1",
-                          "--out", str(tmp_path / "m"))
+    code, stdout, _ = run_cli(capsys, "train", "--dataset", "made-up", "--objective", "clm", "--max-steps", "1",
+                              "--threads", "1", "--out", str(tmp_path / "m"))
     assert code == 0 and "unigram baseline accuracy" in stdout and "tokens seen" in stdout
 
 
 def test_help_has_examples(capsys):
-    code, stdout, _ = run(capsys, "--help")
+    code, stdout, _ = run_cli(capsys, "train", "--help")
     assert code == 0 and "Examples:" in stdout and "--init" in stdout and "--epochs" in stdout
 
 
@@ -95,7 +84,7 @@ def test_help_has_examples(capsys):
 ])
 def test_bad_input_is_one_line(args, message, code, tmp_path, capsys):
     args = [a.replace("NOTADIR", str(tmp_path / "nope")) for a in args]
-    got, _, err = run(capsys, "--dataset", "made-up", *args, "--out", str(tmp_path / "m"))
+    got, _, err = run_cli(capsys, "train", "--dataset", "made-up", *args, "--out", str(tmp_path / "m"))
     errors = [line for line in err.splitlines() if line.startswith("Error")]
     assert got == code and len(errors) == 1 and message in errors[0] and "Traceback" not in err
     assert not (tmp_path / "m").exists()
@@ -105,21 +94,22 @@ def test_init_that_is_not_a_model_or_has_the_wrong_architecture(tmp_path, tiny_s
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "readme.txt").write_text("not a model")
-    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "mlm", "--init", str(plain), "--out", str(tmp_path / "a"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", "mlm", "--init", str(plain), "--out",
+                           str(tmp_path / "a"))
     assert code == 2 and "not a model directory (no config.json)" in err
-    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "clm", "--init", str(tiny_seq2seq),
-                       "--out", str(tmp_path / "b"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", "clm", "--init", str(tiny_seq2seq),
+                           "--out", str(tmp_path / "b"))
     assert code == 2 and "cannot be trained with objective 'clm'; train it with objective seq2seq" in err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
 def test_unknown_dataset_and_existing_out(tmp_path, capsys):
-    code, _, err = run(capsys, "--dataset", "nope", "--objective", "mlm", "--out", str(tmp_path / "m"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "nope", "--objective", "mlm", "--out", str(tmp_path / "m"))
     assert code == 2 and "unknown dataset 'nope'" in err
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "keep.txt").write_text("mine")
-    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "mlm", "--out", str(busy))
+    code, _, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", "mlm", "--out", str(busy))
     assert code == 2 and "already exists" in err and (busy / "keep.txt").read_text() == "mine"
 
 
@@ -130,8 +120,8 @@ def test_failure_during_training_leaves_no_output(tmp_path, capsys, monkeypatch)
         raise RuntimeError("simulated crash")
 
     monkeypatch.setattr(training_validation, "evaluate", broken_step)  # after the training steps, before saving
-    code, _, err = run(capsys, "--dataset", "made-up", "--objective", "clm", "--max-steps", "1", "--threads", "1",
-                       "--out", str(tmp_path / "m"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", "clm", "--max-steps", "1",
+                           "--threads", "1", "--out", str(tmp_path / "m"))
     assert code == 1 and "simulated crash" in err
     assert list(tmp_path.iterdir()) == []
 
@@ -142,8 +132,8 @@ def test_each_mask_schedule_trains_on_pan_and_loads_as_a_masked_lm(schedule, ext
     import transformers
 
     out = tmp_path / "model"
-    code, stdout, err = run(capsys, "--dataset", "pan", "--objective", "mlm", "--mask-schedule", schedule, *extra,
-                            "--size", "tiny", "--max-steps", "30", "--out", str(out), "--json")
+    code, stdout, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", "mlm", "--mask-schedule", schedule,
+                                *extra, "--size", "tiny", "--max-steps", "30", "--out", str(out), "--json")
     assert code == 0, err
     card = json.loads(stdout)
     assert card["mask_schedule"] == schedule and card["mask_ratio"] == (0.5 if extra else None)
@@ -163,7 +153,7 @@ def test_train_never_sees_test_documents(tmp_path, capsys, monkeypatch):
         raise RuntimeError("captured")
 
     monkeypatch.setattr(training, "train", capture)
-    code, _, err = run(capsys, "--dataset", "pan", "--objective", "clm", "--out", str(tmp_path / "m"))
+    code, _, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", "clm", "--out", str(tmp_path / "m"))
     assert code == 1 and "captured" in err
     test_texts = {d.text for d in get_registry().build("dataset", "pan").load(None).split("test")}
     assert seen["validation"] and not test_texts & set(seen["validation"]) and not test_texts & set(seen["train"])
@@ -175,8 +165,8 @@ def test_a_masked_lm_checkpoint_trains_with_the_other_objectives(objective, auto
     import transformers
 
     out = tmp_path / objective
-    code, stdout, err = run(capsys, "--dataset", "made-up", "--objective", objective, "--init", str(tiny_mlm),
-                            "--max-steps", "2", "--device", "auto", "--out", str(out), "--json")
+    code, stdout, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", objective, "--init",
+                                str(tiny_mlm), "--max-steps", "2", "--device", "auto", "--out", str(out), "--json")
     assert code == 0, err
     card = json.loads(stdout)
     assert card["init"] == str(tiny_mlm) and card["device"] == "cpu" and card["precision"] == "float32"

@@ -123,19 +123,21 @@ async def test_the_run_screen_runs_through_mlmh_api(preset, monkeypatch, tmp_pat
     from mlmh.events import RunFinished, RunStarted
 
     calls: list[tuple] = []
+    planned = []
     real_plan = api.plan
 
     def plan(preset_name, overrides=None, **kwargs):
         calls.append(("plan", preset_name, dict(overrides or {})))
-        return real_plan(preset_name, overrides, **kwargs)
+        planned.append(real_plan(preset_name, overrides, **kwargs))
+        return planned[-1]
 
     def run_directory(config, output_path, **kwargs):
         calls.append(("run_directory", config.preset, output_path))
         return tmp_path / "placed-by-api"
 
-    def run(config, out, *, progress=None, cancel=None, plan=None, **kwargs):
-        calls.append(("run", out, plan is not None and plan.config is config, cancel is not None))
-        progress(RunStarted(output_path=str(out), n_conditions=len(plan.conditions)))
+    def run(checked, out, *, progress=None, cancel=None, **kwargs):
+        calls.append(("run", out, checked is planned[-1], cancel is not None))
+        progress(RunStarted(output_path=str(out), n_conditions=len(checked.conditions)))
         progress(RunFinished(output_path=str(out)))
 
     monkeypatch.setattr(api, "plan", plan)

@@ -66,8 +66,8 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     checked = plan(preset, overrides, resume=resume, output_path=output_path)
     checked.require_checkpoints()
     out = run_directory(checked.config, output_path, resume=resume)
-    return run(checked.config, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
-               backend=backend, ray_address=ray_address, cancel=cancel, plan=checked)
+    return run(checked, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
+               backend=backend, ray_address=ray_address, cancel=cancel)
 
 
 def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
@@ -85,9 +85,9 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
          output_path: str | Path | None = None, sweep_epochs: str | None = None,
          sweep_tokens: str | None = None) -> "RunPlan":
     """The configuration of :func:`configuration`, checked by building its plan (:func:`mlmh.plan.build_plan`):
-    the plan :func:`run` runs, so a run builds its components once."""
+    the plan :func:`run` runs, so a run builds its components once (a sweep included)."""
     from mlmh.config import resolve
-    from mlmh.plan import build_plan
+    from mlmh.plan import build_components, build_plan
     from mlmh.registry import get_registry
     from mlmh.rundir import RunDir
 
@@ -111,7 +111,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         from mlmh.crossover import SWEPT, expand_models, parse_axis
         from mlmh.params import parse_spec
 
-        build_plan(config)  # the preset's own models are checked before the sweep expands them
+        build_components(config, "models")  # the preset's own models are checked before the sweep expands them
         epochs = parse_axis(sweep_epochs, float, "--sweep-epochs")
         tokens = parse_axis(sweep_tokens, int, "--sweep-tokens")
         if not any(parse_spec(spec)[0] in SWEPT for spec in config.models):
@@ -139,25 +139,22 @@ def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume
     return new_run_path(config.preset)
 
 
-def run(config: "RunConfig", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
+def run(checked: "RunPlan", out: Path, *, progress: "Listener | None" = None, resume: bool = False,
         use_cache: bool = True, workers: int = 1, backend: str = "local", ray_address: str | None = None,
-        cancel: threading.Event | None = None, executor: "Executor | None" = None,
-        plan: "RunPlan | None" = None) -> "RunResults":
-    """Run ``config`` into ``out`` on the executor ``backend``/``workers`` ask for, or on ``executor`` when one is
-    given already made (checked before any progress display starts); closed afterwards. ``plan`` is the plan
-    :func:`plan` checked for ``config`` (built here when None), so the run builds its components once."""
+        cancel: threading.Event | None = None, executor: "Executor | None" = None) -> "RunResults":
+    """Run the plan :func:`plan` checked into ``out`` (so the run builds its components once) on the executor
+    ``backend``/``workers`` ask for, or on ``executor`` when one is given already made (checked before any
+    progress display starts); closed afterwards."""
     from mlmh.executors import make_executor
-    from mlmh.plan import build_plan
+    from mlmh.plan import expect_plan
     from mlmh.runner import run_experiment
 
-    if plan is not None and plan.config is not config:
-        raise ValueError("plan was checked for another configuration than config")
+    expect_plan(checked, "mlmh.api.run")
     options.check_path(out, "out")
     _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
                          ray_address=ray_address, cancel=cancel)
-    checked = plan if plan is not None else build_plan(config)
     if executor is None:
-        executor = make_executor(backend, workers, ray_address, config)
+        executor = make_executor(backend, workers, ray_address, checked)
     try:
         return run_experiment(checked, progress, cancel, output_path=out, resume=resume, use_cache=use_cache,
                               executor=executor)

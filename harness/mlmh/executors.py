@@ -10,9 +10,10 @@ are the same whichever executor ran.
 - :class:`RayExecutor` (``--backend ray``): Ray tasks on a local Ray started on demand, or on the
   cluster at ``--ray-address``.
 
-Executors for other processes build their components from the same :class:`~mlmh.config.RunConfig`
-through :func:`mlmh.plan.build_plan` (:class:`Worker`) and load each model once per worker process,
-from the model cache the driver filled in its models stage: a worker never trains. Every executor
+Executors are made from the driver's :class:`~mlmh.plan.RunPlan`; a worker process builds its own copy from
+the plan's :class:`~mlmh.config.RunConfig` through :func:`mlmh.plan.build_plan` (:class:`Worker`, once per
+process) and loads each model once, from the model cache the driver filled in its models stage: a worker
+never trains. Every executor
 generates a unit through :func:`run_unit`, and every sample's randomness comes from its item's seed,
 so results do not depend on the executor, on unit order, or on a worker dying and its units running again.
 """
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from mlmh.devices import inference_threads
 from mlmh.errors import MlmhError, ModelError, PluginError, SpecError
-from mlmh.plan import WorkUnit
+from mlmh.plan import RunPlan, WorkUnit
 from mlmh.types import Generation
 
 if TYPE_CHECKING:
@@ -229,12 +230,12 @@ class LocalWorkersExecutor:
     :data:`MAX_RETRIES` times, then the run stops with an error.
     """
 
-    def __init__(self, config: "RunConfig", workers: int, *, max_retries: int = MAX_RETRIES) -> None:
+    def __init__(self, plan: RunPlan, workers: int, *, max_retries: int = MAX_RETRIES) -> None:
         if workers < 1:
             raise SpecError(f"--workers {workers}: expected 1 or more")
         self.workers = workers
         self.max_retries = max_retries
-        self.spec = worker_spec(config, threads=max(1, _cores() // workers))
+        self.spec = worker_spec(plan.config, threads=max(1, _cores() // workers))
         self._pool: Any = None
 
     def _new_pool(self) -> Any:
@@ -319,7 +320,7 @@ class RayExecutor:
     cores) is started here and shut down by :meth:`close`.
     """
 
-    def __init__(self, config: "RunConfig", address: str | None = None, workers: int | None = None, *,
+    def __init__(self, plan: RunPlan, address: str | None = None, workers: int | None = None, *,
                  max_retries: int = MAX_RETRIES) -> None:
         ray = import_ray()
         self.ray = ray
@@ -333,12 +334,10 @@ class RayExecutor:
                 options.update(num_cpus=workers or _cores(), include_dashboard=False)
             ray.init(**options)
             self._started = True
-        from mlmh.plan import build_plan
-
-        self.spec = worker_spec(config, threads=1)  # one CPU per task: Ray sets OMP_NUM_THREADS=1 too
+        self.spec = worker_spec(plan.config, threads=1)  # one CPU per task: Ray sets OMP_NUM_THREADS=1 too
         self._spec_ref = ray.put(self.spec)
         gpus = ray.cluster_resources().get("GPU", 0) > 0
-        self.gpu_models = {m.spec for m in build_plan(config).models if wants_gpu(m, gpus)}
+        self.gpu_models = {m.spec for m in plan.models if wants_gpu(m, gpus)}
         self._task = ray.remote(num_cpus=1, max_retries=max_retries)(work)
 
     def run(self, units: Sequence[WorkUnit], on_done: OnDone, cancel: threading.Event,
@@ -384,15 +383,15 @@ class RayExecutor:
         self.close()
 
 
-def make_executor(backend: str, workers: int, ray_address: str | None, config: "RunConfig") -> Executor | None:
-    """The executor ``--backend`` / ``--workers`` / ``--ray-address`` ask for; None means in-process
-    (the runner then generates with the models it loaded itself)."""
+def make_executor(backend: str, workers: int, ray_address: str | None, plan: RunPlan) -> Executor | None:
+    """The executor ``--backend`` / ``--workers`` / ``--ray-address`` ask for, for the run of ``plan``; None
+    means in-process (the runner then generates with the models it loaded itself)."""
     if backend not in BACKENDS:
         raise SpecError(f"--backend {backend}: expected one of {', '.join(BACKENDS)}")
     if workers < 1:
         raise SpecError(f"--workers {workers}: expected 1 or more")
     if backend == "ray":
-        return RayExecutor(config, address=ray_address, workers=workers if workers > 1 else None)
+        return RayExecutor(plan, address=ray_address, workers=workers if workers > 1 else None)
     if ray_address:
         raise SpecError("--ray-address needs --backend ray")
-    return LocalWorkersExecutor(config, workers) if workers > 1 else None
+    return LocalWorkersExecutor(plan, workers) if workers > 1 else None

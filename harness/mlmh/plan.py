@@ -34,9 +34,12 @@ if TYPE_CHECKING:
 DEFAULT_SAMPLERS = {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}
 #: a sampler asked for more refinement steps than this is named in a warning (each step is a forward pass)
 MANY_STEPS = 256
-#: where each component list of a config comes from, for error messages: preset key -> command-line flag
-FLAGS = {"models": "--model", "maskings": "--masking", "samplers": "--sampler", "metrics": "--metric",
-         "tasks": "--task", "trackers": "--tracker"}
+#: where each component key of a config comes from, for error messages: preset key -> command-line flag
+FLAGS = {"dataset": "--dataset", "models": "--model", "maskings": "--masking", "samplers": "--sampler",
+         "metrics": "--metric", "tasks": "--task", "trackers": "--tracker"}
+#: the component kind each of those keys lists
+KINDS = {"dataset": "dataset", "models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric",
+         "tasks": "task", "trackers": "tracker"}
 
 
 def fits(sampler: Any, model_kind: str) -> bool:
@@ -257,6 +260,34 @@ def load_context(config: "RunConfig", corpus: Any, progress: Any = None) -> Any:
                        cache_dir=str(models_dir()), progress=progress)
 
 
+def expect_plan(value: Any, taker: str) -> RunPlan:
+    """``value`` when it is a :class:`RunPlan`; else the one-line SpecError saying ``taker`` runs only a plan
+    built by :func:`build_plan` (so every path builds its plan once, and runs the plan it checked)."""
+    if not isinstance(value, RunPlan):
+        raise SpecError(f"{taker} runs a plan, not a {type(value).__name__}: pass mlmh.plan.build_plan(config)")
+    return value
+
+
+def build_components(config: "RunConfig", key: str) -> list[Any]:
+    """The components of ``config``'s list ``key`` (``models``, ``maskings``, ... as in :data:`FLAGS`; or the one
+    ``dataset``), each built through the registry, once per spec: a bad spec is a SpecError naming the preset
+    key or the flag. :func:`build_plan` builds every list with it; a caller that needs one list checked (the
+    preset's own models before a sweep expands them) calls it alone rather than building a plan to discard."""
+    from mlmh.registry import get_registry
+
+    registry = get_registry()
+    specs = [config.dataset] if key == "dataset" else getattr(config, key)
+    built: dict[str, Any] = {}
+    for spec in specs:  # a spec: NAME or NAME:key=value,...
+        try:
+            component = registry.build(KINDS[key], spec)
+        except SpecError as exc:
+            where = FLAGS[key] if key in config.overridden else f"{config.source}: key '{key}'"
+            raise SpecError(f"{where}: {exc}") from None
+        built.setdefault(component.spec, component)
+    return list(built.values())
+
+
 def build_plan(config: "RunConfig") -> RunPlan:
     """Build every component of ``config`` once and expand the grid (the registry's one caller).
 
@@ -266,29 +297,9 @@ def build_plan(config: "RunConfig") -> RunPlan:
     """
     from mlmh.registry import get_registry
 
+    lists = {key: build_components(config, key) for key in KINDS}
+    plan = RunPlan(config=config, dataset=lists.pop("dataset")[0], **lists)
     registry = get_registry()
-    build = registry.build
-    try:
-        dataset = build("dataset", config.dataset)  # a spec: NAME or NAME:key=value,...
-    except SpecError as exc:
-        where = "--dataset" if "dataset" in config.overridden else f"{config.source}: key 'dataset'"
-        raise SpecError(f"{where}: {exc}") from None
-
-    def built(key: str, kind: str) -> list[Any]:
-        out: dict[str, Any] = {}
-        for spec in getattr(config, key):
-            try:
-                component = build(kind, spec)
-            except SpecError as exc:
-                where = FLAGS[key] if key in config.overridden else f"{config.source}: key '{key}'"
-                raise SpecError(f"{where}: {exc}") from None
-            out.setdefault(component.spec, component)
-        return list(out.values())
-
-    plan = RunPlan(config=config, dataset=dataset, models=built("models", "model"),
-                   maskings=built("maskings", "masking"), samplers=built("samplers", "sampler"),
-                   metrics=built("metrics", "metric"), tasks=built("tasks", "task"),
-                   trackers=built("trackers", "tracker"))
     plan.warnings.extend(registry.errors)
     for component in (plan.dataset, *plan.models, *plan.maskings, *plan.samplers, *plan.metrics, *plan.tasks):
         plan.owners[(component.kind, component.name)] = registry.owner(component.kind, component.name)
@@ -299,8 +310,3 @@ def build_plan(config: "RunConfig") -> RunPlan:
                                  f"passes per batch of documents; is that intended?")
     plan.expand()
     return plan
-
-
-def as_plan(run: "RunConfig | RunPlan") -> RunPlan:
-    """``run`` when it is a plan already checked, else the plan of a configuration, built (and checked) now."""
-    return run if isinstance(run, RunPlan) else build_plan(run)

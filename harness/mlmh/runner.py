@@ -11,7 +11,7 @@ Public API (the CLI, the TUI and the bench call these)::
                              cancel=threading.Event(),      # set() it to stop between batches
                              output_path="runs/x", resume=False, use_cache=True)
 
-``run_experiment`` runs a checked plan (given a RunConfig, it builds the plan first) and returns the typed
+``run_experiment`` takes only a checked plan (every path builds its plan once) and returns the typed
 results (:class:`~mlmh.types.RunResults`): each stage hands typed values to the next, and results.json is
 their serialisation, written once, atomically (:class:`~mlmh.rundir.RunDir`). It raises
 :class:`RunCancelled` when ``cancel`` is set and :class:`~mlmh.errors.MlmhError` subclasses on bad input.
@@ -35,7 +35,7 @@ from mlmh.config import RunConfig
 from mlmh.errors import MlmhError, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
-from mlmh.plan import RunPlan, as_plan
+from mlmh.plan import RunPlan, expect_plan
 from mlmh.run_results import TIMING_KEYS, ResultsStage, strip_timings, versions
 from mlmh.run_state import REAL_TRAIN, ROLES, SPLIT_OF_ROLE, LoadedModel, RunLog, RunState, Scoring
 from mlmh.rundir import RunDir, RunDirError, new_run_path
@@ -56,15 +56,15 @@ class RunCancelled(MlmhError):
         self.exit_code = exit_code
 
 
-def run_experiment(run: RunPlan | RunConfig, listener: Listener | None = None, cancel: threading.Event | None = None,
+def run_experiment(plan: RunPlan, listener: Listener | None = None, cancel: threading.Event | None = None,
                    *, output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
                    cache_path: str | Path | None = None, executor: Any = None) -> RunResults:
-    """Run every condition of the plan ``run`` (a RunConfig is planned first, :func:`mlmh.plan.as_plan`) and
-    write results.json, report.md and plots to ``output_path``.
+    """Run every condition of ``plan`` (:func:`mlmh.plan.build_plan`) and write results.json, report.md and
+    plots to ``output_path``.
 
     ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
     """
-    plan = as_plan(run)
+    expect_plan(plan, "run_experiment")
     out = Path(output_path) if output_path else new_run_path(plan.config.preset)
     runner = Runner(plan, EventBus(listener), cancel or threading.Event(), out, resume=resume,
                     use_cache=use_cache, cache_path=cache_path, executor=executor)

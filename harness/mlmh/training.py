@@ -84,7 +84,7 @@ from mlmh.training_data import (MODEL_INPUTS, BatchMaker, Blocks, infill_example
 from mlmh.training_models import (build_model, canonical_vocabulary, checkpoint_objective, count_parameters,
                                   init_fingerprint, init_source, load_init, minilm_dir, model_config,
                                   shared_tokenizer, train_tokenizer, wordpiece_tokenizer)
-from mlmh.training_validation import (_final_metrics, evaluate, most_frequent_token, validate,
+from mlmh.training_validation import (evaluate, final_metrics, most_frequent_token, validate,
                                       validation_block_losses)
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, started,
                           fresh)
         train_seconds = time.perf_counter() - started
-        card_metrics = _final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
+        card_metrics = final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
         model.to("cpu")  # saved weights load anywhere
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -211,11 +211,11 @@ def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"]) -> 
     The MLM's logits are computed at its supervised positions only (:func:`mlmh.readout.logits_at`):
     the loss is the same, and the output layer's share of a step shrinks to the masked tokens'.
     """
-    summed, count, _, _ = _loss_and_predictions(model, objective, batch)
+    summed, count, _, _ = loss_and_predictions(model, objective, batch)
     return summed, count
 
 
-def _loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Tensor"]):
+def loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Tensor"]):
     """:func:`loss_terms` plus the (predicted, gold) ids of the tokens the objective is judged on."""
     import torch
 
@@ -232,11 +232,12 @@ def _loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Te
         return (nll * weights).sum(), int(batch["loss_tokens"]), *predictions
     out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
     count = supervised_targets(objective, batch)
-    return (out.loss * count if count else out.logits.sum() * 0.0), count, *_targets(objective, batch, out.logits.detach())
+    summed = out.loss * count if count else out.logits.sum() * 0.0
+    return summed, count, *predictions_and_gold(objective, batch, out.logits.detach())
 
 
 
-def _targets(objective: str, batch: dict[str, "torch.Tensor"], logits: "torch.Tensor"):
+def predictions_and_gold(objective: str, batch: dict[str, "torch.Tensor"], logits: "torch.Tensor"):
     """(predictions, gold) of the tokens an objective is judged on."""
     labels = batch["labels"]
     if objective == "clm":  # position i predicts token i+1

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from mlmh.readout import logits_at
 from mlmh.stopping import TargetTally, Validation
 from mlmh.training_config import INFERENCE_RATIOS, MASK_RATIO, TrainingConfig
-from mlmh.training_data import MODEL_INPUTS, BatchMaker, Blocks, _loss_and_predictions, _targets, on_device
+from mlmh.training_data import (MODEL_INPUTS, BatchMaker, Blocks, loss_and_predictions, on_device,
+                                predictions_and_gold)
 
 if TYPE_CHECKING:
     import torch
@@ -30,7 +31,7 @@ def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, rati
         for i in range(0, len(blocks.ids), batch_size):
             batch = on_device(maker(blocks.ids[i:i + batch_size]), device)
             out = model(**{k: v for k, v in batch.items() if k != "hidden"})
-            tally.add(*_targets(objective, batch, out.logits))
+            tally.add(*predictions_and_gold(objective, batch, out.logits))
             weight = int((batch["labels"] != -100).sum())
             total_loss += float(out.loss) * weight
             total_weight += weight
@@ -54,7 +55,7 @@ def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tens
     model.eval()
     with torch.inference_mode():
         for batch in batches:
-            summed, weight, predicted, gold = _loss_and_predictions(model, objective, batch)
+            summed, weight, predicted, gold = loss_and_predictions(model, objective, batch)
             total, count = total + float(summed), count + weight
             tally.add(predicted, gold)
     model.train()
@@ -95,8 +96,8 @@ def validation_block_losses(model: Any, objective: str, batches: Sequence[dict[s
 
 
 
-def _final_metrics(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks,
-                   eval_blocks: Blocks) -> dict[str, Any]:
+def final_metrics(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks,
+                  eval_blocks: Blocks) -> dict[str, Any]:
     """The kept model's validation metrics (``heldout_*``, at the training ratio or 15%); for the MLM
     also its masked-token accuracy at each inference ratio, with all-[MASK] masking as generation."""
     baseline = most_frequent_token(train_blocks)

@@ -17,13 +17,8 @@ from mlmh.crossover import MAX_EPOCHS
 from mlmh.devices import DEVICE_HELP, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
+from mlmh.training_config import BUDGETS, KEEPS, MASK_SCHEDULES, MLM_MASK_RATIO, PATIENCE_TOKENS  # no torch
 from mlmh.types import Corpus
-
-BUDGETS = ("tokens", "targets", "compute")  # mlmh.training.BUDGETS (not imported here: it loads torch)
-MASK_SCHEDULES = ("fixed", "uniform", "mdlm")  # mlmh.training.MASK_SCHEDULES
-MLM_MASK_RATIO = 0.4  # mlmh.training.MLM_MASK_RATIO
-PATIENCE_TOKENS = 100_000  # mlmh.training.PATIENCE_TOKENS
-KEEPS = ("best", "last")  # mlmh.training.KEEPS
 
 
 class TrainedModel(Model):

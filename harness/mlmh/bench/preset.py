@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         overrides = {"limit": parse_limit(args.limit, "--limit")} if args.limit else None
         plan = api.plan(args.preset, overrides, output_path=args.output_path)
-        api.run(plan.config, Path(args.output_path), progress=clock, plan=plan)
+        api.run(plan, Path(args.output_path), progress=clock)
     except MlmhError as exc:
         sys.exit(f"Error: {exc}")
     inside = sum(s["cpu"] for s in clock.stages.values())

@@ -97,11 +97,10 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
     from mlmh.executors import make_executor
 
-    executor = make_executor(backend, workers, ray_address, config)  # a bad backend is refused before any display
+    executor = make_executor(backend, workers, ray_address, plan)  # a bad backend is refused before any display
     with progress_listener() as listener, _terminate_as_interrupt():
         try:
-            results = api.run(config, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor,
-                              plan=plan)
+            results = api.run(plan, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
         except Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt:

@@ -35,10 +35,11 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
     """
     from mlmh.errors import SpecError
 
+    plan = None
     if preset is not None:
-        from mlmh.config import resolve
+        from mlmh.tui.screens.run import plan_run
 
-        resolve(preset)  # a bad preset fails here in one line, before the screen opens
+        plan = plan_run(preset)  # a bad preset fails here in one line, before the screen opens; the screen runs it
     if len(models) > 2:
         raise SpecError(f"--model: {len(models)} models given; the playground has two sides (give it at most twice)")
     if run_dir is not None:
@@ -47,4 +48,4 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
         load_run(run_dir)
     from mlmh.tui import create_app
 
-    create_app(preset=preset, run_dir=run_dir, models=models or None, text=text).run()
+    create_app(preset=preset, run_dir=run_dir, models=models or None, text=text, plan=plan).run()

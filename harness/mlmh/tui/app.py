@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
 
 from mlmh.tui.playground_job import DEFAULT_MODELS, AdapterCache
+
+if TYPE_CHECKING:
+    from mlmh.plan import RunPlan
 
 
 @dataclass
@@ -21,6 +25,7 @@ class TuiOptions:
     models: tuple[str, ...] = DEFAULT_MODELS
     text: str | None = None
     autorun: bool = True  # generate the default example as soon as the playground opens
+    plan: "RunPlan | None" = None  # the plan of ``preset`` that ``mlmh tui`` checked: the run screen's first start runs it
 
 
 class MlmhApp(App):
@@ -95,10 +100,11 @@ class MlmhApp(App):
 
 
 def create_app(preset: str | None = None, run_dir: str | None = None, models: tuple[str, ...] | list[str] | None = None,
-               *, text: str | None = None, autorun: bool = True) -> MlmhApp:
+               *, text: str | None = None, autorun: bool = True, plan: "RunPlan | None" = None) -> MlmhApp:
     """The app, configured: ``preset`` opens the run screen, ``run_dir`` the results screen, ``models``
-    overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``)."""
+    overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``). ``plan`` is ``preset``'s plan
+    when the caller checked it already (:func:`mlmh.tui.screens.run.plan_run`), so the run builds it once."""
     chosen = tuple(models) if models else DEFAULT_MODELS
     if len(chosen) == 1:
         chosen = (chosen[0], DEFAULT_MODELS[1])
-    return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun))
+    return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun, plan=plan))

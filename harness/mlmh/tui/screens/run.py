@@ -46,6 +46,13 @@ class RunEnded(TextualMessage):
         self.output_path = output_path
 
 
+def plan_run(preset: str) -> "RunPlan":
+    """The checked plan of a TUI run of ``preset``: ``mlmh eval``'s (:func:`mlmh.api.plan`) with the TUI's overrides."""
+    from mlmh import api
+
+    return api.plan(preset, dict(TUI_OVERRIDES))
+
+
 def sample_line(event: SampleGenerated) -> Text:
     """One line of the live feed: condition, document and the generated text."""
     generation = event.generation
@@ -113,8 +120,11 @@ class RunScreen(Screen):
             return
         from mlmh import api
 
+        options = self.app.options  # type: ignore[attr-defined]
+        planned, options.plan = options.plan, None  # mlmh tui --preset's plan, for the first start only
         try:
-            plan = api.plan(preset, dict(TUI_OVERRIDES))  # checked here, run as checked
+            # checked here (or by mlmh tui --preset), run as checked
+            plan = planned if planned is not None and preset == options.preset else plan_run(preset)
             out = api.run_directory(plan.config, None)
         except MlmhError as exc:
             self.notify(str(exc), severity="error", title="Cannot start")
@@ -158,7 +168,7 @@ class RunScreen(Screen):
             self.post_message(RunEventPosted(event))
 
         try:
-            api.run(plan.config, out, progress=listen, cancel=cancel, plan=plan)
+            api.run(plan, out, progress=listen, cancel=cancel)
         except RunCancelled:
             self.post_message(RunEnded("cancelled", output[0] if output else None))
         except MlmhError as exc:
