@@ -35,7 +35,9 @@ from mlmh.plan import RunPlan, WorkUnit
 from mlmh.types import Generation
 
 if TYPE_CHECKING:
+    from mlmh.components import Sampler
     from mlmh.config import RunConfig
+    from mlmh.toolkit import Adapter
 
 OnDone = Callable[[WorkUnit, list[Generation]], None]
 #: called with a unit whose generation raised (the plugin's error, from any process); None re-raises it
@@ -60,7 +62,7 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def run_unit(adapter: Any, sampler: Any, unit: WorkUnit) -> list[Generation]:
+def run_unit(adapter: Adapter, sampler: Sampler, unit: WorkUnit) -> list[Generation]:
     """Generate one unit: the one generation call of every executor (one batch per unit)."""
     from mlmh.generation import generate
 

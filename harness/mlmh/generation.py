@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from mlmh.errors import SpecError
 from mlmh.seeding import mask_seed, sample_seed
 from mlmh.types import Document, Generation, MaskedItem
 from mlmh.words import split_words
+
+if TYPE_CHECKING:
+    from mlmh.toolkit import Adapter
 
 
 def prepare_items(documents: Sequence[Document], masking: Masking, seed: int) -> list[MaskedItem]:
@@ -77,7 +80,7 @@ def check_compatible(sampler: Sampler, model_kind: str) -> None:
 
 
 def generate(
-    adapter: Any,
+    adapter: Adapter,
     sampler: Sampler,
     items: Sequence[MaskedItem],
     batch_size: int = 8,
@@ -106,7 +109,7 @@ def generate(
     return out
 
 
-def check_filled(sampler: Sampler, adapter: Any, items: Sequence[MaskedItem], batch: Sequence[Generation]) -> None:
+def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem], batch: Sequence[Generation]) -> None:
     """A sampler's output must fill every masked word it was given: a missing word or a mask token left in
     the text is the sampler's error (named), never silently shortened text."""
     from mlmh.errors import PluginError

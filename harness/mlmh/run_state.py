@@ -4,16 +4,20 @@ apart from the stages themselves (:mod:`mlmh.runner`) and the results built from
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlmh.types import Corpus, Document, Generation, MaskedItem, MetricResult, RoleQuality
+
+if TYPE_CHECKING:
+    from mlmh.components import Model
+    from mlmh.toolkit import Adapter
 
 
 @dataclass
 class LoadedModel:
-    component: Any
+    component: Model
     identity: str
-    adapter: Any = None
+    adapter: Adapter | None = None
     training: dict[str, Any] = field(default_factory=dict)  # the card of a model mlmh trained
 
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh.toolkit import SAMPLING_PARAMS, draw_uniforms, lowest_scores
+from mlmh.toolkit import SAMPLING_PARAMS, MaskedLM, draw_uniforms, lowest_scores
 from mlmh_builtins.samplers_mlm import Gibbs, MaskedBatch, MaskedSampler
 
 SCHEDULE = Param("schedule", str, "linear", "alpha_t, the share of unmasked tokens at time t: linear 1 - t, "
@@ -53,7 +53,7 @@ def coins(batch: MaskedBatch, rows: Sequence[int], candidates: Any, probability:
 class PerItemInfoSampler(MaskedSampler):
     """An MLM sampler whose :meth:`run` returns (info shared by the batch, one info dict per item)."""
 
-    def generate(self, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
+    def generate(self, adapter: MaskedLM, items: Sequence[MaskedItem]) -> list[Generation]:
         started = time.perf_counter()
         batch = MaskedBatch(adapter, items)
         shared, per_item = self.run(batch)
@@ -92,8 +92,6 @@ class Mdlm(PerItemInfoSampler):
         return 0.0
 
     def run(self, batch: MaskedBatch) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        import torch
-
         per_item: list[dict[str, Any]] = [{} for _ in batch.items]
         rows = batch.rows_with_masks()
         if len(rows) == 0:

@@ -10,14 +10,14 @@ its encoder, which sees the whole text with one mask/sentinel per span (so it kn
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Sequence
+from typing import ClassVar, Sequence, cast
 
 from mlmh.components import Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh.toolkit import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_tokens,
-                          draw_uniforms, encode_items, item_generators)
+from mlmh.toolkit import (SAMPLING_PARAMS, Decoder, Encoding, ItemCounters, ItemGenerators, Seq2Seq, TraceRecorder,
+                          build_generations, choose_tokens, draw_uniforms, encode_items, item_generators)
 
 USE_CACHE = Param("use_cache", bool, True, "reuse the KV cache (false: recompute the whole prefix every step)")
 
@@ -27,7 +27,7 @@ class PrefixInfill(Sampler):
 
     parameters = (USE_CACHE, *SAMPLING_PARAMS)
 
-    def generate(self, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
+    def generate(self, adapter: Decoder, items: Sequence[MaskedItem]) -> list[Generation]:
         started = time.perf_counter()
         encodings = encode_items(adapter, items)
         sequences = [list(e.ids) for e in encodings]
@@ -37,7 +37,7 @@ class PrefixInfill(Sampler):
         active = [n for n, e in enumerate(encodings) if e.masked]
         use_cache = self.params["use_cache"]
         if active and adapter.kind == "seq2seq":
-            adapter.encode_sources([e.source_ids for e in encodings])
+            cast(Seq2Seq, adapter).encode_sources([e.source_ids for e in encodings])
             for n in active:  # the encoder pass, counted for every item it served
                 counters.add(n, len(encodings[n].source_ids))
         groups = [active] if (adapter.supports_holes or not use_cache) else lockstep_groups(encodings, active)
@@ -50,8 +50,8 @@ class PrefixInfill(Sampler):
             generation.info["prefills"] = len(encoding.spans())  # one per masked span
         return generations
 
-    def _fill(self, adapter: Any, group: list[int], encodings: Sequence[Any], sequences: list[list[int]],
-              generators: Any, trace: TraceRecorder, counters: ItemCounters, use_cache: bool) -> None:
+    def _fill(self, adapter: Decoder, group: list[int], encodings: Sequence[Encoding], sequences: list[list[int]],
+              generators: ItemGenerators, trace: TraceRecorder, counters: ItemCounters, use_cache: bool) -> None:
         """Generate every masked position of the items in ``group``, one token per item per pass."""
         temperature, top_k, top_p = self.params["temperature"], self.params["top_k"], self.params["top_p"]
         state = adapter.new_state(len(group), use_cache)
@@ -88,7 +88,7 @@ class PrefixInfill(Sampler):
             del logits  # a view of the pass's full logits (the prefill's are large): free before the next pass
 
 
-def lockstep_groups(encodings: Sequence[Any], active: Sequence[int]) -> list[list[int]]:
+def lockstep_groups(encodings: Sequence[Encoding], active: Sequence[int]) -> list[list[int]]:
     """Rows whose masked positions are identical, in first-seen order.
 
     Such rows feed chunks of equal length at every step, so they share one cache without padding

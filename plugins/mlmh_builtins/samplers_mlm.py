@@ -9,15 +9,19 @@ from __future__ import annotations
 import math
 import time
 from functools import cached_property
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-from mlmh.adapters import MaskedLMAdapter
 from mlmh.components import Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh.toolkit import (SAMPLING_PARAMS, ItemCounters, TraceRecorder, build_generations, choose_at,
+from mlmh.toolkit import (SAMPLING_PARAMS, ItemCounters, MaskedLM, TraceRecorder, build_generations, choose_at,
                           draw_uniforms, encode_items, item_generators, lowest_scores)
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    Rows = Tensor | Sequence[int]  # row indices, as a tensor or a list (as_list)
 
 STUTTER = Param("stutter", bool, False, "re-mask generated tokens equal to their left neighbour (Li et al. 2024)")
 
@@ -33,7 +37,7 @@ class MaskedBatch:
     the input of a pass goes to the model's device.
     """
 
-    def __init__(self, adapter: MaskedLMAdapter, items: Sequence[MaskedItem]) -> None:
+    def __init__(self, adapter: MaskedLM, items: Sequence[MaskedItem]) -> None:
         import numpy as np
 
         self.adapter = adapter
@@ -52,54 +56,54 @@ class MaskedBatch:
 
     # torch views of the state, made when first asked for (each one is an operation a pass pays for)
     @cached_property
-    def ids(self) -> Any:
+    def ids(self) -> Tensor:
         import torch
 
         return torch.from_numpy(self._ids)
 
     @cached_property
-    def masked(self) -> Any:
+    def masked(self) -> Tensor:
         import torch
 
         return torch.from_numpy(self._masked)
 
     @cached_property
-    def original(self) -> Any:
+    def original(self) -> Tensor:
         """Positions masked at the start (read-only by convention)."""
         import torch
 
         return torch.from_numpy(marked(self._ids.shape, self.positions))
 
     @cached_property
-    def attention(self) -> Any:
+    def attention(self) -> Tensor:
         import torch
 
         return torch.as_tensor([[1] * n + [0] * (self._ids.shape[1] - n) for n in self.length_list], dtype=torch.long)
 
     @cached_property
-    def lengths(self) -> Any:
+    def lengths(self) -> Tensor:
         import torch
 
         return torch.as_tensor(self.length_list)
 
     @cached_property
-    def n_masked(self) -> Any:
+    def n_masked(self) -> Tensor:
         import torch
 
         return torch.as_tensor([len(ps) for ps in self.positions] + [0] * (self._ids.shape[0] - len(self.positions)))
 
-    def rows_with_masks(self) -> Any:
+    def rows_with_masks(self) -> Tensor:
         return torch_rows(self.rows_to_fill())
 
     def rows_to_fill(self) -> list[int]:
         """The rows with at least one masked position, as a list."""
         return [row for row, ps in enumerate(self.positions) if ps]
 
-    def width(self, rows: Any) -> int:
+    def width(self, rows: Rows) -> int:
         """The longest length among ``rows``: the width of their pass."""
         return max(self.length_list[row] for row in as_list(rows))
 
-    def forward(self, rows: Any, at: Any = None) -> Any:
+    def forward(self, rows: Rows, at: Tensor | None = None) -> Tensor:
         """One pass over ``rows`` (a list or tensor), trimmed to their longest length.
 
         With ``at`` (the positions to read: a list of positions per row, or a (len(rows), width)
@@ -125,7 +129,7 @@ class MaskedBatch:
             self.counters.add(row, length)
         return logits
 
-    def pick(self, rows: Sequence[int], logits: Any, positions: Sequence[Sequence[int]], temperature: float,
+    def pick(self, rows: Sequence[int], logits: Tensor, positions: Sequence[Sequence[int]], temperature: float,
              top_k: int, top_p: float, logit_rows: Sequence[int] | None = None) -> tuple[list[list[int]], list[list[float]]]:
         """A token at each of ``positions[i]`` of ``rows[i]``: per row, the ids and their probabilities.
 
@@ -145,14 +149,14 @@ class MaskedBatch:
         ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
         return split_counts(ids.tolist(), counts), split_counts(probs.tolist(), counts)
 
-    def choose(self, rows: Any, logits: Any, select: Any, temperature: float, top_k: int,
-               top_p: float) -> tuple[Any, Any, Any]:
+    def choose(self, rows: Rows, logits: Tensor, select: Tensor, temperature: float, top_k: int,
+               top_p: float) -> tuple[Tensor, Tensor, Tensor]:
         """Pick tokens where ``select`` (len(rows), width) is True, from logits :meth:`forward` read at
         ``select`` (or of every position, row i of the block for rows[i]); returns (row-local index, ids, probs)."""
         return self.choose_where(rows, logits, select.nonzero(), select.sum(dim=1).tolist(), temperature, top_k, top_p)
 
-    def choose_where(self, rows: Any, logits: Any, where: Any, counts: list[int], temperature: float, top_k: int,
-                     top_p: float) -> tuple[Any, Any, Any]:
+    def choose_where(self, rows: Rows, logits: Tensor, where: Tensor, counts: list[int], temperature: float, top_k: int,
+                     top_p: float) -> tuple[Tensor, Tensor, Tensor]:
         """:meth:`choose` at the (row-local index, position) pairs ``where``, row-major, ``counts[i]`` of row i.
         The ids and probabilities come back on the CPU, with the batch."""
         uniforms = draw_uniforms(self.generators, as_list(rows), counts, temperature > 0)
@@ -177,7 +181,7 @@ class MaskedBatch:
             self.trace.step(row, list(positions[local]), list(ids[local]), list(probs[local]),
                             remasked[local] if remasked is not None else ())
 
-    def commit(self, rows: Any, where: Any, ids: Any, probs: Any, remasked: Any = None) -> None:
+    def commit(self, rows: Rows, where: Tensor, ids: Tensor, probs: Tensor, remasked: Tensor | None = None) -> None:
         """:meth:`place` for tensors: ``where`` (row-local index, position) pairs row-major, as from
         :meth:`choose`; ``remasked`` a (len(rows), width) mask."""
         row_list = as_list(rows)
@@ -196,11 +200,11 @@ class MaskedBatch:
             self._ids[flat_rows, flat_positions] = self.adapter.mask_id
             self._masked[flat_rows, flat_positions] = True
 
-    def remask(self, rows: Any, positions: Any) -> None:
+    def remask(self, rows: Rows, positions: Tensor) -> None:
         """Put the mask token back at ``positions`` (len(rows), width) of ``rows``."""
         self.remask_at(as_list(rows), row_positions(positions))
 
-    def stutters(self, rows: Any) -> Any:
+    def stutters(self, rows: Rows) -> Tensor:
         """:meth:`stutter_positions` of ``rows`` as a (len(rows), width) boolean tensor."""
         import torch
 
@@ -224,7 +228,7 @@ class MaskedBatch:
                                  self.counters, started, info)
 
 
-def torch_rows(rows: Sequence[int]) -> Any:
+def torch_rows(rows: Sequence[int]) -> Tensor:
     """Row indices as a long tensor."""
     import torch
 
@@ -283,7 +287,7 @@ class MaskedSampler(Sampler):
 
     model_kinds: ClassVar[frozenset[str]] = frozenset({"mlm"})
 
-    def generate(self, adapter: Any, items: Sequence[MaskedItem]) -> list[Generation]:
+    def generate(self, adapter: MaskedLM, items: Sequence[MaskedItem]) -> list[Generation]:
         started = time.perf_counter()
         batch = MaskedBatch(adapter, items)
         info = self.run(batch) or {}
