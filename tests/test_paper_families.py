@@ -228,8 +228,10 @@ def test_paper_hub_names_every_objective_each_checkpoint_starts(paper_families, 
     """Checked (validate) where directories named like the checkpoints stand for them."""
     from mlmh.config import resolve
 
+    from mlmh.plan import build_plan
+
     monkeypatch.chdir(paper_families["bert"].parent)
-    config = resolve("paper-hub")
+    config = build_plan(resolve("paper-hub")).config
     started = {(spec.split(":")[0].removeprefix("trained-"), spec.split("init=")[1].split(",")[0])
                for spec in config.models}
     assert started == {(objective, HUB_NAMES[family]) for family, objective in STARTS}

@@ -1,4 +1,4 @@
-"""Presets: the shipped files parse and validate; bad keys and values fail in one line naming file and key."""
+"""Presets: the shipped files parse and plan; bad keys and values fail in one line naming file and key."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from mlmh.cli import main
 from mlmh.config import from_table, resolve
 from mlmh.errors import SpecError
+from mlmh.plan import build_plan
 from mlmh_builtins.presets import preset_files
 
 SHIPPED = [p.name[:-5] for p in preset_files()]
@@ -18,7 +19,7 @@ def test_the_four_presets_ship():
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_preset_resolves_against_the_real_registry(name):
-    config = resolve(name)  # builds every component: unknown names or parameters would raise
+    config = build_plan(resolve(name)).config  # builds every component: unknown names or parameters would raise
     assert config.models and config.maskings and config.samplers
     assert config.preset == name
 
@@ -44,7 +45,7 @@ GOOD = 'dataset = "pan"\nmodels = ["trained-mlm"]\nmaskings = ["random:ratio=0.3
 def test_unknown_key_names_the_key_and_the_file(tmp_path):
     path = write(tmp_path, GOOD + "modles = []\n")
     with pytest.raises(SpecError) as err:
-        resolve(path, validate=False)
+        resolve(path)
     message = str(err.value)
     assert "modles" in message and path in message and "did you mean 'models'" in message
 
@@ -62,15 +63,15 @@ def test_unknown_key_names_the_key_and_the_file(tmp_path):
 def test_bad_values_name_the_key(tmp_path, line, key):
     path = write(tmp_path, GOOD + line + "\n")
     with pytest.raises(SpecError) as err:
-        resolve(path, validate=False)
+        resolve(path)
     assert f"'{key}'" in str(err.value) and path in str(err.value)
 
 
 def test_missing_required_keys(tmp_path):
     with pytest.raises(SpecError, match="'dataset' is required"):
-        resolve(write(tmp_path, 'models = ["x"]\n'), validate=False)
+        resolve(write(tmp_path, 'models = ["x"]\n'))
     with pytest.raises(SpecError, match="'samplers' must list"):
-        resolve(write(tmp_path, 'dataset = "pan"\nmodels = ["a"]\nmaskings = ["b"]\n'), validate=False)
+        resolve(write(tmp_path, 'dataset = "pan"\nmodels = ["a"]\nmaskings = ["b"]\n'))
 
 
 def test_invalid_toml_is_one_line(tmp_path):
@@ -81,9 +82,9 @@ def test_invalid_toml_is_one_line(tmp_path):
 
 def test_unknown_component_and_bad_parameter_name_the_key(tmp_path):
     with pytest.raises(SpecError, match=r"key 'samplers'.*mask-predikt"):
-        resolve(write(tmp_path, GOOD.replace('"one-shot"', '"mask-predikt"')))
+        build_plan(resolve(write(tmp_path, GOOD.replace('"one-shot"', '"mask-predikt"'))))
     with pytest.raises(SpecError, match=r"key 'maskings'.*ratio"):
-        resolve(write(tmp_path, GOOD.replace("ratio=0.3", "ratio=1.7")))
+        build_plan(resolve(write(tmp_path, GOOD.replace("ratio=0.3", "ratio=1.7"))))
 
 
 def test_overrides_replace_preset_values():

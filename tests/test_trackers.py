@@ -363,7 +363,7 @@ def test_preset_key_trackers_is_checked_and_does_not_decide_results():
     assert config.trackers == ["tensorboard", "mlflow:experiment=pan"]
     assert "trackers" not in config.experiment()  # --resume may add or drop a tracker
     with pytest.raises(SpecError, match=r"fake.toml: key 'trackers': unknown tracker 'mlfow'; did you mean 'mlflow'"):
-        from_table({**table, "trackers": ["mlfow"]}, name="fake", source="fake.toml")
+        build_plan(from_table({**table, "trackers": ["mlfow"]}, name="fake", source="fake.toml"))
 
 
 def test_ls_trackers_lists_the_three_with_their_extras():

@@ -106,7 +106,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     if not preset:
         names = ", ".join(get_registry().names("preset"))
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
-    config = resolve(preset, overrides, validate=False)
+    config = resolve(preset, overrides)
     if sweep_epochs is not None or sweep_tokens is not None:
         from mlmh.crossover import SWEPT, expand_models, parse_axis
         from mlmh.params import parse_spec

@@ -1,9 +1,10 @@
 """Presets parsed safely into a typed run configuration, with command-line overrides.
 
 A preset is a TOML table (``tomllib``: data only, nothing executes). Every key is checked: an unknown
-key or a bad value is a :class:`~mlmh.errors.SpecError` naming the key and the file, and every
-component spec is validated against the registry before anything runs, so a typo fails in a second
-instead of after training three models.
+key or a bad value is a :class:`~mlmh.errors.SpecError` naming the key and the file. Component specs are
+checked against the registry where the configuration is planned (:func:`mlmh.plan.build_plan`, which
+every run path calls once, before anything runs), so a typo fails in a second instead of after
+training three models.
 
 Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``samplers``)::
 
@@ -59,14 +60,14 @@ def load_preset(name_or_path: str) -> tuple[dict[str, Any], str, str]:
     return dict(preset.config), preset.name, source
 
 
-def resolve(name_or_path: str, overrides: dict[str, Any] | None = None, *, validate: bool = True) -> RunConfig:
-    """Parse a preset, apply command-line ``overrides`` (same keys as the file) and check it all."""
+def resolve(name_or_path: str, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Parse a preset and apply command-line ``overrides`` (same keys as the file), checking every key and
+    value; :func:`mlmh.plan.build_plan` checks the component specs."""
     table, name, source = load_preset(name_or_path)
-    return from_table(table, name=name, source=source, overrides=overrides, validate=validate)
+    return from_table(table, name=name, source=source, overrides=overrides)
 
 
-def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict[str, Any] | None = None,
-               validate: bool = True) -> RunConfig:
+def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict[str, Any] | None = None) -> RunConfig:
     for key in table:
         if key not in KEYS:
             raise SpecError(f"{source}: " + unknown_message("key", key, KEYS))
@@ -92,10 +93,6 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     if not isinstance(log, bool):
         raise SpecError(f"{source}: key 'log_samples' must be true or false, got {log!r}")
     config.log_samples = log
-    if validate:  # a caller that runs the configuration validates with mlmh.plan.build_plan and keeps the plan
-        from mlmh.plan import build_plan
-
-        build_plan(config)
     return config
 
 

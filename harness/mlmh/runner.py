@@ -6,7 +6,7 @@ Public API (the CLI, the TUI and the bench call these)::
     from mlmh.plan import build_plan
     from mlmh.runner import run_experiment, RunCancelled
 
-    plan = build_plan(resolve("quick", {"limit": 4}, validate=False))   # checks the RunConfig: a RunPlan
+    plan = build_plan(resolve("quick", {"limit": 4}))   # checks the RunConfig: a RunPlan
     results = run_experiment(plan, listener=print,          # any callable taking a RunEvent
                              cancel=threading.Event(),      # set() it to stop between batches
                              output_path="runs/x", resume=False, use_cache=True)

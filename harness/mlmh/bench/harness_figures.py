@@ -32,7 +32,7 @@ def scaling_config(model_dirs: dict[str, Path], documents: int):
         "batch_size": 8,
     }
     # each timed run builds (and so checks) its own plan, as every run does: none is built here to be discarded
-    return from_table(table, name="bench-scaling", source="mlmh bench (scaling)", validate=False)
+    return from_table(table, name="bench-scaling", source="mlmh bench (scaling)")
 
 
 def prepare_scaling_models(size: str, out: Path) -> dict[str, Path]:
