@@ -12,7 +12,7 @@ training set). When nothing is left, the finding is "not comparable" and says wh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from mlmh.results import model_record_of
 from mlmh.stopping import beats_constant
