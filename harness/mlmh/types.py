@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeVar
 
 from mlmh.errors import MlmhError
-from mlmh.result_blocks import (FLAT, TRAINING_FACTS, Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings,
-                                ModelRecord, RunError, Versions)
-
-__all__ = ["TRAINING_FACTS", "Correlation", "Crossover", "DatasetInfo", "DocumentSet", "HumanRatings", "ModelRecord",
-           "RunError", "Versions"]  # the results' blocks, typed where RunResults is (mlmh.result_blocks)
+# the results' blocks besides conditions and findings, typed where RunResults is and importable from here
+from mlmh.result_blocks import (FLAT, Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings, ModelRecord,
+                                RunError, Versions)
 
 T = TypeVar("T")
 
