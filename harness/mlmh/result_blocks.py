@@ -19,7 +19,10 @@ FLAT = {"flat": True}
 
 
 class Block:
-    """A results.json block as a dataclass: its keys are its fields, in their order, then ``extra``'s."""
+    """A results.json block as a dataclass: its keys are its fields, in their order, then ``extra``'s. A block read
+    from a file that lacked some of its keys (an older writer's) writes them back absent, not as defaults."""
+
+    _absent: frozenset[str] = frozenset()  # the fields the object read had no key for
 
     @classmethod
     def from_dict(cls: type[B], data: dict[str, Any]) -> B:
@@ -29,7 +32,10 @@ class Block:
         values: dict[str, Any] = {k: v for k, v in data.items() if k in named}
         if flat is not None:
             values[flat] = {k: v for k, v in data.items() if k not in named}
-        return cls(**values)
+        block = cls(**values)
+        if named - data.keys():
+            object.__setattr__(block, "_absent", frozenset(named - data.keys()))  # frozen blocks too
+        return block
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -37,7 +43,7 @@ class Block:
             value = getattr(self, f.name)
             if f.metadata.get("flat"):
                 out |= value
-            elif not (f.metadata.get("omit_empty") and not value):
+            elif f.name not in self._absent and not (f.metadata.get("omit_empty") and not value):
                 out[f.name] = value
         return out
 
