@@ -22,9 +22,9 @@ def test_verbatim_recall_counts_exact_masked_words_only():
     gens = [generation("the cat sat on the mat", {1: "cat", 2: "ran"}),  # 1 of 2
             generation("a dog barked at night", {0: "A", 4: "night"})]    # case-sensitive: 1 of 2
     recall = verbatim_recall(gens, seed=0)
-    assert recall["value"] == pytest.approx(0.5) and recall["matched"] == 2 and recall["masked"] == 4
-    assert recall["ci_low"] <= 0.5 <= recall["ci_high"]
-    assert verbatim_recall([generation("one two", {})])["value"] is None
+    assert recall.value == pytest.approx(0.5) and recall.extra == {"matched": 2, "masked": 4}
+    assert recall.ci_low <= 0.5 <= recall.ci_high
+    assert verbatim_recall([generation("one two", {})]).value is None
 
 
 def test_gap_ci_combines_both_cis_and_says_when_it_excludes_zero():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -27,8 +27,9 @@ from mlmh.types import Document, Generation, MaskedItem, Score
 Z95 = 1.959963984540054
 
 
-def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> dict[str, Any]:
-    """Share of masked words regenerated exactly (case-sensitive), with a CI over documents."""
+def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> Score:
+    """Share of masked words regenerated exactly (case-sensitive), with a CI over documents; the counts
+    (``matched``, ``masked``) in ``extra``."""
     from mlmh.words import split_words
 
     matched, masked = [], []
@@ -39,15 +40,15 @@ def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> dict
         masked.append(len(indices))
     hits, total = np.asarray(matched, dtype=float), np.asarray(masked, dtype=float)
     if total.sum() == 0:
-        return {"value": None, "ci_low": None, "ci_high": None, "matched": 0, "masked": 0}
+        return Score(value=None, extra={"matched": 0, "masked": 0})
 
     def share(rows: np.ndarray) -> float:
         denominator = total[rows].sum()
         return float(hits[rows].sum() / denominator) if denominator else math.nan
 
     low, high = resample_ci(len(generations), share, seed=seed)
-    return {"value": float(hits.sum() / total.sum()), "ci_low": low, "ci_high": high,
-            "matched": int(hits.sum()), "masked": int(total.sum())}
+    return Score(value=float(hits.sum() / total.sum()), ci_low=low, ci_high=high,
+                 extra={"matched": int(hits.sum()), "masked": int(total.sum())})
 
 
 def gap(seen: Score | None, unseen: Score | None) -> Score | None:

@@ -423,7 +423,7 @@ class Runner(ResultsStage):
                 results = [r for r in results if not r.error]
             out[role] = RoleQuality(
                 documents=len(gens), scored=len(scorable), metrics={r.name: Score.of(r) for r in results},
-                verbatim_recall=None if filler else Score.from_dict(verbatim_recall(scorable, seed=seed)),
+                verbatim_recall=None if filler else verbatim_recall(scorable, seed=seed),
                 nothing_masked=len(gens) - len(scorable), truncated_documents=sum(1 for g in gens if g.truncated_tokens))
             raw[role] = results
             if not scorable and not filler:
