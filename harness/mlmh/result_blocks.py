@@ -1,8 +1,9 @@
 """The typed blocks of a run's results besides its conditions and findings (:class:`mlmh.types.RunResults`):
 versions, the dataset, the document sets, the models, correlations, failed components, human ratings and a
 sweep's crossover. Each one's ``to_dict`` is exactly its block of results.json (docs/RESULTS.md) and its
-``from_dict`` reads it back, an older file's keys it does not know kept in ``extra`` where the block allows
-them, so a results file read and written again (``mlmh human import``) loses nothing."""
+``from_dict`` reads it back, keys it does not know kept in ``extra`` (every block but :class:`RunError`) and keys
+the file lacked left absent, so a results file read and written again (``mlmh human import``) neither loses nor
+adds a key."""
 
 from __future__ import annotations
 
