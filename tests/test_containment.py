@@ -192,6 +192,28 @@ def test_results_are_written_as_strict_json():
     assert json.loads(strict_json(data)) == data
 
 
+def test_typed_results_are_cleaned_where_their_json_would_be():
+    """The runner cleans its typed results in place of their JSON: the same nulls, named by the same keys
+    (a Score's extra and a version's libraries sit in their owner's object), the values it was given untouched."""
+    from mlmh.types import ConditionResult, Correlation, ModelRecord, RoleQuality, RunResults, Score, Versions
+
+    unseen = RoleQuality(documents=2, scored=2, metrics={"bleu": Score(math.nan, 1.0, 2.0)},
+                         verbatim_recall=Score(0.5, extra={"matched": math.inf}))
+    row = ConditionResult(id="c", model="m", model_kind="mlm", masking="k", sampler="s", seed=0, unseen=unseen,
+                          gap={"bleu": Score(1.0, extra={"significant": None, "spread": -math.inf})},
+                          downstream={"ner": {"f1": math.nan}})
+    results = RunResults(run_id="r", config={"limit": math.inf}, conditions=[row], versions=Versions({"odd": math.nan}),
+                         correlations=[Correlation(metric="bleu", spearman_ci=[math.nan, 0.5])],
+                         models={"m": ModelRecord(identity="m", training={"validation_loss": math.inf}, extra={"x": math.nan})},
+                         baseline={"ner": {"f1": 0.5}})
+    cleaned, where = finite_only(results)
+    assert where == finite_only(results.to_dict())[1] and len(where) == 9
+    assert "conditions[0].gap.bleu.spread" in where and "versions.odd" in where and "models.m.x" in where
+    assert cleaned.to_dict() == finite_only(results.to_dict())[0]
+    assert math.isnan(results.conditions[0].unseen.metrics["bleu"].value)  # what was given stays as it was
+    assert finite_only(cleaned) == (cleaned, [])
+
+
 def test_a_value_a_metric_says_it_cannot_give_is_a_note_not_a_failure(tmp_path):
     """stutter without a tokenizer reports its sub-word rate as not computable; the metric itself ran,
     so ``mlmh score`` exits 0 (only a metric that failed as a whole fails the command)."""

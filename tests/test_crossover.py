@@ -81,7 +81,7 @@ def sweep(mlm_loss, clm_loss, mlm_rouge, clm_rouge, *, noise=0.05, seed=0):
 
 
 def by_measure(block):
-    return {f["measure"]: f for f in block["crossovers"]}
+    return {f["measure"]: f for f in block.crossovers}
 
 
 def test_a_known_crossover_with_its_paired_ci():
@@ -94,10 +94,10 @@ def test_a_known_crossover_with_its_paired_ci():
     assert loss["epochs_ci"] == [4.0, 4.0] and loss["no_crossover_share"] == 0
     assert loss["paired_over"] == "validation blocks" and loss["n"] == BLOCKS
     assert rouge["epochs"] == 4.0 and rouge["per_epoch"][2]["ci_low"] > 0
-    assert "U=1,000" in block["answer"] and "from 4 epochs" in block["answer"]
+    assert "U=1,000" in block.answer and "from 4 epochs" in block.answer
     # every point is there, with FLOPs, seconds and the baselines beside the scores
-    assert len(block["points"]) == 8 and block["metrics"] == ["rougeL"]
-    point = next(p for p in block["points"] if p["objective"] == "clm" and p["epochs"] == 8.0)
+    assert len(block.points) == 8 and block.metrics == ["rougeL"]
+    point = next(p for p in block.points if p["objective"] == "clm" and p["epochs"] == 8.0)
     assert point["validation_loss"] == pytest.approx(4.7, abs=0.1) and point["train_seconds"] == 24.0
     assert point["filler"]["rougeL"]["value"] == 0.5 and point["deletion"]["rougeL"]["value"] == 0.4
 
@@ -107,7 +107,7 @@ def test_no_crossover_within_the_sweep():
     block = summarise(results, docs, n_resamples=200)
     loss = by_measure(block)["validation_loss"]
     assert loss["epochs"] is None and loss["approx_train_flops"] is None and loss["no_crossover_share"] == 1.0
-    assert "no crossover on validation loss within the sweep (1-8 epochs)" in block["answer"]
+    assert "no crossover on validation loss within the sweep (1-8 epochs)" in block.answer
 
 
 def test_a_crossover_within_the_noise_has_a_ci_that_says_so():

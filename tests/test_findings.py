@@ -10,8 +10,8 @@ import pytest
 from mlmh.findings import answer_lines, run_findings
 from mlmh.report import kind_verdict, render_markdown
 from mlmh.stopping import TargetTally, Validation, beats_constant
-from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, RoleQuality,
-                        RunResults, Score)
+from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Correlation, Finding,
+                        ModelRecord, RoleQuality, RunResults, Score)
 
 DOCS = [f"t{i}" for i in range(24)]
 LEARNED = {"heldout_accuracy": 0.30, "best_constant_accuracy": 0.05, "beats_constant": True}
@@ -34,10 +34,11 @@ def row(kind, masking, value, *, sampler=None, filler=5.0, deletion=4.0, ratio=N
 
 def results_of(rows, cards=None, correlations=None):
     cards = cards or {}
-    models = {f"trained-{k}:full": {"identity": k, "model_kind": k, "label": f"trained-{k}",
-                                    "training": cards.get(k, LEARNED)} for k in ("mlm", "clm")}
+    models = {f"trained-{k}:full": ModelRecord(identity=k, model_kind=k, label=f"trained-{k}",
+                                               training=cards.get(k, LEARNED)) for k in ("mlm", "clm")}
     return RunResults(run_id="r", config={"preset": "test"}, conditions=rows, models=models,
-                      correlations=correlations or [], headline="unseen", filler_word="the")
+                      correlations=[Correlation.from_dict(c) for c in correlations or []], headline="unseen",
+                      filler_word="the")
 
 
 def per_doc(rows, offsets, noise=0.5, seed=0):

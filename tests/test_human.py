@@ -63,16 +63,16 @@ def test_import_merges_raters_with_means_and_alpha(run_dir, tmp_path):
     b = fill(sheet, tmp_path / "bob.csv",
              lambda r: (max(1, score[key[r["item"]]["condition"]] - (int(r["item"][1:]) % 2)), ""))
     human = import_sheets(run_dir, [a, b])
-    assert human["n_raters"] == 2 and human["raters"] == ["alice", "bob"]
-    assert human["conditions"][ORIGINAL]["coherence"]["value"] == pytest.approx(np.mean(
+    assert human.n_raters == 2 and human.raters == ["alice", "bob"]
+    assert human.conditions[ORIGINAL]["coherence"]["value"] == pytest.approx(np.mean(
         [5] * 4 + [5 - (int(i[1:]) % 2) for i, k in key.items() if k["condition"] == ORIGINAL]))
-    assert human["conditions"]["clm | random | clm-infill"]["grammar"]["n"] == 4  # bob left grammar blank
+    assert human.conditions["clm | random | clm-infill"]["grammar"]["n"] == 4  # bob left grammar blank
     items = sorted(key)
     alice = [score[key[i]["condition"]] for i in items]
     bob = [max(1, score[key[i]["condition"]] - (int(i[1:]) % 2)) for i in items]
     expected = krippendorff.alpha(reliability_data=np.array([alice, bob], float), level_of_measurement="ordinal")
-    assert human["agreement"]["coherence"] == pytest.approx(expected)
-    assert human["agreement"]["grammar"] is None  # one rater only rated grammar
+    assert human.agreement["coherence"] == pytest.approx(expected)
+    assert human.agreement["grammar"] is None  # one rater only rated grammar
     merged = json.loads((run_dir / "results.json").read_text())
     assert merged["human"]["n_items"] == 12 and "Human evaluation" in (run_dir / "report.md").read_text()
 

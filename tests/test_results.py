@@ -57,6 +57,31 @@ def test_json_round_trip_is_lossless(results):
     assert typed.conditions[0].value("bleu", "seen") == 36.0 and typed.conditions[0].value("bleu") == 34.0
 
 
+def test_every_block_is_typed_and_writes_back_the_keys_it_read(results):
+    """A file read and written again (``mlmh human import``) keeps every key of its blocks, a newer writer's too,
+    and adds none; each block reads as its type."""
+    from mlmh.types import Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings, ModelRecord, RunError
+
+    results = {**results, "versions": {"mlmh": "9", "torch": "2", "plugins": {"mine": None}},
+               "correlations": [{"metric": "bleu", "task": "ner", "score": "f1", "n": 3, "spearman": None,
+                                 "summary": "not enough conditions", "kendall": 0.1}],
+               "human": {"criteria": ["coherence"], "n_raters": 2, "conditions": {}, "agreement": {"coherence": None}},
+               "crossover": {"points": [], "metrics": ["bleu"], "crossovers": [], "answer": "No sweep.", "new": 1}}
+    results["models"]["trained-clm"]["future_fact"] = [1, 2]
+    typed = RunResults.from_dict(results)
+    written = typed.to_dict()
+    assert {k: written[k] for k in results if k != "conditions"} == {k: v for k, v in results.items() if k != "conditions"}
+    assert isinstance(typed.dataset, DatasetInfo) and typed.dataset.name == "pan"
+    assert isinstance(typed.documents["seen"], DocumentSet) and typed.documents["unseen"].split == "test"
+    model = typed.models["trained-clm"]
+    assert isinstance(model, ModelRecord) and model.training["objective"] == "clm" and model.extra == {"future_fact": [1, 2]}
+    assert typed.errors == [RunError("metric 'boom'", "scoring", "RuntimeError: no")]
+    assert isinstance(typed.correlations[0], Correlation) and typed.correlations[0].extra == {"kendall": 0.1}
+    assert typed.versions.libraries == {"mlmh": "9", "torch": "2"} and typed.versions.plugins == {"mine": None}
+    assert isinstance(typed.human, HumanRatings) and typed.human.n_raters == 2
+    assert isinstance(typed.crossover, Crossover) and typed.crossover.answer == "No sweep."
+
+
 def test_schema_1_reads_as_seen_only_and_a_newer_schema_is_refused(results):
     old = {"run_id": "o", "config": {}, "n_samples": 4, "conditions": [
         {"id": "a", "model": "m", "model_kind": "mlm", "masking": "random", "sampler": "s", "seed": 0,

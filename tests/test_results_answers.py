@@ -83,7 +83,7 @@ def test_human_import_adds_its_block_and_keeps_every_other_field(tmp_path, fixtu
     out, filled = _rated_run(tmp_path, fixture_data)
     human = import_sheets(out, [filled])
     merged = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert merged["human"] == json.loads(json.dumps(human))
+    assert merged["human"] == json.loads(json.dumps(human.to_dict()))
     assert {k: merged[k] for k in fixture_data} == fixture_data
 
 

@@ -397,7 +397,7 @@ def test_human_import_writes_through_no_link_and_a_corrupt_key_is_named(rated_ru
     assert snapshot(other) == before
     (out / "human.json").unlink()
     human = import_sheets(out, [filled])
-    assert json.loads((out / "human.json").read_text(encoding="utf-8")) == json.loads(json.dumps(human))
+    assert json.loads((out / "human.json").read_text(encoding="utf-8")) == json.loads(json.dumps(human.to_dict()))
     assert json.loads((out / "results.json").read_text(encoding="utf-8"))["human"]["n_raters"] == 1
 
     key = json.loads((out / "human_key.json").read_text(encoding="utf-8"))

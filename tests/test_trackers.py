@@ -124,7 +124,7 @@ def expected_condition_scores(results, row) -> dict[str, float]:
 def expected_curves(results) -> dict[str, list[tuple[int, float]]]:
     """The trained model's loss curves from its training card, as (step, loss)."""
     (facts,) = results.models.values()
-    card = facts["training"]
+    card = facts.training
     assert card["train_curve"] and card["validation_curve"]
     return {label: [(p["step"], p["loss"]) for p in card[curve]]
             for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss"))}

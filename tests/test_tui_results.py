@@ -254,7 +254,7 @@ async def test_a_finished_sweep_shows_its_answer_and_curves(tmp_path):
     directory = write_run(tmp_path / "run")
     data = json.loads((directory / "results.json").read_text(encoding="utf-8"))
     typed, docs = sweep([5.0, 4.6, 4.2, 4.0], [4.5, 4.4, 4.5, 4.7], [0.6] * 4, [0.6] * 4)
-    data["crossover"] = summarise(typed, docs, n_resamples=50)
+    data["crossover"] = summarise(typed, docs, n_resamples=50).to_dict()
     (directory / "results.json").write_text(json.dumps(data), encoding="utf-8")
     app = create_app(run_dir=str(directory))
     async with app.run_test(size=(160, 60)) as pilot:

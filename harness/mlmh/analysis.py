@@ -23,6 +23,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from mlmh.result_blocks import Correlation
+
 #: |rho| below this, or a CI that spans 0, reads as "no strong correlation".
 STRONG = 0.4
 MIN_CONDITIONS = 3
@@ -100,7 +102,7 @@ def _columns(rows: list[dict[str, Any]]) -> tuple[list[str], list[tuple[str, str
     return metrics, scores
 
 
-def correlate(rows: Iterable[dict[str, Any]], *, seed: int = 0) -> list[dict[str, Any]]:
+def correlate(rows: Iterable[dict[str, Any]], *, seed: int = 0) -> list[Correlation]:
     """One entry per (quality metric, task, score): n, spearman (+p, CI), pearson (+p, CI), summary.
 
     Entries without enough data carry None statistics and say why in ``summary``; nothing raises on
@@ -108,7 +110,7 @@ def correlate(rows: Iterable[dict[str, Any]], *, seed: int = 0) -> list[dict[str
     """
     rows = list(rows)
     metrics, scores = _columns(rows)
-    out: list[dict[str, Any]] = []
+    out: list[Correlation] = []
     for metric in metrics:
         for task, score in scores:
             x_values, y_values = [], []
@@ -118,23 +120,19 @@ def correlate(rows: Iterable[dict[str, Any]], *, seed: int = 0) -> list[dict[str
                 if x is not None and y is not None:
                     x_values.append(x)
                     y_values.append(y)
-            entry: dict[str, Any] = {
-                "metric": metric, "task": task, "score": score, "n": len(x_values),
-                "spearman": None, "spearman_p": None, "spearman_ci": None,
-                "pearson": None, "pearson_p": None, "pearson_ci": None,
-            }
+            entry = Correlation(metric=metric, task=task, score=score, n=len(x_values))
             x, y = np.array(x_values), np.array(y_values)
             if len(x) < MIN_CONDITIONS:
-                entry["summary"] = verdict(None, None, len(x))
+                entry.summary = verdict(None, None, len(x))
             elif np.ptp(x) == 0 or np.ptp(y) == 0:
                 which = metric if np.ptp(x) == 0 else f"{task} {score}"
-                entry["summary"] = f"not enough conditions: {which} is the same in all {len(x)}"
+                entry.summary = f"not enough conditions: {which} is the same in all {len(x)}"
             else:
-                rho, rho_p, r, r_p = _statistics(x, y)
                 from mlmh.seeding import sample_seed
 
+                entry.spearman, entry.spearman_p, entry.pearson, entry.pearson_p = _statistics(x, y)
                 cis = bootstrap_ci(x, y, sample_seed(seed, "correlate", f"{metric}|{task}|{score}"))
-                entry.update(spearman=rho, spearman_p=rho_p, spearman_ci=cis["spearman"], pearson=r, pearson_p=r_p, pearson_ci=cis["pearson"])
-                entry["summary"] = verdict(rho, cis["spearman"], len(x))
+                entry.spearman_ci, entry.pearson_ci = cis["spearman"], cis["pearson"]
+                entry.summary = verdict(entry.spearman, cis["spearman"], len(x))
             out.append(entry)
     return out

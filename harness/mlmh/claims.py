@@ -265,7 +265,7 @@ def counts_of(generation: Any) -> dict[str, tuple[float, float]]:
     recall = verbatim_recall([generation])
     sequence = generated_words(generation)
     stutter = repeats_left_neighbour([w for w, _ in sequence], [g for _, g in sequence])
-    return {ACCURACY: (recall["matched"], recall["masked"]), STUTTER: stutter}
+    return {ACCURACY: (recall.extra["matched"], recall.extra["masked"]), STUTTER: stutter}
 
 
 def run_cells(conditions: Sequence[Any], generations: dict[str, list[Any]], role_of: dict[str, str]) -> list[Cell]:

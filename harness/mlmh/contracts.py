@@ -9,6 +9,7 @@ results.json, which stays strict JSON (:func:`strict_json`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any, Sequence
@@ -84,22 +85,31 @@ def strict_json(data: Any, **kwargs: Any) -> str:
     return json.dumps(data, allow_nan=False, **kwargs)
 
 
-def finite_only(data: Any, path: str = "") -> tuple[Any, list[str]]:
-    """``data`` with every NaN or infinite float replaced by None, and where each was (``a.b[2]``), so
-    the writer can say so: results.json stays readable by strict parsers and nothing is silently changed."""
-    if isinstance(data, float) and not math.isfinite(data):
+def finite_only(value: Any, path: str = "") -> tuple[Any, list[str]]:
+    """``value`` (JSON data, or typed values of :mod:`mlmh.types`) with every NaN or infinite float replaced by
+    None, and where each was (``a.b[2]``, a field named by its results.json key: a field whose metadata says
+    ``flat`` holds keys of its owner's object), so the writer can say so: results.json stays readable by strict
+    parsers and nothing is silently changed. The same object when all is finite, else a changed copy (a
+    dataclass through ``dataclasses.replace``); the given values are left as they were."""
+    if isinstance(value, float) and not math.isfinite(value):
         return None, [path or "(top)"]
-    if isinstance(data, dict):
-        out, where = {}, []
-        for key, value in data.items():
-            out[key], found = finite_only(value, f"{path}.{key}" if path else str(key))
-            where += found
-        return out, where
-    if isinstance(data, (list, tuple)):
-        items, where = [], []
-        for index, value in enumerate(data):
-            item, found = finite_only(value, f"{path}[{index}]")
-            items.append(item)
-            where += found
-        return items, where
-    return data, []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed, where = {}, []
+        for f in dataclasses.fields(value):
+            inner = path if f.metadata.get("flat") else (f"{path}.{f.name}" if path else f.name)
+            item, found = finite_only(getattr(value, f.name), inner)
+            if found:
+                changed[f.name] = item
+                where += found
+        return (dataclasses.replace(value, **changed) if changed else value), where
+    if isinstance(value, dict):
+        pairs = [(key, finite_only(item, f"{path}.{key}" if path else str(key))) for key, item in value.items()]
+        where = [w for _, (_, found) in pairs for w in found]
+        return ({key: item for key, (item, _) in pairs} if where else value), where
+    if isinstance(value, (list, tuple)):
+        items = [finite_only(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        where = [w for _, found in items for w in found]
+        return (type(value)(item for item, _ in items) if where else value), where
+    return value, []
+
+

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mlmh.params import parse_spec
+from mlmh.result_blocks import Crossover
 from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
 
 SWEPT = {"trained-mlm": "mlm", "trained-clm": "clm"}  # the model kinds a sweep varies, and their objectives
@@ -131,7 +132,7 @@ class Series:
 
 
 def summarise(results: Any, per_document: dict[str, dict[str, dict[str, float | None]]] | None = None, *,
-              seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any] | None:
+              seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES) -> Crossover | None:
     """The ``crossover`` block of a finished run (docs/RESULTS.md), or None when the run is no sweep (no U with
     at least two epoch counts trained for both objectives).
 
@@ -151,8 +152,7 @@ def summarise(results: Any, per_document: dict[str, dict[str, dict[str, float | 
         epochs = sorted(set(mlm.points) & set(clm.points))
         found.append(_loss_crossover(u, epochs, mlm, clm, seed, n_resamples))
         found.extend(_quality_crossover(u, epochs, mlm, clm, metric, seed, n_resamples) for metric in metrics)
-    return {"points": points, "metrics": metrics, "crossovers": found, "answer": answer(found),
-            "comparability": COMPARABILITY}
+    return Crossover(points=points, metrics=metrics, crossovers=found, answer=answer(found), comparability=COMPARABILITY)
 
 
 COMPARABILITY = ("validation losses are nats per token on the same validation blocks: the CLM's next-token NLL "
@@ -164,7 +164,7 @@ def _series(results: Any, per_document: dict[str, dict[str, dict[str, float | No
     out: dict[int, dict[str, Series]] = {}
     for spec, entry in results.models.items():
         name, params = parse_spec(spec)
-        training = entry.get("training") or {}
+        training = entry.training
         if name not in SWEPT or "epochs" not in params or not training:
             continue
         epochs, u = float(params["epochs"]), int(float(params.get("unique_tokens", 0)))

@@ -24,6 +24,7 @@ from mlmh.errors import DataError, SpecError
 from mlmh.rundir import HUMAN_KEY as KEY_FILE
 from mlmh.outputs import check_output_file
 from mlmh.rundir import RunDir, write_atomic
+from mlmh.types import GenerationRow, HumanRatings
 
 CRITERIA = ("coherence", "grammar")
 ORIGINAL = "original (human-written)"
@@ -59,7 +60,7 @@ def _read_utf8(path: Path) -> str:
         raise DataError(f"{path}:{line}: not valid UTF-8 (byte {exc.start}); save it as CSV UTF-8") from None
 
 
-def _generations(run: RunDir) -> list[dict[str, Any]]:
+def _generations(run: RunDir) -> list[GenerationRow]:
     rows = run.read_generations(GENERATION_FIELDS)
     if not rows:
         raise DataError(f"{run.generations}: no generations to rate")
@@ -84,13 +85,13 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
     if out is not None:  # an existing file that is not an unrated sheet of ours is refused before any work
         out = check_output_file(out, "--out", is_own=_is_blank_sheet, kind="an unrated rating sheet")
     rows = _generations(run)
-    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_condition: dict[str, list[GenerationRow]] = defaultdict(list)
     originals: dict[str, str] = {}
     for row in rows:
-        by_condition[row["condition"]].append(row)
-        originals.setdefault(row["doc_id"], row["original"])
+        by_condition[row.condition].append(row)  # type: ignore[index]
+        originals.setdefault(row.doc_id, row.original)  # type: ignore[arg-type]
     pools = {ORIGINAL: [{"doc_id": d, "text": t} for d, t in sorted(originals.items())]}
-    pools.update({c: [{"doc_id": r["doc_id"], "text": r["text"]} for r in rs] for c, rs in by_condition.items()})
+    pools.update({c: [{"doc_id": r.doc_id, "text": r.text} for r in rs] for c, rs in by_condition.items()})
     rng = np.random.default_rng(seed)
     queues = {c: [pool[i] for i in rng.permutation(len(pool))] for c, pool in pools.items()}
     chosen: list[tuple[str, dict[str, Any]]] = []
@@ -154,7 +155,7 @@ def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, d
     return rater, ratings, texts
 
 
-def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 0) -> dict[str, Any]:
+def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 0) -> HumanRatings:
     """Merge raters' sheets: per-condition means with bootstrap CIs, and ordinal Krippendorff's alpha."""
     import krippendorff
 
@@ -191,10 +192,11 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
             agreement[criterion] = None
         else:
             agreement[criterion] = float(krippendorff.alpha(reliability_data=values, level_of_measurement="ordinal"))
-    human = {"criteria": list(CRITERIA), "n_raters": len(raters), "raters": sorted(raters), "n_items": len(items),
-             "conditions": conditions, "agreement": agreement,
-             "agreement_method": "Krippendorff's alpha, ordinal (krippendorff package); None with fewer than 2 raters"}
-    run.write_json(run.human, human)
+    human = HumanRatings(criteria=list(CRITERIA), n_raters=len(raters), raters=sorted(raters), n_items=len(items),
+                         conditions=conditions, agreement=agreement,
+                         agreement_method="Krippendorff's alpha, ordinal (krippendorff package); None with fewer than 2 "
+                                          "raters")
+    run.write_json(run.human, human.to_dict())
     if results is not None:  # the typed results, their human block set, written back whole through RunDir
         from mlmh.report import write_report
 

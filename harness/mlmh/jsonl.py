@@ -18,6 +18,15 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of each non-blank line of ``path`` (``.gz`` too; a leading byte-order mark,
     which spreadsheets write, is dropped)."""
     path = Path(path)
+    for number, line in text_lines(path):
+        if line.strip():
+            yield number, parse_object(path, number, line)
+
+
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every line of ``path``, blank ones too, without its line ending (``.gz`` too;
+    a leading byte-order mark is dropped); bytes that are not UTF-8 are one DataError naming the line."""
+    path = Path(path)
     try:
         handle = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except OSError as exc:
@@ -31,15 +40,18 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                                 f"{exc.start + 1})") from None
             if number == 1:
                 line = line.removeprefix("\ufeff")
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-            yield number, row
+            yield number, line.removesuffix("\n").rstrip("\r")
+
+
+def parse_object(path: Path, number: int, line: str) -> dict[str, Any]:
+    """Line ``number`` of ``path`` as the JSON object it must hold; a DataError naming the line when it is not."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(row, dict):
+        raise DataError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+    return row
 
 
 def numbered_lines(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:

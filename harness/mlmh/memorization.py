@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from mlmh.stats import resample_ci
-from mlmh.types import Document, Generation, MaskedItem
+from mlmh.types import Document, Generation, MaskedItem, Score
 
 Z95 = 1.959963984540054
 
 
-def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> dict[str, Any]:
-    """Share of masked words regenerated exactly (case-sensitive), with a CI over documents."""
+def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> Score:
+    """Share of masked words regenerated exactly (case-sensitive), with a CI over documents; the counts
+    (``matched``, ``masked``) in ``extra``."""
     from mlmh.words import split_words
 
     matched, masked = [], []
@@ -39,36 +40,35 @@ def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> dict
         masked.append(len(indices))
     hits, total = np.asarray(matched, dtype=float), np.asarray(masked, dtype=float)
     if total.sum() == 0:
-        return {"value": None, "ci_low": None, "ci_high": None, "matched": 0, "masked": 0}
+        return Score(value=None, extra={"matched": 0, "masked": 0})
 
     def share(rows: np.ndarray) -> float:
         denominator = total[rows].sum()
         return float(hits[rows].sum() / denominator) if denominator else math.nan
 
     low, high = resample_ci(len(generations), share, seed=seed)
-    return {"value": float(hits.sum() / total.sum()), "ci_low": low, "ci_high": high,
-            "matched": int(hits.sum()), "masked": int(total.sum())}
+    return Score(value=float(hits.sum() / total.sum()), ci_low=low, ci_high=high,
+                 extra={"matched": int(hits.sum()), "masked": int(total.sum())})
 
 
-def gap(seen: dict[str, Any] | None, unseen: dict[str, Any] | None) -> dict[str, Any] | None:
-    """seen - unseen of one metric entry (``value``, ``ci_low``, ``ci_high``), with its CI and whether the
-    CI excludes 0 (``significant``); None when either side has no value."""
-    if not seen or not unseen or seen.get("value") is None or unseen.get("value") is None:
+def gap(seen: Score | None, unseen: Score | None) -> Score | None:
+    """seen - unseen of one metric's scores, with its CI and whether the CI excludes 0 (``significant``, in
+    ``extra``); None when either side has no value."""
+    if seen is None or unseen is None or seen.value is None or unseen.value is None:
         return None
-    value = float(seen["value"]) - float(unseen["value"])
-    ses = [_se(entry) for entry in (seen, unseen)]
+    value = float(seen.value) - float(unseen.value)
+    ses = [_se(score) for score in (seen, unseen)]
     if any(se is None for se in ses):
-        return {"value": value, "ci_low": None, "ci_high": None, "significant": None}
+        return Score(value=value, extra={"significant": None})
     se = math.sqrt(sum(s * s for s in ses))  # type: ignore[operator]
     low, high = value - Z95 * se, value + Z95 * se
-    return {"value": value, "ci_low": low, "ci_high": high, "significant": bool(low > 0 or high < 0)}
+    return Score(value=value, ci_low=low, ci_high=high, extra={"significant": bool(low > 0 or high < 0)})
 
 
-def _se(entry: dict[str, Any]) -> float | None:
-    low, high = entry.get("ci_low"), entry.get("ci_high")
-    if low is None or high is None:
+def _se(score: Score) -> float | None:
+    if not score.has_ci:
         return None
-    return (float(high) - float(low)) / (2 * Z95)
+    return (float(score.ci_high) - float(score.ci_low)) / (2 * Z95)  # type: ignore[arg-type]
 
 
 def filler_word(documents: Sequence[Document]) -> str:

@@ -248,17 +248,17 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
 def no_strong_correlation(ev: Evidence, metric: str) -> Finding:
     """Spearman's rho of seen-regeneration quality against the first downstream score, across conditions."""
     claim, text = "paper-4", f"(4) No strong correlation between generation quality ({metric}) and downstream usefulness"
-    entry = next((c for c in ev.results.correlations if c.get("metric") == metric and c.get("spearman") is not None), None)
+    entry = next((c for c in ev.results.correlations if c.metric == metric and c.spearman is not None), None)
     if entry is None:
         return not_tested(claim, SOURCE, text, f"the run has no correlation of {metric} with a downstream score "
                           f"(it needs a downstream task and at least three conditions)")
-    low, high = (entry.get("spearman_ci") or [None, None])[:2]
+    low, high = (entry.spearman_ci or [None, None])[:2]
     result = correlation_verdict(low, high, STRONG)
-    statement = (f"{text}: across {entry['n']} conditions, Spearman's rho of seen {metric} with {entry['task']} "
-                 f"{entry['score']} is {number(entry['spearman'])} ({describe_ci(low, high)}); 'strong' means "
+    statement = (f"{text}: across {entry.n} conditions, Spearman's rho of seen {metric} with {entry.task} "
+                 f"{entry.score} is {number(entry.spearman)} ({describe_ci(low, high)}); 'strong' means "
                  f"|rho| >= {STRONG:g}. So the claim {_said(result)}.")
-    return _finding(claim, text, result, statement, entry["spearman"], low, high, "Spearman rho", 0, [], ev, [],
-                    metric=metric, task=entry["task"], score=entry["score"], n=entry["n"])
+    return _finding(claim, text, result, statement, entry.spearman, low, high, "Spearman rho", 0, [], ev, [],
+                    metric=metric, task=entry.task, score=entry.score, n=entry.n)
 
 
 # -- claim 5 ---------------------------------------------------------------------------------------------

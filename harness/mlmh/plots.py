@@ -197,13 +197,13 @@ def downstream_data(results: RunResults, metric: str, role: str | None = None) -
 def crossover_data(results: RunResults) -> list[Panel]:
     """A sweep's curves (``results.crossover``): validation loss and each unseen quality metric against epochs
     and against training FLOPs, one series per objective and unique-token budget U."""
-    block = results.crossover or {}
-    points = block.get("points", [])
+    block = results.crossover
+    points = block.points if block is not None else []
     if not points:
         return []
     budgets = sorted({p["unique_tokens"] for p in points})
     panels = []
-    for measure in ["validation_loss", *block.get("metrics", [])]:
+    for measure in ["validation_loss", *block.metrics]:  # type: ignore[union-attr]
         for axis, key in zip(SWEEP_AXES, ("epochs", "approx_train_flops")):
             series = []
             for objective in ("mlm", "clm"):

@@ -213,10 +213,9 @@ def correlation_findings(results: RunResults) -> list[str]:
     main = set(main_metrics(results, "seen") or main_metrics(results))
     first_score: dict[str, str] = {}
     for item in results.correlations:
-        first_score.setdefault(item.get("task"), item.get("score"))  # type: ignore[arg-type]
-    return [f"{item['metric']} vs {item.get('task')} {item.get('score')}: {item.get('summary', '')}"
-            for item in results.correlations
-            if item.get("metric") in main and first_score.get(item.get("task")) == item.get("score")]  # type: ignore[arg-type]
+        first_score.setdefault(item.task, item.score)
+    return [f"{item.metric} vs {item.task} {item.score}: {item.summary}" for item in results.correlations
+            if item.metric in main and first_score.get(item.task) == item.score]
 
 
 # -- markdown ----------------------------------------------------------------------------------------
@@ -273,11 +272,11 @@ def training_section(results: RunResults) -> list[str]:
 
     lines: list[str] = []
     for spec, model in results.models.items():
-        card = model.get("training")
+        card = model.training
         if not card:
             continue
         lines += [f"### {model_label(results, spec)}", ""]
-        facts = [f"objective {card.get('objective', model.get('model_kind', '?'))}",
+        facts = [f"objective {card.get('objective', model.model_kind or '?')}",
                  f"started from {card['init']}" if card.get("init") else "trained from scratch"]
         if card.get("mask_schedule"):
             ratio = f" {card['mask_ratio']}" if card.get("mask_schedule") == "fixed" and card.get("mask_ratio") else ""
@@ -358,11 +357,11 @@ def _cell(scores: dict[str, dict[str, float]], column: tuple[str, str]) -> str:
 def correlation_table(results: RunResults) -> list[str]:
     rows = []
     for item in results.correlations:
-        ci = item.get("spearman_ci")
-        rows.append([str(item.get("metric")), f"{item.get('task')} {item.get('score')}", str(item.get("n")),
-                     "n/a" if item.get("spearman") is None else f"{item['spearman']:+.2f}",
+        ci = item.spearman_ci
+        rows.append([str(item.metric), f"{item.task} {item.score}", str(item.n),
+                     "n/a" if item.spearman is None else f"{item.spearman:+.2f}",
                      "n/a" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
-                     "n/a" if item.get("pearson") is None else f"{item['pearson']:+.2f}"])
+                     "n/a" if item.pearson is None else f"{item.pearson:+.2f}"])
     return _table(["metric", "downstream score", "n", "Spearman rho", "95% CI", "Pearson r"], rows) if rows else []
 
 
@@ -370,14 +369,13 @@ def human_section(results: RunResults) -> list[str]:
     human = results.human
     if not human:
         return []
-    lines = ["## Human evaluation", "", f"{human.get('n_raters', '?')} rater(s), {human.get('n_items', '?')} items, "
-             "ratings 1-5.", ""]
-    criteria = human.get("criteria", [])
+    lines = ["## Human evaluation", "", f"{human.n_raters} rater(s), {human.n_items} items, ratings 1-5.", ""]
+    criteria = human.criteria
     rows = []
-    for condition, scores in human.get("conditions", {}).items():
+    for condition, scores in human.conditions.items():
         rows.append([condition] + [format_score(Score.from_dict(scores.get(c))) for c in criteria])
     lines += _table(["condition", *criteria], rows)
-    agreement = human.get("agreement", {})
+    agreement = human.agreement
     if agreement:
         lines += ["", "Inter-rater agreement (Krippendorff's alpha, ordinal): " + ", ".join(
             f"{c}: {'n/a' if a is None else f'{a:.3f}'}" for c, a in agreement.items()) + "."]
@@ -420,15 +418,15 @@ def crossover_section(results: RunResults) -> list[str]:
     block = results.crossover
     if not block:
         return []
-    metrics = block.get("metrics", [])
-    lines = ["## Where masked overtakes causal", "", block["answer"], "",
-             f"Validation loss: {block.get('comparability', '')}; the CI of a loss difference resamples validation "
+    metrics = block.metrics
+    lines = ["## Where masked overtakes causal", "", block.answer, "",
+             f"Validation loss: {block.comparability}; the CI of a loss difference resamples validation "
              "blocks, that of a quality difference unseen documents (the mean per-document difference; sentence "
              "BLEU for BLEU), every epoch with the same draws, and so does the crossover epoch's CI.", ""]
     header = ["U", "epochs", "objective", "validation loss", "train FLOPs", "train s"]
     header += [f"unseen {m}" for m in metrics] + [f"{kind} {m}" for m in metrics[-1:] for kind in ("filler", "deletion")]
     rows = []
-    for p in block["points"]:
+    for p in block.points:
         row = [f"{p['unique_tokens']:,}", f"{p['epochs']:g}", p["objective"],
                format_number(p["validation_loss"]) if p.get("validation_loss") is not None else "-",
                f"{p['approx_train_flops']:.2g}" if p.get("approx_train_flops") else "-",
@@ -441,12 +439,12 @@ def crossover_section(results: RunResults) -> list[str]:
 
 def _header(results: RunResults) -> list[str]:
     config, dataset = results.config, results.dataset
-    sets = ", ".join(f"{info.get('documents', 0)} {role} ({info.get('split', '?')} split)"
-                     for role, info in results.documents.items() if info.get("documents"))
+    sets = ", ".join(f"{info.documents} {role} ({info.split or '?'} split)"
+                     for role, info in results.documents.items() if info.documents)
     total = results.timings.get("total")
     return [f"# mlmh run {results.run_id}", "",
-            f"Preset **{config.get('preset', '?')}** on dataset **{dataset.get('name', config.get('dataset', '?'))}** "
-            f"({dataset.get('source', '')}): {sets or f'{results.n_samples} documents'} per condition, "
+            f"Preset **{config.get('preset', '?')}** on dataset **{dataset.name or config.get('dataset', '?')}** "
+            f"({dataset.source}): {sets or f'{results.n_samples} documents'} per condition, "
             f"{len(results.conditions)} conditions, seeds {config.get('seeds', [])}"
             + (f", {total:.0f} s in all." if total is not None else "."), ""]
 
@@ -511,12 +509,12 @@ def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> s
         lines += ["## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
     if results.errors:
         lines += ["## Failed components", "", "Each failed alone; the rest of the run completed.", ""]
-        lines += [f"- **{e.get('component')}** ({e.get('during')}): {e.get('error')}" for e in results.errors] + [""]
+        lines += [f"- **{e.component}** ({e.during}): {e.error}" for e in results.errors] + [""]
     if results.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in results.notes] + [""]
     if results.timings:
         lines += ["## Timings", "", ", ".join(f"{k} {v:.1f} s" for k, v in results.timings.items()), ""]
-    lines += ["## Versions", "", ", ".join(f"{k} {v}" for k, v in results.versions.items() if isinstance(v, str)), ""]
+    lines += ["## Versions", "", ", ".join(f"{k} {v}" for k, v in results.versions.libraries.items() if isinstance(v, str)), ""]
     return "\n".join(lines)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import DataError, SpecError
-from mlmh.rundir import GENERATION_FIELDS, RunDir
-from mlmh.types import Generation
+from mlmh.rundir import RunDir
+from mlmh.types import GENERATION_FIELDS, Generation, GenerationRow
 
 
 def sample_id(condition_index: int, doc_id: str) -> str:
@@ -28,25 +28,25 @@ def sample_id(condition_index: int, doc_id: str) -> str:
 class Reproduction:
     sample: str
     condition: str
-    recorded: dict[str, Any]  # the generations.jsonl row
+    recorded: GenerationRow
     generation: Generation
 
     @property
     def identical(self) -> bool:
-        return self.generation.text == self.recorded.get("text") and self.generation.masked_text == self.recorded.get("masked_text")
+        return self.generation.text == self.recorded.text and self.generation.masked_text == self.recorded.masked_text
 
 
-def recorded_sample(run_dir: Path | RunDir, sample: str) -> dict[str, Any]:
+def recorded_sample(run_dir: Path | RunDir, sample: str) -> GenerationRow:
     """The generations.jsonl row of ``sample``; a SpecError naming the run when there is none."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     if not run.generations.is_file():
         raise SpecError(f"--run {run.path}: no {run.generations.name} (not a finished mlmh eval run)")
     rows = run.read_generations(fields=("sample",))  # every line is read and checked; the one used in full
-    found = next((row for row in rows if row["sample"] == sample), None)
+    found = next((row for row in rows if row.sample == sample), None)
     if found is None:
         raise SpecError(f"--sample {sample}: no such sample in {run.generations} (ids are CONDITION:DOC_ID, e.g. "
-                        f"{rows[0]['sample'] if rows else '?'})")
-    missing = [f for f in GENERATION_FIELDS if not isinstance(found.get(f), str)]
+                        f"{rows[0].sample if rows else '?'})")
+    missing = [f for f in GENERATION_FIELDS if getattr(found, f) is None]
     if missing:
         raise DataError(f"{run.generations}: sample {sample} lacks the text field(s) {', '.join(missing)}")
     return found
@@ -62,15 +62,15 @@ def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
     plan = build_plan(config)
     corpus = plan.load_corpus()
     plan.check(corpus)
-    condition = next((c for c in plan.conditions if c.id == recorded["condition"]), None)
+    condition = next((c for c in plan.conditions if c.id == recorded.condition), None)
     if condition is None:
-        raise SpecError(f"--sample {sample}: condition {recorded['condition']!r} is not in the plan this mlmh builds "
+        raise SpecError(f"--sample {sample}: condition {recorded.condition!r} is not in the plan this mlmh builds "
                         f"from {run.config} (were plugins removed?)")
-    document = next((d for d in corpus.documents if d.id == recorded["doc_id"]), None)
+    document = next((d for d in corpus.documents if d.id == recorded.doc_id), None)
     if document is None:
-        raise SpecError(f"--sample {sample}: document {recorded['doc_id']!r} is not in dataset {config.dataset} "
+        raise SpecError(f"--sample {sample}: document {recorded.doc_id!r} is not in dataset {config.dataset} "
                         f"({corpus.source})")
-    document = _as_generated(document, recorded["original"])
+    document = _as_generated(document, recorded.original)  # type: ignore[arg-type]
     adapter = condition.model.load(load_context(config, corpus))
     (item,) = prepare_items([document], condition.masking, condition.seed)
     (generation,) = generate(adapter, condition.sampler, [item], batch_size=1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mlmh.types import ConditionResult, RunResults, Score
+from mlmh.types import ConditionResult, ModelRecord, RunResults, Score
 
 #: the metrics the comparison tables lead with, when a run has them
 MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
@@ -38,29 +38,34 @@ def _parts(spec: str) -> tuple[str, dict[str, str]]:
     return name, dict(item.partition("=")[::2] for item in rest.split(",") if item)
 
 
-def model_record_of(results: RunResults, model: str) -> dict[str, Any] | None:
+def model_record_of(results: RunResults, model: str) -> ModelRecord | None:
     """The ``models`` entry of a model, named as conditions name it (its short spec) or by its full spec.
 
     Entries carry their short spec as ``label``; results written before labels existed are matched by
     parameters, when exactly one full spec holds every parameter of the short one."""
     if model in results.models:
         return results.models[model]
-    labelled = [r for r in results.models.values() if r.get("label") == model]
+    labelled = [r for r in results.models.values() if r.label == model]
     if labelled:
         return labelled[0]
     name, params = _parts(model)
-    matches = [r for spec, r in results.models.items() if "label" not in r
+    matches = [r for spec, r in results.models.items() if not r.label
                and _parts(spec)[0] == name and params.items() <= _parts(spec)[1].items()]
     return matches[0] if len(matches) == 1 else None
 
 
 def model_label(results: RunResults, spec: str) -> str:
     """What a reader calls a model: its short spec (the parameters that differ from the defaults)."""
-    record = results.models.get(spec) or {}
-    return record.get("label") or spec
+    record = results.models.get(spec)
+    return (record.label if record is not None else "") or spec
 
 
 # -- which sets and metrics --------------------------------------------------------------------------
+def document_counts(results: RunResults) -> str:
+    """The regenerated document sets in a few words ("8 seen, 4 unseen"); empty when the run records none."""
+    return ", ".join(f"{info.documents} {name}" for name, info in results.documents.items() if info.documents)
+
+
 def roles(results: RunResults) -> list[str]:
     """The document sets the run scored, headline first."""
     present = [r for r in ("unseen", "seen") if any(getattr(c, r) is not None for c in results.conditions)]

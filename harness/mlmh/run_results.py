@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from mlmh.events import Progress, StageStarted
 from mlmh.run_state import ROLES, SPLIT_OF_ROLE, RunLog, RunState
-from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Finding, Generation, MetricResult, RunResults, Score,
-                        model_record, to_dict)
+from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Crossover, DatasetInfo, DocumentSet, Finding, Generation,
+                        GenerationRow, MetricResult, ModelRecord, RunResults, SampleRow, Score, Versions)
 
 if TYPE_CHECKING:
     from mlmh.plots import FigureStore
@@ -62,18 +62,18 @@ class ResultsStage:
             conditions=conditions,
             schema_version=RESULTS_SCHEMA,
             versions=versions(),
-            dataset={"name": self.config.dataset, "source": corpus.source if corpus else "",
-                     "train_documents": len(corpus.split("train")) if corpus else 0,
-                     "validation_documents": len(corpus.split("validation")) if corpus else 0,
-                     "test_documents": len(test.documents) if test else 0},
-            documents={role: {"split": SPLIT_OF_ROLE[role], "documents": len(self.state.documents.get(role, [])),
-                              "ids": [d.id for d in self.state.documents.get(role, [])]} for role in ROLES},
+            dataset=DatasetInfo(name=self.config.dataset, source=corpus.source if corpus else "",
+                                train_documents=len(corpus.split("train")) if corpus else 0,
+                                validation_documents=len(corpus.split("validation")) if corpus else 0,
+                                test_documents=len(test.documents) if test else 0),
+            documents={role: DocumentSet(split=SPLIT_OF_ROLE[role], documents=len(self.state.documents.get(role, [])),
+                                         ids=[d.id for d in self.state.documents.get(role, [])]) for role in ROLES},
             headline=headline,
             filler_word=self.state.filler_word,
             n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
             baseline=self.state.baseline,
-            correlations=self.state.correlations,
-            models={spec: model_record(m.identity, m.component.model_kind, m.training, m.component.short_spec)
+            correlations=list(self.state.correlations),
+            models={spec: ModelRecord.of(m.identity, m.component.model_kind, m.training, m.component.short_spec)
                     for spec, m in self.state.models.items()},
             notes=list(self.log.notes),
             errors=list(self.log.errors),
@@ -97,9 +97,9 @@ class ResultsStage:
             pairs = [(name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
             pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
             for name, a, b in pairs:
-                found = gap(a.to_dict() if a else None, b.to_dict() if b else None)
-                if found:
-                    gaps[name] = Score.from_dict(found)  # type: ignore[assignment]
+                found = gap(a, b)
+                if found is not None:
+                    gaps[name] = found
         row = condition.row()
         return ConditionResult(
             **row, seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
@@ -108,7 +108,7 @@ class ResultsStage:
             generation=_generation_stats(self.state.generations.get(condition.id, [])),
             failed=self.log.failed.get(condition.id))
 
-    def _crossover(self, results: RunResults, headline: str) -> dict[str, Any] | None:
+    def _crossover(self, results: RunResults, headline: str) -> Crossover | None:
         """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
         documents' per-document scores; a failure is reported by name and the rest of the results stand."""
         from mlmh.crossover import summarise
@@ -118,10 +118,10 @@ class ResultsStage:
             from mlmh.contracts import finite_only
 
             summary = summarise(results, per_document, seed=self.config.seeds[0])
-            return finite_only(summary)[0] if summary is not None else None  # results.json is strict JSON
+            return finite_only(summary)[0]  # results.json is strict JSON
         except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
             self._error("crossover", "results", exc)
-            results.errors = self.log.errors
+            results.errors = list(self.log.errors)
             return None
 
     def _unseen_per_document(self) -> dict[str, dict[str, dict[str, Any]]]:
@@ -149,7 +149,7 @@ class ResultsStage:
             return run_findings(results, per_document, self.state.task_items, cells, self.config.seeds[0])
         except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
             self._error("findings", "results", exc)
-            results.errors = self.log.errors
+            results.errors = list(self.log.errors)
             return []
 
     def _finite(self, results: RunResults) -> RunResults:
@@ -157,14 +157,14 @@ class ResultsStage:
         and a note saying where (results.json is strict JSON); as built when every number is finite."""
         from mlmh.contracts import finite_only
 
-        data, where = finite_only(results.to_dict())
+        cleaned, where = finite_only(results)
         if not where:
             return results
         note = (f"results: {len(where)} value(s) were not finite numbers and are written as null: "
                 f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''}")
         self._note(note, "warning")
-        data["notes"] = self.log.notes
-        return RunResults.from_dict(data)
+        cleaned.notes = list(self.log.notes)
+        return cleaned
 
     def _write(self, results: RunResults, figures: FigureStore | None = None) -> None:
         from mlmh.report import write_report
@@ -172,25 +172,25 @@ class ResultsStage:
 
         self.bus.emit(StageStarted(stage="report", total=1, description="writing results, report and plots"))
         run = self.run_dir
-        run.write_lines(run.generations, (
-            {"sample": sample_id(index, g.doc_id), "condition": condition.id, "doc_id": g.doc_id,
-             "role": self.state.role_of.get(g.doc_id), "original": g.original, "masked_text": g.masked_text, "text": g.text}
-            for index, condition in enumerate(self.conditions) for g in self.state.generations.get(condition.id, [])))
+        run.write_generations(
+            GenerationRow(sample=sample_id(index, g.doc_id), condition=condition.id, doc_id=g.doc_id,
+                          role=self.state.role_of.get(g.doc_id), original=g.original, masked_text=g.masked_text, text=g.text)
+            for index, condition in enumerate(self.conditions) for g in self.state.generations.get(condition.id, []))
         if self.config.log_samples:
-            run.write_lines(run.samples, self._sample_rows(results.headline))
+            run.write_samples(self._sample_rows(results.headline))
         write_report(results, run, figures)  # figures drawn before from the same data come from the run cache
         run.write_results(results)  # last: a run with results.json is finished
         self.bus.emit(Progress(stage="report", completed=1, total=1))
 
-    def _sample_rows(self, headline: str) -> Iterator[dict[str, Any]]:
+    def _sample_rows(self, headline: str) -> Iterator[SampleRow]:
         """samples.jsonl's rows: each generation with its step trace and per-sample scores."""
         for condition in self.conditions:
             by_doc = _per_sample(self.state.metric_results.get(condition.id, []),
                                  [g for g in self.state.generations.get(condition.id, []) if g.masked_words
                                   and self.state.role_of.get(g.doc_id) == headline])
             for g in self.state.generations.get(condition.id, []):
-                yield {"condition": condition.id, "role": self.state.role_of.get(g.doc_id), "generation": to_dict(g),
-                       "metrics": by_doc.get(g.doc_id, {})}
+                yield SampleRow(condition=condition.id, generation=g, metrics=by_doc.get(g.doc_id, {}),
+                                role=self.state.role_of.get(g.doc_id))
 
 
 def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str, dict[str, Any]]:
@@ -216,15 +216,14 @@ def _generation_stats(gens: list[Generation]) -> dict[str, Any]:
     }
 
 
-def versions() -> dict[str, Any]:
+def versions() -> Versions:
     """Versions of mlmh, the model and metric libraries, and every loaded plugin."""
     from mlmh import __version__
     from mlmh.implementation import library_versions
     from mlmh.plugin_manager import describe_plugins
 
-    out: dict[str, Any] = {"mlmh": __version__, **dict(library_versions())}
-    out["plugins"] = {p["name"]: p.get("version") for p in describe_plugins()}
-    return out
+    return Versions(libraries={"mlmh": __version__, **dict(library_versions())},
+                    plugins={p["name"]: p.get("version") for p in describe_plugins()})
 
 
 def strip_timings(results: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mlmh.types import Corpus, Document, Generation, MaskedItem, MetricResult, RoleQuality
+from mlmh.types import Correlation, Corpus, Document, Generation, MaskedItem, MetricResult, RoleQuality, RunError
 
 if TYPE_CHECKING:
     from mlmh.components import Model
@@ -46,8 +46,8 @@ class RunState:
     quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)
     metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # metrics: condition -> headline set's
     downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # downstream: condition -> scores
-    baseline: dict[str, Any] = field(default_factory=dict)  # downstream: task -> scores on the real train split
-    correlations: list[dict[str, Any]] = field(default_factory=list)  # correlation
+    baseline: dict[str, dict[str, float | None]] = field(default_factory=dict)  # downstream: task -> scores on the real train split
+    correlations: list[Correlation] = field(default_factory=list)  # correlation
     # downstream: "real" | "chance" | condition -> task -> score -> per-test-item values (tasks that report them)
     task_items: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
 
@@ -58,7 +58,7 @@ class RunLog:
     they left without results, and each stage's time."""
 
     notes: list[str] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)
+    errors: list[RunError] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # condition id -> why it has no results
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -26,6 +26,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from mlmh.errors import DataError, MlmhError, SpecError
 from mlmh.runconfig import RunConfig
+from mlmh.types import GENERATION_FIELDS, GenerationRow, SampleRow
 
 #: where ``mlmh eval`` puts a new run by default, relative to the working directory
 RUNS_ROOT = "runs"
@@ -51,8 +52,6 @@ OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET}
 #: what the builtin trackers write in the run directory (through ``TrackedRun.own_path``, which refuses links);
 #: ``--resume`` refuses a link at any of them, or inside them, before any work
 TRACKER_NAMES = frozenset({"tensorboard", "wandb", "mlflow.db", "mlflow-artifacts"})
-#: the fields of a generations.jsonl row that must be text (``role`` may be null)
-GENERATION_FIELDS = ("sample", "condition", "doc_id", "original", "masked_text", "text")
 
 
 class RunDirError(MlmhError):
@@ -478,16 +477,27 @@ class RunDir:
 
         return read_jsonl(path)
 
-    def read_generations(self, fields: Iterable[str] = GENERATION_FIELDS) -> list[dict[str, Any]]:
-        """The rows of generations.jsonl; ``fields`` must be text in every row."""
+    def read_generations(self, fields: Iterable[str] = GENERATION_FIELDS) -> list[GenerationRow]:
+        """The rows of generations.jsonl; ``fields`` must be text in every row (the others read as None where
+        they are not)."""
         if not self.generations.is_file():
             raise SpecError(f"{self.generations} does not exist: pass a run directory written by mlmh eval")
         rows = []
         for number, row in self.read_lines(self.generations):
-            missing = [f for f in fields if not isinstance(row, dict) or not isinstance(row.get(f), str)]
+            missing = [f for f in fields if not isinstance(row.get(f), str)]
             if missing:
                 raise DataError(f"{self.generations}:{number}: missing or non-text field(s) {', '.join(missing)}")
-            rows.append(row)
+            rows.append(GenerationRow.from_dict(row))
+        return rows
+
+    def read_samples(self) -> list[SampleRow]:
+        """The rows of samples.jsonl (a run that logged samples), each with its generation's step trace."""
+        rows = []
+        for number, row in self.read_lines(self.samples):
+            try:
+                rows.append(SampleRow.from_dict(row))
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                raise DataError(f"{self.samples}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
         return rows
 
     def read_human_key(self) -> dict[str, dict[str, str]]:
@@ -510,11 +520,17 @@ class RunDir:
     def write_json(self, path: Path, data: Any) -> Path:
         return write_text_atomic(self._target(path), _json_text(data))
 
-    def write_lines(self, path: Path, rows: Iterable[Any]) -> Path:
-        """A JSON-lines file, one row per line, written whole or not at all."""
+    def write_generations(self, rows: Iterable[GenerationRow]) -> Path:
+        return self._write_lines(self.generations, rows)
+
+    def write_samples(self, rows: Iterable[SampleRow]) -> Path:
+        return self._write_lines(self.samples, rows)
+
+    def _write_lines(self, path: Path, rows: Iterable[GenerationRow | SampleRow]) -> Path:
+        """A JSON-lines file, one row's ``to_dict`` per line, written whole or not at all."""
         def write(handle: IO[bytes]) -> None:
             for row in rows:
-                handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+                handle.write((json.dumps(row.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
 
         return write_atomic(self._target(path), write)
 

@@ -40,7 +40,7 @@ from mlmh.run_results import TIMING_KEYS, ResultsStage, strip_timings, versions
 from mlmh.run_state import REAL_TRAIN, ROLES, SPLIT_OF_ROLE, LoadedModel, RunLog, RunState, Scoring
 from mlmh.rundir import RunDir, RunDirError, new_run_path
 from mlmh.selection import subcorpus, select_documents
-from mlmh.types import Corpus, Generation, MetricResult, RoleQuality, RunResults, Score, TaskResult
+from mlmh.types import Corpus, Generation, MetricResult, RoleQuality, RunError, RunResults, Score, TaskResult
 
 __all__ = ["RunCancelled", "Runner", "run_experiment", "select_documents", "strip_timings", "versions", "TIMING_KEYS",
            "LoadedModel", "RunLog", "RunState", "Scoring", "ROLES", "SPLIT_OF_ROLE", "REAL_TRAIN"]
@@ -159,7 +159,7 @@ class Runner(ResultsStage):
         from mlmh.contracts import describe_error
 
         message = exc if isinstance(exc, str) else describe_error(exc)
-        entry = {"component": component, "during": what, "error": message}
+        entry = RunError(component=component, during=what, error=message)
         if entry not in self.log.errors:
             self.log.errors.append(entry)
             self._note(f"{component} failed ({what}): {message}", "warning")
@@ -176,8 +176,7 @@ class Runner(ResultsStage):
         for condition in conditions:
             self.log.failed.setdefault(condition.id, f"{name} failed ({what}): {message}")
         if all(c.id in self.log.failed for c in self.conditions):
-            raise MlmhError("every condition failed: " + "; ".join(
-                f"{e['component']} ({e['during']}): {e['error']}" for e in self.log.errors))
+            raise MlmhError("every condition failed: " + "; ".join(str(e) for e in self.log.errors))
 
     @property
     def running(self) -> list[Any]:
@@ -424,7 +423,7 @@ class Runner(ResultsStage):
                 results = [r for r in results if not r.error]
             out[role] = RoleQuality(
                 documents=len(gens), scored=len(scorable), metrics={r.name: Score.of(r) for r in results},
-                verbatim_recall=None if filler else Score.from_dict(verbatim_recall(scorable, seed=seed)),
+                verbatim_recall=None if filler else verbatim_recall(scorable, seed=seed),
                 nothing_masked=len(gens) - len(scorable), truncated_documents=sum(1 for g in gens if g.truncated_tokens))
             raw[role] = results
             if not scorable and not filler:

@@ -3,58 +3,37 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable, Sequence
 
 from mlmh.errors import DataError
+from mlmh.jsonl import parse_object, text_lines
 from mlmh.types import MetricResult
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_TEXT_FIELD = "text"
 
 
-def _decode_lines(path: Path) -> list[str]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the newline ending the last line
-    lines = []
-    for number, raw in enumerate(raw_lines, 1):
-        try:
-            lines.append(raw.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                f"{path}:{number}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
-            ) from None
-    return lines
-
-
 def read_texts(path: str | Path, *, field: str = DEFAULT_TEXT_FIELD) -> list[str]:
-    """One text per line; ``.jsonl``/``.ndjson`` files hold one JSON object a line with the text in ``field``.
+    """One text per line; ``.jsonl``/``.ndjson`` files hold one JSON object a line with the text in ``field``
+    (either gzip-compressed too, as ``.gz``), read by the one JSON Lines reader's rules (:mod:`mlmh.jsonl`).
 
     Errors name the file and line: unreadable, non-UTF-8 bytes, empty lines, bad JSON, missing field.
     """
     path = Path(path)
-    lines = _decode_lines(path)
+    lines = list(text_lines(path))
     if not lines:
         raise DataError(f"{path}: the file is empty")
-    jsonl = path.suffix.lower() in JSONL_SUFFIXES
+    jsonl = Path(path.stem if path.suffix == ".gz" else path.name).suffix.lower() in JSONL_SUFFIXES
     texts = []
-    for number, line in enumerate(lines, 1):
+    for number, line in lines:
         if not line.strip():
             raise DataError(f"{path}:{number}: empty line (every line must hold one text)")
         if not jsonl:
             texts.append(line)
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
-        if not isinstance(record, dict) or not isinstance(record.get(field), str):
+        record = parse_object(path, number, line)
+        if not isinstance(record.get(field), str):
             raise DataError(f"{path}:{number}: expected a JSON object with a string field '{field}'")
         if not record[field].strip():
             raise DataError(f"{path}:{number}: field '{field}' is empty")

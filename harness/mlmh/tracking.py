@@ -200,7 +200,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for key, value in values.items():
             _add_value(run.scores, f"downstream/real train split/{safe_name(task)}.{safe_name(key)}", value)
     for spec, facts in results.models.items():
-        card = facts.get("training") or {}
+        card = facts.training
         for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss")):
             points = [(int(p["step"]), float(p["loss"])) for p in card.get(curve) or [] if p.get("loss") is not None]
             if points:

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeVar
 
 from mlmh.errors import MlmhError
+# the results' blocks besides conditions and findings, typed where RunResults is and importable from here
+from mlmh.result_blocks import (FLAT, Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings, ModelRecord,
+                                RunError, Versions)
 
 T = TypeVar("T")
 
@@ -182,8 +185,11 @@ class TaskResult:
 
 
 def to_dict(value: Any) -> Any:
-    """JSON-ready form of any of the dataclasses above (tuples become lists)."""
+    """JSON-ready form of any of the dataclasses above (tuples become lists); one with a ``to_dict`` of its own
+    (the results' blocks) is written by it."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if callable(getattr(value, "to_dict", None)):
+            return value.to_dict()
         return {f.name: to_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): to_dict(v) for k, v in value.items()}
@@ -214,6 +220,55 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**data)
 
 
+# -- a run's JSON Lines files (their reads and writes: mlmh.rundir.RunDir) --------------------------------
+#: the fields of a generations.jsonl row that are text (``role`` may be null)
+GENERATION_FIELDS = ("sample", "condition", "doc_id", "original", "masked_text", "text")
+
+
+@dataclass(frozen=True)
+class GenerationRow:
+    """One line of generations.jsonl: a regenerated text, its sample id (``CONDITION:DOC_ID``), condition,
+    document and document set; a text field a damaged line lacks reads as None."""
+
+    sample: str | None
+    condition: str | None
+    doc_id: str | None
+    role: str | None = None
+    original: str | None = None
+    masked_text: str | None = None
+    text: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GenerationRow":
+        role = data.get("role")
+        return cls(**{f: data[f] if isinstance(data.get(f), str) else None for f in GENERATION_FIELDS},
+                   role=role if isinstance(role, str) else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sample": self.sample, "condition": self.condition, "doc_id": self.doc_id, "role": self.role,
+                "original": self.original, "masked_text": self.masked_text, "text": self.text}
+
+
+@dataclass
+class SampleRow:
+    """One line of samples.jsonl (a run that logged samples): a generation with its step trace, its condition,
+    its document set (``seen``/``unseen``, None if unknown) and its per-sample scores."""
+
+    condition: str
+    generation: Generation
+    metrics: dict[str, Any] = field(default_factory=dict)
+    role: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SampleRow":
+        return cls(str(data["condition"]), from_dict(Generation, data["generation"]), data.get("metrics") or {},
+                   data.get("role"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"condition": self.condition, "role": self.role, "generation": to_dict(self.generation),
+                "metrics": self.metrics}
+
+
 # -- results of a run (results.json) ---------------------------------------------------------------
 #: Version of the results.json schema (docs/RESULTS.md). 1: one quality block per condition;
 #: 2: quality on ``seen`` and ``unseen`` documents, their gap, verbatim recall and the filler baseline;
@@ -231,7 +286,7 @@ class Score:
     higher_is_better: bool = True
     info: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. matched/masked counts, significant
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)  # e.g. matched/masked counts, significant
 
     @classmethod
     def of(cls, result: MetricResult) -> "Score":
@@ -365,28 +420,6 @@ class ConditionResult:
         return None if score is None else score.value
 
 
-#: what results.json keeps of a trained model's card (its training_card.json): the budget rule, the checkpoint
-#: kept, the curves and how training ended; the report's "Training" section reads these
-TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_note", "steps", "steps_run", "step_kept",
-                  "stopped_early", "selection", "validation_accuracy", "tokens_seen", "supervised_targets",
-                  "approx_train_flops", "validation_loss", "final_loss", "heldout_accuracy",
-                  "unigram_baseline_accuracy", "best_constant_accuracy", "beats_constant", "accuracy_at_ratio", "train_curve", "validation_curve", "heldout_source",
-                  "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters", "init",
-                  "init_path", "learning_rate", "fresh_parameters", "fresh_learning_rate", "architecture", "device",
-                  "precision", "train_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
-
-
-def model_record(identity: str, model_kind: str, card: dict[str, Any] | None = None, label: str = "") -> dict[str, Any]:
-    """A model's entry in ``RunResults.models``: its identity, kind and short spec (``label``, as the conditions
-    name it), and the :data:`TRAINING_FACTS` of its training card when mlmh trained it."""
-    record: dict[str, Any] = {"identity": identity, "model_kind": model_kind}
-    if label:
-        record["label"] = label
-    if card:
-        record["training"] = {k: card[k] for k in TRAINING_FACTS if k in card}
-    return record
-
-
 #: the verdicts a finding can carry, defined once (mlmh.findings decides them)
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 NOT_COMPARABLE, NOT_TESTED = "not comparable", "not tested"
@@ -446,25 +479,25 @@ class RunResults:
     report, the CLI summary, human evaluation and the TUI."""
 
     run_id: str
-    config: dict[str, Any]
+    config: dict[str, Any]  # the resolved RunConfig's to_dict, as the run recorded it
     conditions: list[ConditionResult]
     schema_version: int = RESULTS_SCHEMA
-    versions: dict[str, Any] = field(default_factory=dict)
-    dataset: dict[str, Any] = field(default_factory=dict)
-    documents: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> split, count, ids
+    versions: Versions = field(default_factory=Versions)
+    dataset: DatasetInfo = field(default_factory=DatasetInfo)
+    documents: dict[str, DocumentSet] = field(default_factory=dict)  # role -> split, count, ids
     headline: str = "unseen"  # the document set the comparison leads with
     filler_word: str | None = None
     n_samples: int = 0  # documents regenerated per condition (seen + unseen)
-    baseline: dict[str, dict[str, float]] = field(default_factory=dict)
-    correlations: list[dict[str, Any]] = field(default_factory=list)
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> identity, kind, training card facts
+    baseline: dict[str, dict[str, float | None]] = field(default_factory=dict)  # task -> score -> value (real train split)
+    correlations: list[Correlation] = field(default_factory=list)
+    models: dict[str, ModelRecord] = field(default_factory=dict)  # spec -> identity, kind, training card facts
     findings: list[Finding] = field(default_factory=list)  # claims tested by the run (mlmh.findings)
     notes: list[str] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)  # components that failed, by name
+    errors: list[RunError] = field(default_factory=list)  # components that failed, by name
     started_at: str = ""
     timings: dict[str, float] = field(default_factory=dict)
-    human: dict[str, Any] | None = None
-    crossover: dict[str, Any] | None = None  # a data-constrained sweep's points and crossovers (mlmh.crossover)
+    human: HumanRatings | None = None
+    crossover: Crossover | None = None  # a data-constrained sweep's points and crossovers (mlmh.crossover)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResults":
@@ -473,25 +506,32 @@ class RunResults:
         if version > RESULTS_SCHEMA:
             raise ValueError(f"results schema {version} is newer than this mlmh reads ({RESULTS_SCHEMA}); upgrade mlmh")
         rows = [ConditionResult.from_dict(row) for row in data.get("conditions", [])]
-        findings = [Finding.from_dict(f) for f in data.get("findings") or []]
         if version == 1:
             for row in rows:
                 row.seen = RoleQuality(documents=data.get("n_samples", 0), scored=data.get("n_samples", 0),
                                        metrics=row.metrics)
-        names = {f.name for f in dataclasses.fields(cls)} - {"conditions", "schema_version", "headline", "findings"}
-        return cls(conditions=rows, findings=findings, schema_version=RESULTS_SCHEMA, headline=data.get("headline", "seen" if version == 1 else "unseen"),
-                   **{k: data[k] for k in names if k in data and data[k] is not None}
-                   | {"run_id": data.get("run_id", ""), "config": data.get("config", {})})
+        given = {k: v for k, v in data.items() if v is not None}
+        return cls(
+            run_id=given.get("run_id", ""), config=given.get("config", {}), conditions=rows, schema_version=RESULTS_SCHEMA,
+            versions=Versions.from_dict(given.get("versions", {})), dataset=DatasetInfo.from_dict(given.get("dataset", {})),
+            documents={role: DocumentSet.from_dict(d) for role, d in given.get("documents", {}).items()},
+            headline=given.get("headline", "seen" if version == 1 else "unseen"), filler_word=given.get("filler_word"),
+            n_samples=given.get("n_samples", 0), baseline=given.get("baseline", {}),
+            correlations=[Correlation.from_dict(c) for c in given.get("correlations", [])],
+            models={spec: ModelRecord.from_dict(m) for spec, m in given.get("models", {}).items()},
+            findings=[Finding.from_dict(f) for f in given.get("findings", [])], notes=given.get("notes", []),
+            errors=[RunError.from_dict(e) for e in given.get("errors", [])], started_at=given.get("started_at", ""),
+            timings=given.get("timings", {}),
+            human=HumanRatings.from_dict(given["human"]) if "human" in given else None,
+            crossover=Crossover.from_dict(given["crossover"]) if "crossover" in given else None)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("conditions", "findings"):
-                value = [row.to_dict() for row in value]
-            elif f.name in ("human", "crossover") and value is None:
+            if f.name in ("human", "crossover") and value is None:
                 continue
-            out[f.name] = value
+            out[f.name] = to_dict(value)
         return out
 
     # -- tables for notebooks: flat rows, and DataFrames of them -----------------------------------

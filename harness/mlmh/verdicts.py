@@ -12,11 +12,11 @@ training set). When nothing is left, the finding is "not comparable" and says wh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from mlmh.results import model_record_of
 from mlmh.stopping import beats_constant
-from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding,
+from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
                         RunResults)
 
 __all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "verdict", "correlation_verdict",
@@ -98,12 +98,12 @@ def summarise(caveats: Sequence[Caveat]) -> str:
     return "; ".join(parts)
 
 
-def never_learned(model: str, record: dict[str, Any] | None) -> str | None:
+def never_learned(model: str, record: ModelRecord | None) -> str | None:
     """Why a trained model's card says it never left the unigram plateau on held-out text, or None.
 
     The card's ``beats_constant`` decides (:func:`mlmh.stopping.beats_constant`); a card written before it
     existed is judged by the same rule on the rates it has. Models mlmh did not train have no card: None."""
-    training = (record or {}).get("training") or {}
+    training = record.training if record is not None else {}
     accuracy = training.get("heldout_accuracy")
     if accuracy is None:
         return None

@@ -199,13 +199,13 @@ def summary_table(results: Any, width: int) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.results import best_conditions, format_score, higher_is_better, main_metrics, roles
+    from mlmh.results import best_conditions, document_counts, format_score, higher_is_better, main_metrics, roles
 
     role = results.headline
     metrics = main_metrics(results, role)
     several_seeds = len(results.config.get("seeds", [])) > 1
     both = len(roles(results)) == 2 and metrics
-    counts = ", ".join(f"{info.get('documents', 0)} {name}" for name, info in results.documents.items() if info.get("documents"))
+    counts = document_counts(results)
     table = Table(title=f"{results.config.get('preset', '?')}: {counts or results.n_samples} documents per condition; "
                         f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
     best = {m: best_conditions(results, m, role) for m in metrics}

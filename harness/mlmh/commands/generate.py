@@ -97,7 +97,7 @@ def _reproduce(run_dir: str | None, sample: str | None, as_json: bool, trace: bo
         _show([again.generation], trace)
     if not again.identical:
         raise MlmhError(f"sample {sample} of {run_dir} regenerated differently: the run recorded "
-                        f"{again.recorded.get('text')!r}")
+                        f"{again.recorded.text!r}")
     click.echo(f"sample {sample} ({again.condition}) reproduced exactly", err=True)
 
 

@@ -3,24 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mlmh.errors import DataError
 from mlmh.rundir import RunDir
-from mlmh.types import ConditionResult, Generation, RunResults, from_dict
+from mlmh.types import ConditionResult, Generation, RunResults, SampleRow
 
 
-@dataclass
-class Sample:
-    """One regenerated document: the condition it belongs to, its generation (with its step trace when
-    samples.jsonl has it), per-sample scores, and its document set (``seen``/``unseen``, None if unknown)."""
-
-    condition: str
-    generation: Generation
-    metrics: dict[str, Any] = field(default_factory=dict)
-    role: str | None = None
+#: one regenerated document as the results screen shows it: its condition, generation (with its step trace when
+#: samples.jsonl has it), per-sample scores and document set; samples.jsonl's rows are exactly that
+Sample = SampleRow
 
 
 @dataclass
@@ -44,20 +37,9 @@ def load_run(path: str | Path) -> RunFiles:
     run = RunDir.of(path)
     results = run.read_results()
     if run.samples.is_file():
-        return RunFiles(path=run.results, results=results, samples=_traced_samples(run))
+        return RunFiles(path=run.results, results=results, samples=run.read_samples())
     samples = _generation_samples(run, results) if run.generations.is_file() else []
     return RunFiles(path=run.results, results=results, samples=samples, traced=False)
-
-
-def _traced_samples(run: RunDir) -> list[Sample]:
-    samples = []
-    for number, row in run.read_lines(run.samples):
-        try:
-            samples.append(Sample(str(row["condition"]), from_dict(Generation, row["generation"]), row.get("metrics") or {},
-                                  row.get("role")))
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise DataError(f"{run.samples}:{number}: bad sample line ({type(exc).__name__}: {exc})") from None
-    return samples
 
 
 def _generation_samples(run: RunDir, results: RunResults) -> list[Sample]:
@@ -65,13 +47,13 @@ def _generation_samples(run: RunDir, results: RunResults) -> list[Sample]:
     conditions = {c.id: c for c in results.conditions}
     samples = []
     for row in run.read_generations():
-        condition = conditions.get(row["condition"])
+        condition = conditions.get(row.condition)  # type: ignore[arg-type]
         if condition is None:
-            raise DataError(f"{run.generations}: sample {row['sample']} names condition {row['condition']!r}, "
+            raise DataError(f"{run.generations}: sample {row.sample} names condition {row.condition!r}, "
                             f"which {run.results.name} does not hold")
-        generation = Generation(doc_id=row["doc_id"], model=condition.model, model_kind=condition.model_kind,
+        generation = Generation(doc_id=row.doc_id, model=condition.model, model_kind=condition.model_kind,  # type: ignore[arg-type]
                                 sampler=condition.sampler, masking=condition.masking, seed=condition.seed,
-                                original=row["original"], masked_text=row["masked_text"], text=row["text"],
+                                original=row.original, masked_text=row.masked_text, text=row.text,  # type: ignore[arg-type]
                                 masked_words=[], output_words={})
-        samples.append(Sample(condition.id, generation, role=row.get("role")))
+        samples.append(Sample(condition.id, generation, role=row.role))
     return samples

@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 
 from mlmh.errors import MlmhError
 from mlmh.findings import answer_lines
-from mlmh.results import roles
+from mlmh.results import document_counts, roles
 from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.run_files import RunFiles, Sample, load_run
@@ -152,8 +152,7 @@ class ResultsScreen(Screen):
         self.refresh_runs()
         results = run.results
         self.role = results.headline if results.headline in roles(results) else (roles(results) or [None])[0]
-        counts = ", ".join(f"{info.get('documents', 0)} {name}" for name, info in results.documents.items()
-                           if info.get("documents"))
+        counts = document_counts(results)
         status.update(f"{results.config.get('preset', '?')}: {len(run.conditions)} conditions × "
                       f"{counts or results.n_samples} documents; {len(run.samples)} samples"
                       + (" with step traces" if run.traced else " (texts only)"))
@@ -216,7 +215,7 @@ class ResultsScreen(Screen):
         label, plot = self.query_one("#res-crossover", Label), self.query_one(CrossoverPlot)
         label.display = plot.display = bool(block)
         if block:
-            label.update(Text(block["answer"], style="bold"))
+            label.update(Text(block.answer, style="bold"))
             plot.show(self.run_files.results)  # type: ignore[union-attr]
 
     # -- drill-down -------------------------------------------------------------------------------
