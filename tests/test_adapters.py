@@ -301,3 +301,40 @@ def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm,
     adapter._encodings.clear()
     assert adapter.encode_batch(pairs) == first and adapter.encode_batch(pairs) == first
     adapter._masked_pieces.clear()
+
+
+@pytest.mark.parametrize("kind, spec, path", [("mlm", "mask-predict:steps=3", "tiny_mlm"), ("clm", "clm-infill", "tiny_clm"),
+                                              ("seq2seq", "seq2seq-infill", "tiny_seq2seq")])
+def test_deferred_weights_are_read_at_the_first_pass_and_generate_what_eager_ones_do(kind, spec, path, request):
+    """A run with every sample cached tokenizes and fits windows without the weights; when it does generate,
+    the deferred adapter is the eager one (window, banned ids, generations)."""
+    from mlmh.generation import fit_to_windows, generate, prepare_items
+    from mlmh.registry import get_registry
+    from mlmh.types import Document
+
+    checkpoint = request.getfixturevalue(path)
+    eager = load_adapter(kind, checkpoint, threads=1)
+    deferred = load_adapter(kind, checkpoint, threads=1, defer_weights=True)
+    assert not deferred.weights_loaded and eager.weights_loaded
+    documents = [Document(id=f"d{n}", text="the cat sat on the mat and then it ran away " * (n + 1)) for n in range(3)]
+    assert fit_to_windows(documents, [deferred]) == fit_to_windows(documents, [eager])
+    assert (deferred.max_length, deferred.vocab_size) == (eager.max_length, eager.vocab_size)
+    assert torch.equal(deferred.banned_ids, eager.banned_ids)
+    assert not deferred.weights_loaded  # tokenizing, fitting and the window need no weights
+    items = prepare_items(documents, get_registry().build("masking", "random:ratio=0.5"), seed=0)
+    sampler = get_registry().build("sampler", spec)
+    assert [g.text for g in generate(deferred, sampler, items)] == [g.text for g in generate(eager, sampler, items)]
+    assert deferred.weights_loaded
+
+
+def test_deferred_weights_that_fail_to_load_say_so_in_one_line(tiny_mlm, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_mlm, broken)
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(b"not a safetensors file")
+    adapter = load_adapter("mlm", broken, defer_weights=True)  # tokenizer and config read: fine
+    with pytest.raises(ModelError) as info:
+        adapter.load_weights()
+    assert "\n" not in str(info.value) and not adapter.weights_loaded

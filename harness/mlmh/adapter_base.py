@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from mlmh.errors import ModelError
 from mlmh.readout import logits_at
@@ -26,6 +26,15 @@ _PARALLEL_BATCH = 256
 _MASKED_PIECES_KEPT = 100_000
 #: Tokens of the encodings an adapter keeps (about 100 bytes each); a full table is emptied likewise.
 _ENCODED_TOKENS_KEPT = 1_000_000
+
+
+@dataclass
+class DeferredWeights:
+    """A model known by its config now, its weights read at the first forward pass (:meth:`BaseAdapter.load_weights`):
+    a run whose samples are all cached tokenizes and fits its windows without building the model."""
+
+    config: Any
+    load: Callable[[], Any]
 
 
 @dataclass
@@ -69,13 +78,17 @@ class BaseAdapter:
     kind = ""
 
     def __init__(self, model: Any, tokenizer: Any, *, identity: str = "", device: str = "cpu") -> None:
+        """``model``: a transformers model, or :class:`DeferredWeights` to read its weights at the first pass."""
         import torch
 
         if not getattr(tokenizer, "is_fast", False):
             raise ModelError(f"model '{identity}': a fast (Rust) tokenizer is needed for offset mapping")
-        self.model = model.eval()
+        deferred = isinstance(model, DeferredWeights)
+        self._model = None if deferred else model.eval()
+        self._deferred = model if deferred else None
+        self.config = model.config
         self.tokenizer = tokenizer
-        self.identity = identity or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        self.identity = identity or getattr(self.config, "_name_or_path", "") or type(model).__name__
         self.device = torch.device(device)
         self.forward_passes = 0
         self.tokens_processed = 0
@@ -83,18 +96,47 @@ class BaseAdapter:
         self._masked_pieces: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}  # tokenized once (encode_batch)
         self._encodings: dict[tuple[str, tuple[int, ...]], Encoding] = {}  # encoded once (encode_batch)
         self._encoded_tokens = 0
-        self.max_length = model_window(model.config, tokenizer)
+        self.max_length = model_window(self.config, tokenizer)
         self.prefix_ids, self.suffix_ids = _special_affixes(tokenizer)
         self.mask_id = self._placeholder_id()
+        self._set_vocab(_config_vocab(self.config, tokenizer) if deferred else _model_vocab(model, tokenizer))
+
+    def _set_vocab(self, vocab: int) -> None:
+        """The output layer's size and the ids a sampler must never generate (specials, mask, sentinels,
+        padding rows of the embedding)."""
+        import torch
+
+        tokenizer = self.tokenizer
         special = sorted({i for i in tokenizer.all_special_ids if i is not None} | set(_added_special_ids(tokenizer)))
-        vocab = int(self.model.get_output_embeddings().weight.shape[0]) if self.model.get_output_embeddings() is not None else len(tokenizer)
         self.vocab_size = vocab
-        #: ids a sampler must never generate (specials, mask, sentinels, padding rows of the embedding)
         banned = torch.zeros(vocab, dtype=torch.bool)
         banned[[i for i in special if i < vocab]] = True
         if len(tokenizer) < vocab:
             banned[len(tokenizer):] = True
         self.banned_ids = banned.to(self.device)
+
+    # -- weights ----------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        """The transformers model, its weights read now if they were deferred (:meth:`load_weights`)."""
+        if self._model is None:
+            self.load_weights()
+        return self._model
+
+    @property
+    def weights_loaded(self) -> bool:
+        return self._model is not None
+
+    def load_weights(self) -> None:
+        """Read deferred weights (no-op once read). The output layer's real size replaces the config's if they
+        differ, so the banned ids are those an eagerly loaded adapter has."""
+        if self._model is not None or self._deferred is None:
+            return
+        model = self._deferred.load().eval()
+        self._model, self._deferred = model, None
+        vocab = _model_vocab(model, self.tokenizer)
+        if vocab != self.vocab_size:
+            self._set_vocab(vocab)
 
     # -- counters ---------------------------------------------------------------------------
     def reset_counters(self) -> None:
@@ -421,6 +463,22 @@ def _content_of(words: Words, pieces: Sequence[tuple[int, int, int]],
 #: table of N positions holds N - pad_token_id - 1 tokens (roberta-base: 514 -> 512)
 PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "roberta-prelayernorm", "camembert", "longformer", "xmod",
                             "data2vec-text", "ibert")
+
+
+def _model_vocab(model: Any, tokenizer: Any) -> int:
+    """Rows of the model's output layer (the tokenizer's size for a model without one)."""
+    out = model.get_output_embeddings()
+    return int(out.weight.shape[0]) if out is not None else len(tokenizer)
+
+
+def _config_vocab(config: Any, tokenizer: Any) -> int:
+    """The output layer's size as the config gives it (an encoder-decoder's decoder's), before the weights
+    are read; :meth:`BaseAdapter.load_weights` corrects it if the model says otherwise."""
+    for part in (config, getattr(config, "decoder", None)):
+        value = getattr(part, "vocab_size", None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return len(tokenizer)
 
 
 def model_window(config: Any, tokenizer: Any) -> int:

@@ -127,10 +127,10 @@ class CausalLMAdapter(_IncrementalAdapter):
 
     kind = "clm"
 
-    def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
-        super().__init__(model, tokenizer, **kwargs)
-        params = inspect.signature(model.forward).parameters
-        self.supports_holes = "position_ids" in params
+    @cached_property
+    def supports_holes(self) -> bool:  # type: ignore[override]
+        """Whether the model's forward takes position ids (asked of the model, so its weights are read)."""
+        return "position_ids" in inspect.signature(self.model.forward).parameters
 
     def _finish_encoding(self, enc: Encoding) -> Encoding:
         """A BOS token in front when the very first token is masked (a prefix is needed)."""
@@ -175,7 +175,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
 
     def __init__(self, model: Any, tokenizer: Any, **kwargs: Any) -> None:
         super().__init__(model, tokenizer, **kwargs)
-        config = model.config
+        config = self.config
         start = getattr(config, "decoder_start_token_id", None)
         if start is None:
             start = config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_token_id

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from mlmh.errors import ModelError
 
 # The adapters live in two modules (what every kind shares, and the decoding kinds); this one loads them.
-from mlmh.adapter_base import _DTYPES, MASK_MARKER, MODEL_KINDS, BaseAdapter, Encoding, MaskedLMAdapter, Seq2SeqEncoding, model_window
+from mlmh.adapter_base import (_DTYPES, MASK_MARKER, MODEL_KINDS, BaseAdapter, DeferredWeights, Encoding, MaskedLMAdapter,
+                               Seq2SeqEncoding, model_window)
 from mlmh.adapter_decoding import CausalLMAdapter, PrefixState, Seq2SeqAdapter, cache_argument, keeps_logits, returned_cache
 
-__all__ = ["MASK_MARKER", "MODEL_KINDS", "ADAPTERS", "BaseAdapter", "Encoding", "MaskedLMAdapter", "Seq2SeqEncoding",
+__all__ = ["MASK_MARKER", "MODEL_KINDS", "ADAPTERS", "BaseAdapter", "DeferredWeights", "Encoding", "MaskedLMAdapter", "Seq2SeqEncoding",
            "CausalLMAdapter", "PrefixState", "Seq2SeqAdapter", "cache_argument", "keeps_logits", "returned_cache",
            "model_window", "load_adapter", "checkpoint_identity", "model_files_identity", "weights_fingerprint"]
 
@@ -49,9 +51,12 @@ def load_adapter(
     identity: str | None = None,
     trust_remote_code: bool = False,
     revision: str | None = None,
+    defer_weights: bool = False,
 ) -> BaseAdapter:
     """Load a transformers checkpoint (hub name or local directory) as the adapter of ``kind``.
 
+    With ``defer_weights`` the tokenizer and config are read now and the weights at the adapter's first
+    forward pass or :meth:`~mlmh.adapter_base.BaseAdapter.load_weights` (a run calls it where it has work).
     Every failure is a one-line :class:`ModelError` naming the path and what to do.
     """
     import torch
@@ -80,11 +85,32 @@ def load_adapter(
         common["revision"] = revision
     if not is_local and offline():
         common["local_files_only"] = True  # read now: huggingface_hub reads its env only at import
-    try:
+    auto = getattr(transformers, _AUTO[kind])
+
+    def read_weights(config: Any = None) -> Any:
+        with _model_errors(kind, name, local):
+            model = from_pretrained(auto, name, what=what, dtype=getattr(torch, dtype),
+                                    use_safetensors=_has_safetensors(local) if is_local else None,
+                                    **({"config": config} if config is not None else {}), **common)
+        model.to(device)
+        return model
+
+    with _model_errors(kind, name, local):
         tokenizer = from_pretrained(transformers.AutoTokenizer, name, what=what, use_fast=True, **common)
-        auto = getattr(transformers, _AUTO[kind])
-        model = from_pretrained(auto, name, what=what, dtype=getattr(torch, dtype),
-                                use_safetensors=_has_safetensors(local) if is_local else None, **common)
+        if defer_weights:
+            config = from_pretrained(transformers.AutoConfig, name, what=what, **common)
+    if defer_weights:
+        return ADAPTERS[kind](DeferredWeights(config, lambda: read_weights(config)), tokenizer,
+                              identity=identity or name, device=device)
+    return ADAPTERS[kind](read_weights(), tokenizer, identity=identity or name, device=device)
+
+
+@contextmanager
+def _model_errors(kind: str, name: str, local: Path | None) -> Iterator[None]:
+    """A load's ModelError said as what to do: another model kind, or a local directory when offline."""
+    is_local = local is not None
+    try:
+        yield
     except ModelError as exc:
         text = str(exc)
         if "Unrecognized configuration class" in text or "Unrecognized model" in text:
@@ -99,8 +125,6 @@ def load_adapter(
                 f"model '{name}' is not cached locally and no network is reachable; pass a local directory with path=..."
             ) from None
         raise
-    model.to(device)
-    return ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
 
 
 def _has_safetensors(directory: Path) -> bool | None:

@@ -43,6 +43,9 @@ class LoadContext:
     cache_dir: str | None = None
     progress: Callable[[dict[str, Any]], None] | None = None  # {"step", "total", "loss", ...}
     options: dict[str, Any] = field(default_factory=dict)
+    #: a model may read its weights at its adapter's first pass (``load_adapter(defer_weights=True)``): a run
+    #: asks for this and calls the adapter's ``load_weights()`` where it has samples to generate
+    defer_weights: bool = False
 
 
 class Model(Component):

@@ -250,14 +250,14 @@ def unavailable(component: Any, corpus: "Corpus") -> str | None:
     return None
 
 
-def load_context(config: "RunConfig", corpus: Any, progress: Any = None) -> Any:
+def load_context(config: "RunConfig", corpus: Any, progress: Any = None, *, defer_weights: bool = False) -> Any:
     """What every model of a run loads with: its dataset, corpus, first seed and the model cache (one rule for
-    the runner, executors' workers and ``mlmh generate --run``)."""
+    the runner, executors' workers and ``mlmh generate --run``); ``defer_weights``: see LoadContext."""
     from mlmh.components import LoadContext
     from mlmh.paths import models_dir
 
     return LoadContext(dataset=config.dataset, data_path=config.data, corpus=corpus, seed=config.seeds[0],
-                       cache_dir=str(models_dir()), progress=progress)
+                       cache_dir=str(models_dir()), progress=progress, defer_weights=defer_weights)
 
 
 def expect_plan(value: Any, taker: str) -> RunPlan:

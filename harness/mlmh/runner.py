@@ -261,7 +261,9 @@ class Runner(ResultsStage):
         train_missing(models, lambda m: load_context(self.config, self.state.corpus, self._training_progress(m.short_spec)))
         for done, model in enumerate(models):
             self._check_cancel()
-            context = load_context(self.config, self.state.corpus, self._training_progress(model.short_spec))
+            # weights are read in the generate stage, and only for a model with samples left to generate
+            context = load_context(self.config, self.state.corpus, self._training_progress(model.short_spec),
+                                   defer_weights=True)
             try:
                 identity = model.identity(context)
                 adapter = model.load(context)
@@ -343,8 +345,8 @@ class Runner(ResultsStage):
         if found:
             self.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"cached": len(found)}))
         running = {c.id for c in self.running}
-        units = [u for u in self.plan.units(self.state.items, self.config.batch_size, skip=found)
-                 if u.condition in running]
+        units = self._with_weights([u for u in self.plan.units(self.state.items, self.config.batch_size, skip=found)
+                                    if u.condition in running])
 
         def done(unit: Any, batch: list[Generation]) -> None:
             nonlocal completed
@@ -373,6 +375,23 @@ class Runner(ResultsStage):
         for condition in self.running:
             items = self.state.items[(condition.masking.spec, condition.seed)]
             self.state.generations[condition.id] = [found[(condition.id, item.doc_id)] for item in items]
+
+    def _with_weights(self, units: list[Any]) -> list[Any]:
+        """Read the deferred weights of each model with ``units`` to generate (the models stage read their
+        tokenizers and configs only); a model whose weights fail to load fails its conditions as at loading,
+        and their units are dropped."""
+        for spec in dict.fromkeys(u.model for u in units):
+            loaded = self.state.models[spec]
+            load_weights = getattr(loaded.adapter, "load_weights", None)  # a plugin's own adapter may load eagerly
+            if load_weights is None:
+                continue
+            try:
+                load_weights()
+            except (RunCancelled, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                self._fail([c for c in self.conditions if c.model.spec == spec], loaded.component, "loading", exc)
+        return [u for u in units if u.condition not in self.log.failed]
 
     def _score(self, cache: Any) -> None:
         from mlmh.cache import ResultLookup

@@ -157,7 +157,8 @@ class TrainedModel(Model):
 
         path, _ = self.training_job(context).ensure(context.progress)
         return load_adapter(self.model_kind, path, identity=self.identity(context),
-                            device=resolve_device(self.params["device"], f"{self.name}:device"))
+                            device=resolve_device(self.params["device"], f"{self.name}:device"),
+                            defer_weights=context.defer_weights)
 
     def training_card(self, context: LoadContext) -> dict[str, Any]:
         """The card :func:`mlmh.training.train` wrote beside the weights (empty before training)."""
