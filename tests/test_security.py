@@ -92,6 +92,7 @@ def _loading_paths(path: Path):
     return {
         "hf-clm:path=": lambda: registry.build("model", f"hf-clm:path={path}").load(None),
         "load_adapter mlm": lambda: load_adapter("mlm", path),
+        "a run's load (weights deferred)": lambda: load_adapter("clm", path, defer_weights=True),
         "train --init": lambda: (init_source(str(path)), load_init(str(path), "clm")),
         "gen-ppl:path=": lambda: metrics_ppl.load_reference_lm(str(path)),
         "bertscore:model=": lambda: metrics_bertscore.get_encoder(str(path), 1),

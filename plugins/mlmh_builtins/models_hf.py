@@ -47,7 +47,7 @@ class HuggingFaceModel(Model):
             self.model_kind, self._path(), device=resolve_device(self.params["device"], f"{self.name}:device"), dtype=self.params["dtype"],
             threads=self.params["threads"] or None, identity=self.identity(context),
             trust_remote_code=self.params["trust_remote_code"], revision=self.params["revision"] or None,
-            defer_weights=context.defer_weights,
+            defer_weights=getattr(context, "defer_weights", False),  # a caller may give no context
         )
 
 
