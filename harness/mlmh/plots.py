@@ -198,12 +198,12 @@ def crossover_data(results: RunResults) -> list[Panel]:
     """A sweep's curves (``results.crossover``): validation loss and each unseen quality metric against epochs
     and against training FLOPs, one series per objective and unique-token budget U."""
     block = results.crossover
-    points = block.points if block is not None else []
-    if not points:
+    if block is None or not block.points:
         return []
+    points = block.points
     budgets = sorted({p["unique_tokens"] for p in points})
     panels = []
-    for measure in ["validation_loss", *block.metrics]:  # type: ignore[union-attr]
+    for measure in ["validation_loss", *block.metrics]:
         for axis, key in zip(SWEEP_AXES, ("epochs", "approx_train_flops")):
             series = []
             for objective in ("mlm", "clm"):
