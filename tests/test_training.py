@@ -232,7 +232,9 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
             assert torch.equal(side.encoder.layer[0].attention.self.query.weight, pretrained[key])
         assert model.config.decoder_start_token_id == tokenizer.cls_token_id
         assert model.decoder.bert.encoder.layer[0].crossattention is not None
-        assert not fresh  # EncoderDecoderModel does not report its new cross-attention (load_init)
+        assert fresh and all(n.startswith("decoder.") for n in fresh)  # the new cross-attention and head
+        assert any(".crossattention." in n for n in fresh) and "decoder.cls.predictions.bias" in fresh
+        assert not any("embeddings" in n or ".attention.self." in n for n in fresh)  # pretrained: not fresh
         return
     assert type(model).__name__ == ("BertForMaskedLM" if objective == "mlm" else "BertLMHeadModel")
     assert model.config.is_decoder == (objective == "clm")
@@ -473,7 +475,7 @@ def _scripted_validation(monkeypatch, script, snapshots=None):
 
     script = iter(script)
 
-    def scripted(model, objective, batches, baseline_token):
+    def scripted(model, objective, batches, baseline_token, vocabulary=None):
         if snapshots is not None:
             snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
         loss, accuracy = next(script)
