@@ -148,7 +148,7 @@ def print_summary(results: Any, out: Any) -> None:
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
         console = Console(width=200)
     console.print(summary_table(results, console.width))
-    answer = answer_lines(results.findings, markdown=False)
+    answer = answer_lines(results.findings, markdown=False, results=results)
     if answer:
         console.print("[bold]Answer[/] (findings on unseen documents, paired bootstrap 95% CIs; details in report.md):")
         for line in answer:

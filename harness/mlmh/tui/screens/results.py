@@ -26,25 +26,26 @@ from mlmh.tui.run_files import RunFiles, Sample, load_run
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
 from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
 from mlmh.tui.widgets.trace_view import TraceView
-from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding, RunResults
 
 VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
 ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
 
 
-def findings_text(findings: Sequence[Finding]) -> Text:
-    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer_lines`), each verdict in its colour."""
+def findings_text(findings: Sequence[Finding], results: RunResults | None = None) -> Text:
+    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer_lines`), each verdict in its colour
+    and what it rests on dimmed."""
     if not findings:
         return Text("This run tested no claims: results.json has no findings.", style="dim")
-    lines = answer_lines(findings, markdown=False)
-    tested = [f for f in findings if f.tested]
+    styles = {verdict.upper(): style for verdict, style in VERDICT_STYLES.items()}
     text = Text()
-    for finding, line in zip(tested, lines):
+    for line in answer_lines(findings, markdown=False, results=results):
         verdict, _, statement = line.partition(": ")
-        text.append(verdict, style=VERDICT_STYLES.get(finding.verdict, "bold"))
-        text.append(f": {statement}\n\n")
-    for line in lines[len(tested):]:
-        text.append(line, style="dim")
+        if verdict in styles:
+            text.append(verdict, style=styles[verdict])
+            text.append(f": {statement}\n")
+        else:
+            text.append(line + "\n\n", style="dim")
     return text
 
 
@@ -156,7 +157,7 @@ class ResultsScreen(Screen):
         status.update(f"{results.config.get('preset', '?')}: {len(run.conditions)} conditions × "
                       f"{counts or results.n_samples} documents; {len(run.samples)} samples"
                       + (" with step traces" if run.traced else " (texts only)"))
-        self.query_one("#res-findings", Static).update(findings_text(results.findings))
+        self.query_one("#res-findings", Static).update(findings_text(results.findings, results))
         self._show_table()
         metrics = [c.label for c in self.query_one(ResultsTable).table_columns if c.key.startswith("metric:")]
         metric_select = self.query_one("#res-metric", Select)
