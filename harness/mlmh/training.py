@@ -209,8 +209,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         )
         steps, budget_note = budget_steps(config, token_steps, len(tokenizer))
         eval_every = config.eval_every or max(MIN_EVAL_EVERY, token_steps // EVALUATIONS_PER_BUDGET)
-        run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, started,
-                          fresh)
+        run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, fresh)
         train_seconds = time.perf_counter() - started
         card_metrics = final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
         model.to("cpu")  # saved weights load anywhere
@@ -288,7 +287,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
 
 
 def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
-                steps: int, eval_every: int, progress: ProgressFn | None, started: float,
+                steps: int, eval_every: int, progress: ProgressFn | None,
                 fresh: frozenset[str] = frozenset()) -> dict[str, Any]:
     """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), fed to
     :class:`mlmh.stopping.EarlyStopping`, which says when to stop and which weights to keep (held in memory
@@ -355,8 +354,7 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 stopped_early = step < steps and rule.should_stop()
         if progress is not None:
-            elapsed = time.perf_counter() - started
-            progress({**event, "eta": elapsed / step * (steps - step)})
+            progress(event)  # each face measures its own ETA from these steps (mlmh.eta)
         if stopped_early:
             break
     if best_state is not None and config.keep == "best":

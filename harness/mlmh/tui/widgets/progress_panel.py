@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, ProgressBar
 
+from mlmh.eta import Eta, eta_text
 from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
 
 
@@ -30,12 +33,14 @@ def _info_text(info: dict) -> str:
 
 
 class StageRow(Horizontal):
-    """Label, bar, ETA and the latest progress info (e.g. training loss) of one stage."""
+    """Label, bar, ETA (:class:`mlmh.eta.Eta`, the rule of every face) and the latest progress info
+    (e.g. training loss) of one stage."""
 
     DEFAULT_CLASSES = "stage-row"
 
     def __init__(self, stage: str, description: str, total: int | None) -> None:
         super().__init__()
+        self.eta = Eta()
         self.stage = stage
         self.description = description or stage
         self.total = total
@@ -45,7 +50,8 @@ class StageRow(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label(self.description, classes="stage-label")
-        yield ProgressBar(total=self.total, show_eta=True, show_percentage=True)
+        yield ProgressBar(total=self.total, show_eta=False, show_percentage=True)
+        yield Label("", classes="stage-eta")
         yield Label("", classes="stage-info")
 
     def on_mount(self) -> None:
@@ -55,6 +61,7 @@ class StageRow(Horizontal):
         self.completed = completed
         self.total = total if total is not None else self.total
         self.info = info
+        self.eta.observe(completed, self.total, time.monotonic(), restart=bool(info.get("cached")))
         self._apply()
 
     def finish(self, seconds: float) -> None:
@@ -69,10 +76,12 @@ class StageRow(Horizontal):
         if self.finished is not None:
             total = self.total or bar.total or 1
             bar.update(total=total, progress=total)
+            self.query_one(".stage-eta", Label).update("")
             self.query_one(".stage-info", Label).update(Text(f"done {self.finished:.1f} s", style="green"))
             self.add_class("done")
             return
         bar.update(total=self.total, progress=self.completed)
+        self.query_one(".stage-eta", Label).update(eta_text(self.eta.remaining()) if self.total else "")
         self.query_one(".stage-info", Label).update(_info_text(self.info))
 
 
