@@ -164,7 +164,7 @@ class PlainListener:
             else str(event.completed)
         parts = [f"[{key}] {count}", f"elapsed {duration(now - line.started)}"]
         eta = line.eta.remaining()
-        if eta is not None:
+        if eta:  # none yet, or 0 at the end, where it says nothing
             parts.append(f"eta {duration(eta)}")
         info = _info(event.info)
         if info:

@@ -29,7 +29,7 @@ def doctor(fix: bool, as_json: bool, problems: bool) -> None:
             click.echo(line, err=True)
     results = run_checks()
     shown = [r for r in results if not r.ok] if problems else results
-    if problems and not shown:
+    if problems and not shown and not as_json:
         click.echo(f"mlmh doctor: all {len(results)} checks ready", err=True)
     elif as_json:
         click.echo(json.dumps([r.__dict__ for r in shown], indent=2))
