@@ -64,7 +64,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset quick                      # one-minute smoke run, offline
       mlmh eval --preset pan                        # the paper's PAN setting (bundled sample)
       mlmh eval --preset mpst --data ~/mpst --limit 200
-      mlmh eval --preset quick --dataset text:group_field=author --data reviews.jsonl   # your own corpus
+      mlmh eval --preset pan --dataset text:group_field=author,id_field=id --data reviews.jsonl   # your own corpus
       mlmh eval --preset pan --model trained-mlm --model trained-clm \\
                 --masking random:ratio=0.3 --sampler mask-predict:steps=10 --sampler clm-infill
       mlmh eval --preset quick --metric bleu,rouge --seed 0,1   # comma lists = repeated options
