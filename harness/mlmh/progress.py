@@ -32,10 +32,10 @@ def progress_listener(stream: TextIO | None = None) -> "RichListener | PlainList
     return PlainListener(stream)
 
 
-def _key(event: Progress) -> tuple[str, str]:
+def progress_key(event: Progress) -> tuple[str, str]:
     """The bar or line of an event: one per stage, and one per model while training."""
-    if event.stage == "train":
-        model = str(event.info.get("model", ""))
+    model = str(event.info.get("model") or "")
+    if event.stage == "train" and model:
         return f"train:{model}", "training " + model
     return event.stage, event.stage
 
@@ -73,7 +73,7 @@ class RichListener:
             task = self._task(event.stage, event.description or event.stage, event.total)
             self.bars.update(task, total=event.total)
         elif isinstance(event, Progress):
-            key, label = _key(event)
+            key, label = progress_key(event)
             task = self._task(key, label if event.stage == "train" else None, event.total)
             eta = self.etas[key]
             eta.observe(event.completed, event.total, self.clock(), restart=bool(event.info.get("cached")))
@@ -132,7 +132,7 @@ class PlainListener:
             total = f" ({event.total} to do)" if event.total else ""
             self._print(f"[{event.stage}] started{total}")
         elif isinstance(event, Progress):
-            key, label = _key(event)
+            key, label = progress_key(event)
             line = self.lines.get(key)
             if line is None:  # a stage without a start event (training)
                 line = self.lines[key] = _Line(label, now)

@@ -11,6 +11,7 @@ from textual.widgets import Label, ProgressBar
 
 from mlmh.eta import Eta, eta_text
 from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
+from mlmh.progress import progress_key
 
 
 #: progress info the bar itself already shows (or that is noise in one line)
@@ -120,7 +121,8 @@ class ProgressPanel(VerticalScroll):
                 existing.remove()
             self._add(event.stage, event.description, event.total)
         elif isinstance(event, Progress):
-            row = self.row(event.stage) or self._add(event.stage, event.stage, event.total)
+            key, label = progress_key(event)  # a row per model while training, as the other faces have
+            row = self.row(key) or self._add(key, label, event.total)
             row.advance_to(event.completed, event.total, dict(event.info))
         elif isinstance(event, StageFinished):
             row = self.row(event.stage)
