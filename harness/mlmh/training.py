@@ -215,8 +215,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         eval_every = config.eval_every or max(MIN_EVAL_EVERY, token_steps // EVALUATIONS_PER_BUDGET)
         vocabulary = output_vocabulary(model, config, train_blocks)
         with vocabulary or contextlib.nullcontext():
-            run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, started,
-                              fresh, vocabulary)
+            run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, fresh,
+                              vocabulary)
         with autocast(config):  # the whole model again: the cut tokens masked (mlmh.training_vocabulary)
             run["validation_block_losses"] = validation_block_losses(model, config.objective,
                                                                      run.pop("validation_batches"))
@@ -315,7 +315,7 @@ def head_warmup_steps(steps: int, fresh: frozenset[str]) -> int:
 
 
 def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
-                steps: int, eval_every: int, progress: ProgressFn | None, started: float,
+                steps: int, eval_every: int, progress: ProgressFn | None,
                 fresh: frozenset[str] = frozenset(), vocabulary: "OutputVocabulary | None" = None) -> dict[str, Any]:
     """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), fed to
     :class:`mlmh.stopping.EarlyStopping`, which says when to stop and which weights to keep (held in memory
@@ -390,8 +390,7 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 stopped_early = step < steps and rule.should_stop()
         if progress is not None:
-            elapsed = time.perf_counter() - started
-            progress({**event, "eta": elapsed / step * (steps - step)})
+            progress(event)  # each face measures its own ETA from these steps (mlmh.eta)
         if stopped_early:
             break
     if best_state is not None and config.keep == "best":
