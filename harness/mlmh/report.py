@@ -287,6 +287,10 @@ def training_section(results: RunResults) -> list[str]:
             facts.append(f"mask schedule {card['mask_schedule']}{ratio}")
         if card.get("budget"):
             facts.append(f"budget matched on {card['budget']}")
+        if card.get("head_warmup_steps"):
+            facts.append(f"fresh parameters warmed up alone for {card['head_warmup_steps']:,} steps")
+        if card.get("init") and card.get("output_vocabulary"):
+            facts.append(f"output layer cut to the corpus's {card['output_vocabulary']:,} tokens while training")
         for key, label in (("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
                            ("steps_run", "steps run"), ("step_kept", "step kept"),
                            ("validation_loss", "validation loss at the step kept"),
