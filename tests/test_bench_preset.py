@@ -65,3 +65,20 @@ def test_bench_preset_measures_a_cold_then_a_warm_run(tmp_path):
         assert measured["cpu_seconds"] >= sum(s["cpu"] for s in measured["stages"].values()) * 0.9
     assert warm["stages"]["models"]["cpu"] < cold["stages"]["models"]["cpu"]  # trained once, then read back
     assert [row["goal"] for row in report["goal_rows"]] == ["report", "report"]  # goals are pan's
+    assert report["machine"]["cpu"] and report["machine"]["reference_cpu_seconds"] > 0
+    trained = cold["training"]
+    assert {rate["objective"] for rate in trained.values()} == {"mlm", "clm"}
+    assert all(rate["tokens_per_cpu_second"] == pytest.approx(rate["tokens"] / rate["cpu_seconds"], rel=0.01)
+               for rate in trained.values())
+    table = CliRunner().invoke(cli, ["bench", "--preset", str(preset), "--limit", "2", "--phases", "cold"])
+    assert table.exit_code == 0 and "tokens per CPU-second" in table.output and "reference workload" in table.output
+
+
+def test_the_machine_names_its_cpu_and_times_the_reference_workload(tmp_path):
+    from mlmh.bench.machine import cpu_model, reference_seconds
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse avx avx2 fma\n", encoding="utf-8")
+    assert cpu_model(info) == "AMD EPYC 7B13 (AVX2)"
+    assert cpu_model(tmp_path / "absent")  # elsewhere: the platform's word
+    assert 0 < reference_seconds() < 60

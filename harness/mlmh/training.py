@@ -187,7 +187,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         from mlmh.modelcache import data_hash
 
         data_digest = data_hash(texts)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads or default_threads(config))
     try:
@@ -287,6 +287,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "train_seconds": round(train_seconds, 2),
             "wall_seconds": round(time.perf_counter() - started, 2),
             "seconds_per_step": round(train_seconds / run["steps_run"], 4),
+            "train_cpu_seconds": round(time.process_time() - cpu_started, 2),  # this process's threads, all of them
             "threads": torch.get_num_threads(),
             "seed": config.seed,
             "config": config.to_dict(),

@@ -24,7 +24,8 @@ from typing import Any, Callable, Sequence
 
 #: CPU-second goals of a preset's phases (issue 39: the demo in minutes, a warm run in seconds); other
 #: presets are measured and reported without a goal
-PRESET_GOALS: dict[str, dict[str, float]] = {"pan": {"cold": 600.0, "warm": 15.0}}
+PRESET_GOALS: dict[str, dict[str, float]] = {"pan": {"cold": 600.0, "warm": 15.0},
+                                             "paper": {"cold": 3600.0, "warm": 30.0}}
 PHASES = ("cold", "warm")
 
 
@@ -51,9 +52,26 @@ def run_phase(preset: str, cache: Path, out: Path, *, limit: str | None = None, 
         raise MlmhError(f"bench --preset {preset}: the run exited with {done.returncode}: {tail[0]}")
     measured = json.loads(stages.read_text(encoding="utf-8"))
     return {"cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
-            "wall_seconds": round(wall, 2), "stages": measured["stages"],
+            "wall_seconds": round(wall, 2), "stages": measured["stages"], "training": training_rates(out),
             "outside_stages_cpu": round(measured["outside_stages_cpu"], 2),
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def training_rates(out: Path) -> dict[str, dict[str, Any]]:
+    """Per model the run trained: training tokens per CPU-second, from its card in the run's results.json (a warm
+    run reads cards of models trained before: the rate is theirs, and ``trained`` says the run did not train)."""
+    path = out / "results.json"
+    if not path.is_file():
+        return {}
+    models = json.loads(path.read_text(encoding="utf-8")).get("models", {})
+    rates = {}
+    for spec, model in models.items():
+        card = model.get("training") or {}
+        if card.get("tokens_seen") and card.get("train_cpu_seconds"):
+            rates[spec] = {"objective": card.get("objective"), "tokens": card["tokens_seen"],
+                           "cpu_seconds": card["train_cpu_seconds"],
+                           "tokens_per_cpu_second": round(card["tokens_seen"] / card["train_cpu_seconds"], 1)}
+    return rates
 
 
 def run_preset_bench(preset: str, *, phases: Sequence[str] = PHASES, limit: str | None = None,
@@ -67,8 +85,10 @@ def run_preset_bench(preset: str, *, phases: Sequence[str] = PHASES, limit: str 
     if cache is not None and cache.exists() and (not cache.is_dir() or any(cache.iterdir())):
         raise SpecError(f"--cache-dir {cache}: a cold run needs a new or empty directory")
     wanted = [p for p in PHASES if p in phases]
+    from mlmh.bench.machine import describe
+
     report: dict[str, Any] = {"preset": preset, "limit": limit, "goals": PRESET_GOALS.get(preset, {}),
-                              "cores": os.cpu_count(), "phases": {}}
+                              "cores": os.cpu_count(), "machine": describe(), "phases": {}}
     with tempfile.TemporaryDirectory(prefix="mlmh-bench-preset-") as tmp:
         root = Path(tmp)
         for number, phase in enumerate(PHASES):

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from mlmh.bench.goals import goal_rows, summarize_size
 from mlmh.bench.harness_figures import measure_scaling, measure_startup
+from mlmh.bench.machine import describe as describe_machine
 from mlmh.bench.memory import PeakMemory
 from mlmh.bench.metrics import METRIC_NAMES, measure_metric_throughput
 from mlmh.bench.models import bench_vocabulary, parameter_count, save_bench_models
@@ -88,7 +89,7 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
     done = 0
     memory = PeakMemory()
     report: dict[str, Any] = {
-        "machine": {"cores": available_cores(), "threads": options.threads, "torch": torch.__version__,
+        "machine": {**describe_machine(), "cores": available_cores(), "threads": options.threads, "torch": torch.__version__,
                     "load_average_before": list(os.getloadavg()), "peak_memory_method": memory.method},
         "options": as_json_ready(options),
         "method": {"warmup_runs": 1, "timed_runs": options.runs, "statistic": "median",

@@ -200,8 +200,21 @@ def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache
     for row in report["goal_rows"]:
         goals.add_row(row["name"], number_text(row["value"], 4), row["goal"], verdict_text(row), row["detail"])
     out = Console()
+    machine = report["machine"]
+    out.print(f"{machine['cpu']}; reference workload ({machine['reference_workload']}): "
+              f"{machine['reference_cpu_seconds']} CPU-s")
     out.print(stages)
     out.print(goals)
+    trained = {spec: rate for phase, measured in report["phases"].items() if phase == "cold"
+               for spec, rate in measured.get("training", {}).items()}
+    if trained:
+        rates = Table(title="training, cold run: tokens per CPU-second")
+        for column in ("model", "objective", "tokens", "CPU s", "tokens / CPU s"):
+            rates.add_column(column, justify="left" if column in ("model", "objective") else "right")
+        for spec, rate in trained.items():
+            rates.add_row(spec, str(rate["objective"]), f"{rate['tokens']:,}", number_text(rate["cpu_seconds"], 4),
+                          number_text(rate["tokens_per_cpu_second"], 4))
+        out.print(rates)
     short = [row["name"] for row in report["goal_rows"] if row["passed"] is False]
     if short:
         out.print(f"[red]falls short of its goal: {', '.join(short)}[/]")
