@@ -10,8 +10,9 @@ Cutting guarantees that no token straddles a masked and an unmasked word (byte-l
 of punctuation), so generation can never change an unmasked word.
 
 Texts longer than the model window are truncated at a word boundary: the masked words beyond the
-window are not generated (they keep their original text), and the count of dropped tokens is kept in
-:attr:`Encoding.truncated_tokens` and said in ``Generation.info``.
+window are not generated, and the count of dropped tokens is kept in :attr:`Encoding.truncated_tokens`
+and said in ``Generation.info``; :func:`mlmh.generation.check_filled` then fails the batch (runs and
+``mlmh generate`` cut texts to the window before masking, so that none are left beyond it).
 """
 
 

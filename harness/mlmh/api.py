@@ -258,7 +258,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     (True, 'mlm', 'clm')
     """
     from mlmh.components import LoadContext
-    from mlmh.generation import generate as run_generation, prepare_items
+    from mlmh.generation import fit_to_windows, generate as run_generation, prepare_items
     from mlmh.registry import get_registry
     from mlmh.runner import RunCancelled
     from mlmh.types import Document
@@ -309,7 +309,7 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
     """The one way ``documents`` are masked and regenerated outside a run: the items a run with ``seed``
     would generate, from the adapter the model loads."""
     from mlmh.components import LoadContext
-    from mlmh.generation import generate as run_generation, prepare_items
+    from mlmh.generation import fit_to_windows, generate as run_generation, prepare_items
 
     model, masking, sampler = components
     if dataset is None and model.params.get("dataset") == "":  # a trained-* model that trains on the run's dataset
@@ -319,5 +319,14 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
                               f"time); set {model.name}:dataset=NAME for another"})
     context = LoadContext(dataset=dataset, data_path=data, corpus=corpus, seed=seed, progress=progress)
     adapter = model.load(context)
-    items = prepare_items(list(documents), masking, seed)  # the items a run with this seed generates
-    return run_generation(adapter, sampler, items, batch_size=batch_size)
+    # cut to the window as a run cuts its documents, so every masked word is one the model writes
+    documents, _ = fit_to_windows(list(documents), [adapter])
+    items = prepare_items(documents, masking, seed)  # the items a run with this seed generates
+    generations = run_generation(adapter, sampler, items, batch_size=batch_size)
+    for generation, document in zip(generations, documents):
+        if "cut_to_window" in document.meta:
+            kept = document.meta["cut_to_window"]
+            generation.info["cut_to_window"] = (
+                f"text cut after word {kept['words']} of {kept['of_words']}, the last that fits the model window "
+                f"of {getattr(adapter, 'max_length', '?')} tokens; the words after it were neither masked nor generated")
+    return generations

@@ -140,7 +140,7 @@ def _show(generations: list[Any], trace: bool) -> None:
 #: what a sampler recorded that is shown even without --trace: why the output is not what one would expect;
 #: --trace shows every diagnostic (e.g. a diffusion sampler's unmasked_per_step, steps_without_pass, blocks,
 #: llada_steps_raised, gibbs_pick)
-NOTES = ("truncated", "unfilled_masked_words", "masking_note", "gibbs_start", "gibbs_steps_raised",
+NOTES = ("cut_to_window", "truncated", "masking_note", "gibbs_start", "gibbs_steps_raised",
          "llada_steps_raised")
 
 
