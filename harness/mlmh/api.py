@@ -319,6 +319,8 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
                               f"time); set {model.name}:dataset=NAME for another"})
     context = LoadContext(dataset=dataset, data_path=data, corpus=corpus, seed=seed, progress=progress)
     adapter = model.load(context)
+    for note in getattr(adapter, "notes", ()) if progress is not None else ():
+        progress({"note": note})
     # cut to the window as a run cuts its documents, so every masked word is one the model writes
     documents, _ = fit_to_windows(list(documents), [adapter])
     items = prepare_items(documents, masking, seed)  # the items a run with this seed generates
