@@ -171,7 +171,7 @@ def _check_run_arguments(*, progress: Any, resume: Any, use_cache: Any, workers:
     options.check_callable(progress, "progress")
     options.check_flag(resume, "resume")
     options.check_flag(use_cache, "use_cache")
-    options.check_number(workers, "workers", options.COUNT)
+    options.check_number(workers, "workers", options.WORKERS)
     options.check_choice(backend, "backend", BACKENDS)
     options.check_text(ray_address, "ray_address", optional=True)
     options.check_cancel(cancel, "cancel")
@@ -229,7 +229,7 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
     options.check_text(dataset, "dataset")
     data = options.check_path(data, "data", left_out="for the bundled sample")
     options.check_number(limit, "limit", options.COUNT)
-    options.check_number(batch_size, "batch_size", options.COUNT)
+    options.check_number(batch_size, "batch_size", options.BATCH_SIZE)
     _check_generate_arguments(seed=seed, progress=progress)
     built = _components(model, masking, sampler)  # bad specs fail before the corpus loads
     corpus = build_spec("dataset", dataset, "--dataset").load(data)
@@ -319,8 +319,11 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
                               f"time); set {model.name}:dataset=NAME for another"})
     context = LoadContext(dataset=dataset, data_path=data, corpus=corpus, seed=seed, progress=progress)
     adapter = model.load(context)
-    for note in getattr(adapter, "notes", ()) if progress is not None else ():
-        progress({"note": note})
+    from mlmh.plan import many_steps
+
+    for note in [*getattr(adapter, "notes", ()), many_steps(sampler)] if progress is not None else ():
+        if note:
+            progress({"note": note})
     # cut to the window as a run cuts its documents, so every masked word is one the model writes
     documents, _ = fit_to_windows(list(documents), [adapter])
     items = prepare_items(documents, masking, seed)  # the items a run with this seed generates

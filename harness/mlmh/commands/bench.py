@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mlmh import options
+from mlmh import bounds, options
 
 from mlmh.errors import SpecError
 from mlmh.outputs import check_output_file, write_output_file
@@ -44,7 +44,7 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
                    "(256 tokens, 128 masked) is always added for mask-predict T=4 and clm-infill.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes; batching compares the smallest and largest.")
 @click.option("--runs", default=5, show_default=True, type=options.Number(int, min=5), help="Timed runs per figure (median); >= 5 (sampler cells: more until each side has run 0.5 s, up to 2 s while the overhead's interval is wide).")
-@click.option("--threads", default=0, type=options.Number(int, min=0, meaning="0 = every core available"), help="torch threads (0 = every core available).")
+@click.option("--threads", default=0, type=options.Number(int, min=0, max=bounds.THREADS, meaning="0 = every core available"), help="torch threads (0 = every core available).")
 @click.option("--samplers", "sampler_labels", default="", metavar="NAMES",
               help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
                    "left-to-right, gibbs, clm-infill, clm-infill-nocache, seq2seq-infill.")
