@@ -39,8 +39,9 @@ def machine_cores() -> int:
 CORES = machine_cores()
 #: threads of torch or a tokenizer: more than the cores only queue, and millions take the machine down
 THREADS = Bound(CORES, "this machine's CPU cores")
-#: worker processes, each with its own models: more than the cores only compete for them
-WORKERS = Bound(CORES, "this machine's CPU cores; each worker is a process")
+#: worker processes, each with its own models: more than the cores only compete for them (a few are allowed on a
+#: small machine, where a run that names two workers should still run)
+WORKERS = Bound(max(CORES, 4), "this machine's CPU cores, at least 4; each worker is a process")
 #: a sampler's refinement steps, each a forward pass over a batch (runs warn from mlmh.plan.MANY_STEPS on)
 STEPS = Bound(512, "refinement steps, each a forward pass per batch")
 #: optimizer steps of one training
