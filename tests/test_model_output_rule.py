@@ -87,3 +87,17 @@ def test_a_kept_original_fails_the_batch_naming_why(models, how, error, message)
                           get_registry().build("masking", "random:ratio=0.5"), 1)
     with pytest.raises(error, match=message):
         generate(models["mlm"], sampler, items)
+
+
+def test_the_playground_cuts_a_long_text_to_every_window_before_masking(tiny_mlm, tiny_clm):
+    """mlmh.compare masks once for every side: the text is cut to the narrowest window first, so every side writes
+    every masked word (none is left beyond a window)."""
+    from mlmh import api
+
+    text = " ".join(["the cat sat on the mat and looked at the door"] * 30)
+    sides = [(f"hf-mlm:path={tiny_mlm}", "one-shot"), (f"hf-clm:path={tiny_clm}", "clm-infill")]
+    left, right = api.compare(text, sides, masking="random:ratio=0.3", seed=2)
+    assert left.masked_words == right.masked_words and left.original == right.original != text
+    for generation in (left, right):
+        assert "the last that fits the model window of 128 tokens" in generation.info["cut_to_window"]
+        assert set(generation.output_words) == set(generation.masked_words)

@@ -273,14 +273,24 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
         raise SpecError(f"masking '{built_masking.short_spec}' hid no word of this text; raise the ratio or pick "
                         "another masking")
     load = load or (lambda model: model.load(LoadContext(dataset=dataset)))
-    results: list[Generation] = []
-    for index, ((model_spec, _), sampler) in enumerate(zip(sides, samplers)):
+    adapters = []
+    for model_spec, _ in sides:
         if cancel is not None and cancel.is_set():
             raise RunCancelled("regeneration cancelled")
-        adapter = load(registry.build("model", model_spec))
+        adapters.append(load(registry.build("model", model_spec)))
+    # cut to every side's window as a run cuts its documents, so each masked word is one every model writes
+    documents, cut = fit_to_windows([Document(id="playground", text=text, split="test")], adapters)
+    if cut:
+        items = prepare_items(documents, built_masking, seed=seed)
+        if not items[0].plan.word_indices:
+            raise SpecError(f"masking '{built_masking.short_spec}' hid no word of the text's first "
+                            f"{len(items[0].words)} words, all that fit the models' windows; raise the ratio")
+    results: list[Generation] = []
+    for index, (adapter, sampler) in enumerate(zip(adapters, samplers)):
         if cancel is not None and cancel.is_set():
             raise RunCancelled("regeneration cancelled")
         generation = run_generation(adapter, sampler, items)[0]
+        _note_cuts([generation], documents, adapters)
         results.append(generation)
         if on_generation is not None:
             on_generation(index, generation)
@@ -328,10 +338,16 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
     documents, _ = fit_to_windows(list(documents), [adapter])
     items = prepare_items(documents, masking, seed)  # the items a run with this seed generates
     generations = run_generation(adapter, sampler, items, batch_size=batch_size)
+    _note_cuts(generations, documents, [adapter])
+    return generations
+
+
+def _note_cuts(generations: Sequence["Generation"], documents: Sequence["Document"], adapters: Sequence[Any]) -> None:
+    """Say on each generation whose document :func:`mlmh.generation.fit_to_windows` cut where and why."""
+    windows = [w for w in (getattr(a, "max_length", None) for a in adapters) if isinstance(w, int)]
     for generation, document in zip(generations, documents):
-        if "cut_to_window" in document.meta:
-            kept = document.meta["cut_to_window"]
+        kept = document.meta.get("cut_to_window")
+        if kept:
             generation.info["cut_to_window"] = (
                 f"text cut after word {kept['words']} of {kept['of_words']}, the last that fits the model window "
-                f"of {getattr(adapter, 'max_length', '?')} tokens; the words after it were neither masked nor generated")
-    return generations
+                f"of {min(windows, default='?')} tokens; the words after it were neither masked nor generated")
