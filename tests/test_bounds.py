@@ -82,6 +82,8 @@ def test_machine_and_model_counts_are_bounded_by_what_sets_them(spec, bound):
     (["eval", "--preset", "quick", "--workers", str(10**6)], "each worker is a process"),
     (["eval", "--preset", "quick", "--limit", "1e23"], "--limit 1e23: must be <= 1000000000"),
     (["eval", "--preset", "quick", "--seed", str(10**23)], "<= 4294967295 (the largest 32-bit seed)"),
+    (["bench", "--batch", f"1,{10**9}", "--no-startup"], "each must be <= 4096 (items per forward pass)"),
+    (["bench", "--lengths", str(10**8), "--no-startup"], "each must be <= 8192 (tokens a model reads at once)"),
 ])
 def test_commands_refuse_absurd_counts_before_any_work(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -13,13 +13,15 @@ from mlmh.errors import SpecError
 from mlmh.outputs import check_output_file, write_output_file
 
 
-def _int_list(value: str, option: str, *, minimum: int = 1) -> tuple[int, ...]:
+def _int_list(value: str, option: str, bound: bounds.Bound, *, minimum: int = 1) -> tuple[int, ...]:
     try:
         numbers = tuple(int(part) for part in value.split(",") if part.strip())
     except ValueError:
         raise SpecError(f"{option} expects comma-separated integers, got {value!r}") from None
     if not numbers or any(n < minimum for n in numbers):
         raise SpecError(f"{option} expects integers >= {minimum}, got {value!r}")
+    for number in numbers:
+        bounds.check(number, bound, f"{option} {value}: each")
     return tuple(dict.fromkeys(numbers))
 
 
@@ -117,8 +119,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     keys = tuple(case.key for case in SAMPLER_CASES)
     options = BenchOptions(
         sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
-        lengths=_int_list(lengths, "--lengths", minimum=2),
-        batches=_int_list(batches, "--batch"),
+        lengths=_int_list(lengths, "--lengths", bounds.SEQUENCE, minimum=2),
+        batches=_int_list(batches, "--batch", bounds.BATCH),
         runs=runs,
         threads=threads or available_cores(),
         samplers=_name_list(sampler_labels, "--samplers", keys) if sampler_labels else keys,
