@@ -145,3 +145,25 @@ def test_a_real_ctrl_c_is_an_interrupt(capsys, monkeypatch):
     with pytest.raises(SystemExit) as info:
         main(["ls", "samplers"])
     assert info.value.code == 130 and capsys.readouterr().err.strip() == "Aborted."
+
+
+def test_a_crash_inside_a_run_keeps_the_resume_hint_but_is_not_called_an_interrupt(tmp_path, capsys, monkeypatch):
+    import json
+
+    import runner_fakes
+    from test_rundir import SMALL
+
+    runner_fakes.install()
+    preset = tmp_path / "fake.toml"
+    preset.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in {**runner_fakes.FAKE_PRESET, **SMALL}.items()),
+                      encoding="utf-8")
+
+    def crashed(self, context):
+        raise KeyboardInterrupt  # as a library thread that dies interrupts the main one: no signal was sent
+
+    monkeypatch.setattr(runner_fakes.FakeMLM, "load", crashed)
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "--preset", str(preset), "--output-path", str(tmp_path / "out"), "--no-cache"])
+    err = capsys.readouterr().err
+    assert info.value.code == 1 and "the process stopped on KeyboardInterrupt" in err and "not an interrupt" in err
+    assert "interrupted;" not in err and f"mlmh eval --resume --output-path {tmp_path / 'out'} --no-cache" in err
