@@ -64,11 +64,11 @@ def _byte_level(texts: Sequence[str], family: str) -> Any:
                unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
 
 
-def _unigram(texts: Sequence[str]) -> Any:
+def _unigram(texts: Sequence[str], sentinel_count: int = SENTINELS) -> Any:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import T5TokenizerFast
 
-    sentinels = [f"<extra_id_{k}>" for k in range(SENTINELS)]
+    sentinels = [f"<extra_id_{k}>" for k in range(sentinel_count)]
     tok = Tokenizer(models.Unigram())
     tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -81,26 +81,26 @@ def _unigram(texts: Sequence[str]) -> Any:
                            extra_ids=0, additional_special_tokens=sentinels)
 
 
-def build_tokenizer(family: str, texts: Sequence[str] = TINY_TEXTS) -> Any:
-    """The family's kind of tokenizer, trained on ``texts``."""
+def build_tokenizer(family: str, texts: Sequence[str] = TINY_TEXTS, sentinels: int = SENTINELS) -> Any:
+    """The family's kind of tokenizer, trained on ``texts`` (T5: with ``sentinels`` <extra_id_N>)."""
     corpus = list(texts) * 4
     if family == "bert":
         return _wordpiece(corpus)
     if family == "t5":
-        return _unigram(corpus)
+        return _unigram(corpus, sentinels)
     return _byte_level(corpus, family)
 
 
-def build_family(family: str, out: Path, seed: int = 0) -> Path:
+def build_family(family: str, out: Path, seed: int = 0, sentinels: int = SENTINELS) -> Path:
     """A random tiny ``family`` checkpoint and its tokenizer saved in ``out`` (as ``save_pretrained`` leaves
-    a hub checkpoint)."""
+    a hub checkpoint); a T5 has ``sentinels`` <extra_id_N> (t5-base: 100)."""
     import torch
     from transformers import (BartConfig, BartForConditionalGeneration, BertConfig, BertForMaskedLM, GPT2Config,
                               GPT2LMHeadModel, RobertaConfig, RobertaForMaskedLM, T5Config,
                               T5ForConditionalGeneration)
 
     out = Path(out)
-    tok = build_tokenizer(family)
+    tok = build_tokenizer(family, sentinels=sentinels)
     vocab, s = len(tok), SHAPE
     torch.manual_seed(seed)
     if family == "bert":

@@ -218,7 +218,8 @@ def test_directory_that_is_not_a_model(tmp_path):
 
 
 def test_architecture_without_the_objective(tiny_clm):
-    with pytest.raises(ModelError, match="does not support the mlm objective"):
+    with pytest.raises(ModelError, match="trained as clm, loaded as mlm: its output at a position predicts the next "
+                                         "word, not the masked one; load it as hf-clm"):
         load_adapter("mlm", tiny_clm)
 
 

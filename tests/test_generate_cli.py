@@ -65,12 +65,16 @@ def test_ratio_zero_leaves_the_text_unchanged(capsys, tiny_mlm):
     assert code == 0 and json.loads(out)["text"] == TEXT
 
 
-def test_too_long_text_says_it_was_truncated(capsys, tiny_mlm):
+def test_too_long_text_is_cut_to_the_window_before_masking(capsys, tiny_mlm):
+    """As a run does: every masked word is then one the model writes (none kept beyond the window)."""
     long_text = " ".join([TEXT] * 20)
     code, out, _ = run_cli(capsys, "generate", "--model", f"hf-mlm:path={tiny_mlm}", "--masking", "random:ratio=0.3",
-                           "--text", long_text)
+                           "--text", long_text, "--json")
     assert code == 0
-    assert "truncated: text is" in out and "longer than the model window of 128" in out
+    generation = json.loads(out)
+    assert "the last that fits the model window of 128 tokens" in generation["info"]["cut_to_window"]
+    assert long_text.startswith(generation["original"]) and len(generation["original"]) < len(long_text)
+    assert "unfilled_masked_words" not in generation["info"]
 
 
 @pytest.mark.parametrize("args, code, message", [

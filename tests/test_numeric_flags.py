@@ -167,7 +167,7 @@ def test_sweep_axes_refuse_empty_and_unbounded_values(sweep, message, capsys):
 def test_sweep_tokens_are_bounded_too(capsys):
     with pytest.raises(SystemExit):
         main(["eval", "--preset", "crossover", "--sweep-tokens", "1e12", "--show-config"])
-    assert "--sweep-tokens 1e12: expected an integer > 0 and < 1e+09" in capsys.readouterr().err
+    assert "--sweep-tokens 1e12: expected an integer > 0 and < 1000000000" in capsys.readouterr().err
 
 
 def test_a_sweep_with_no_trained_model_to_sweep_is_refused(tiny_mlm, capsys):

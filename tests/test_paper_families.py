@@ -60,18 +60,27 @@ def test_hf_models_run_where_trained_models_do():
     assert resolve_device("auto") in ("cpu", "cuda")
 
 
-def test_t5_fills_as_many_spans_as_it_has_sentinels_and_keeps_the_rest(paper_families):
-    """The tiny T5 has 20 sentinels (t5-base 100): the masked words after the 20th span stay as they were, as
-    beyond the window, instead of failing the batch."""
+def test_t5_with_fewer_sentinels_than_spans_merges_spans_and_writes_every_masked_word(paper_families):
+    """The tiny T5 has 20 sentinels (t5-base 100): a text with more masked spans gets its closest spans merged
+    under one sentinel, and every masked word is still the model's output (none kept as it was)."""
     import mlmh
     from paper_families import SENTINELS
 
     generation = mlmh.generate(" ".join([TEXT] * 8), model=f"hf-seq2seq:path={paper_families['t5']}",
                                masking="random:ratio=0.5", seed=0)
-    unfilled = generation.info["unfilled_masked_words"]
-    assert unfilled and not set(unfilled) & set(generation.masked_words)  # masked_words: the ones generated
-    assert len(generation.masked_words) >= SENTINELS and set(generation.output_words) == set(generation.masked_words)
+    assert "unfilled_masked_words" not in generation.info
+    assert generation.info["prefills"] > SENTINELS  # more masked runs than sentinels, all of them written
+    assert set(generation.output_words) == set(generation.masked_words) and len(generation.masked_words) > SENTINELS
     assert "<extra_id_" not in generation.text
+
+
+def test_merged_spans_keep_the_closest_runs_together():
+    from mlmh.span_corruption import spans_to_fit
+
+    runs = [(0, 1), (3, 4), (5, 6), (10, 12), (13, 14)]
+    assert spans_to_fit(runs, 5) == runs
+    assert spans_to_fit(runs, 3) == [(0, 1), (3, 6), (10, 14)]  # gaps of one token merged first, leftmost first
+    assert spans_to_fit(runs, 1) == [(0, 14)]
 
 
 def test_the_window_is_what_the_position_tables_hold(paper_families):

@@ -11,8 +11,10 @@ import hashlib
 import json
 import os
 import shlex
+import signal
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -264,7 +266,9 @@ def test_ctrl_c_while_models_train_prints_a_hint_that_finishes_the_run(tmp_path,
     def interrupted(self, context):
         if context.progress:
             context.progress({"stage": "train", "step": 1, "total": 3})
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C: only a signal that arrived is an interrupt
+        time.sleep(5)
+        raise AssertionError("the SIGINT never arrived")
 
     monkeypatch.setattr(runner_fakes.FakeMLM, "load", interrupted)
     with pytest.raises(SystemExit) as exit_info:

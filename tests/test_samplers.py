@@ -248,16 +248,21 @@ def test_one_token_steps_are_the_same_whichever_way_they_are_recorded(adapters):
     assert (first.changed, first.masked, first.confidences) == ([2], [1], {2: 0.25})
 
 
-def test_truncated_text_says_so_and_keeps_words_beyond_the_window(adapters):
+def test_masked_words_beyond_the_window_are_refused_not_scored_as_kept(adapters):
+    """A sampler reports the masked words it could not reach; generate() refuses them naming the window instead of
+    handing on their original text as if the model had written it."""
+    from mlmh.errors import ModelError
+
     text = " ".join(["the cat sat on the mat"] * 40)
     items = items_for("random:ratio=0.5", docs=[Document(id="long", text=text)])
     for kind, spec in (("mlm", "one-shot"), ("clm", "clm-infill")):
-        (gen,) = generate(adapters[kind], build("sampler", spec), items)
-        assert gen.truncated_tokens > 0
-        assert "longer than the model window" in gen.info["truncated"]
+        sampler = build("sampler", spec)
+        (gen,) = sampler.generate(adapters[kind], items)
+        assert gen.truncated_tokens > 0 and "longer than the model window" in gen.info["truncated"]
         unfilled = gen.info["unfilled_masked_words"]
         assert unfilled and not set(unfilled) & set(gen.output_words)
-        assert gen.text.split()[-1] == text.split()[-1] or len(split_words(text)) - 1 not in unfilled
+        with pytest.raises(ModelError, match=r"masked word\(s\) lie beyond the window of model .* \(128 tokens\)"):
+            generate(adapters[kind], sampler, items)
 
 
 def test_incompatible_sampler_is_a_spec_error_naming_the_right_ones(adapters):

@@ -92,6 +92,7 @@ class BaseAdapter:
         self.device = torch.device(device)
         self.forward_passes = 0
         self.tokens_processed = 0
+        self.notes: list[str] = []  # what the user should know about this model as loaded (mlmh.checkpoint_kinds)
         self._decoded_ids: dict[int, str] = {}  # one-token words, decoded once (decode_words)
         self._masked_pieces: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}  # tokenized once (encode_batch)
         self._encodings: dict[tuple[str, tuple[int, ...]], Encoding] = {}  # encoded once (encode_batch)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from mlmh.adapter_base import BaseAdapter, Encoding, Seq2SeqEncoding
 from mlmh.errors import ModelError
 from mlmh.readout import output_at
-from mlmh.span_corruption import sentinel_ids
+from mlmh.span_corruption import sentinel_ids, spans_to_fit
 
 class _IncrementalAdapter(BaseAdapter):
     """Shared by CLM and seq2seq decoders: next-token logits for a batch of growing prefixes."""
@@ -195,22 +195,14 @@ class Seq2SeqAdapter(_IncrementalAdapter):
             raise ModelError(f"model '{self.identity}': text has more masked spans than sentinels (<extra_id_{k}>)")
         return self.sentinels[k]
 
-    def _truncated(self, ids: list[int], word_of: list[int], flags: list[bool]) -> tuple[list[int], list[int], list[bool], int, tuple[int, ...]]:
-        """Cut to the window, and for T5 also before the first masked span beyond its sentinels (one per span):
-        those masked words are kept as they were, as beyond the window."""
-        ids, word_of, flags, truncated, dropped = super()._truncated(ids, word_of, flags)
-        if self.style != "sentinel":
-            return ids, word_of, flags, truncated, dropped
-        starts = [i for i, flag in enumerate(flags) if flag and (i == 0 or not flags[i - 1])]
-        if len(starts) <= len(self.sentinels):
-            return ids, word_of, flags, truncated, dropped
-        cut = starts[len(self.sentinels)]  # a masked word's first token
-        more = {word_of[i] for i in range(cut, len(ids)) if flags[i]}
-        return ids[:cut], word_of[:cut], flags[:cut], truncated + len(ids) - cut, tuple(sorted(more | set(dropped)))
-
     def _finish_encoding(self, base: Encoding) -> Seq2SeqEncoding:
-        """Source with one sentinel/<mask> per span; the decoder target for the sampler to write."""
-        spans = base.spans()
+        """Source with one sentinel/<mask> per span; the decoder target for the sampler to write.
+
+        T5: a text with more masked runs than the checkpoint has sentinels gets its closest runs merged
+        (:func:`mlmh.span_corruption.spans_to_fit`); the decoder is fed the kept tokens inside a merged span
+        and writes its masked ones, so every masked word is generated."""
+        spans = base.spans() if self.style == "mask" else spans_to_fit(base.spans(), len(self.sentinels))
+        masked_set = set(base.masked)
         source: list[int] = []
         cursor = 0
         for k, (s, e) in enumerate(spans):
@@ -227,7 +219,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
             for k, (s, e) in enumerate(spans):
                 ids.append(self.sentinel_id(k))
                 word_of.append(-1)
-                masked += list(range(len(ids), len(ids) + e - s))
+                masked += [len(ids) + p - s for p in range(s, e) if p in masked_set]
                 ids += base.ids[s:e]
                 word_of += base.word_of[s:e]
         return Seq2SeqEncoding(ids, masked, word_of, base.filled_words, base.dropped_words, base.truncated_tokens,

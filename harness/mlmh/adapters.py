@@ -10,8 +10,9 @@ Cutting guarantees that no token straddles a masked and an unmasked word (byte-l
 of punctuation), so generation can never change an unmasked word.
 
 Texts longer than the model window are truncated at a word boundary: the masked words beyond the
-window are not generated (they keep their original text), and the count of dropped tokens is kept in
-:attr:`Encoding.truncated_tokens` and said in ``Generation.info``.
+window are not generated, and the count of dropped tokens is kept in :attr:`Encoding.truncated_tokens`
+and said in ``Generation.info``; :func:`mlmh.generation.check_filled` then fails the batch (runs and
+``mlmh generate`` cut texts to the window before masking, so that none are left beyond it).
 """
 
 
@@ -71,6 +72,7 @@ def load_adapter(
         torch.set_num_threads(int(threads))
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    from mlmh.checkpoint_kinds import kind_note
     from mlmh.checkpoints import check_device, from_pretrained, local_checkpoint, offline
 
     name = str(path)
@@ -97,12 +99,13 @@ def load_adapter(
 
     with _model_errors(kind, name, local):
         tokenizer = from_pretrained(transformers.AutoTokenizer, name, what=what, use_fast=True, **common)
-        if defer_weights:
-            config = from_pretrained(transformers.AutoConfig, name, what=what, **common)
-    if defer_weights:
-        return ADAPTERS[kind](DeferredWeights(config, lambda: read_weights(config)), tokenizer,
-                              identity=identity or name, device=device)
-    return ADAPTERS[kind](read_weights(), tokenizer, identity=identity or name, device=device)
+        config = from_pretrained(transformers.AutoConfig, name, what=what, **common)
+    note = kind_note(kind, config, f"model '{name}'")  # before any weights: a refusal costs no load
+    model = DeferredWeights(config, lambda: read_weights(config)) if defer_weights else read_weights(config)
+    adapter = ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
+    if note:
+        adapter.notes.append(note)
+    return adapter
 
 
 @contextmanager

@@ -171,7 +171,7 @@ def _check_run_arguments(*, progress: Any, resume: Any, use_cache: Any, workers:
     options.check_callable(progress, "progress")
     options.check_flag(resume, "resume")
     options.check_flag(use_cache, "use_cache")
-    options.check_number(workers, "workers", options.COUNT)
+    options.check_number(workers, "workers", options.WORKERS)
     options.check_choice(backend, "backend", BACKENDS)
     options.check_text(ray_address, "ray_address", optional=True)
     options.check_cancel(cancel, "cancel")
@@ -229,7 +229,7 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
     options.check_text(dataset, "dataset")
     data = options.check_path(data, "data", left_out="for the bundled sample")
     options.check_number(limit, "limit", options.COUNT)
-    options.check_number(batch_size, "batch_size", options.COUNT)
+    options.check_number(batch_size, "batch_size", options.BATCH_SIZE)
     _check_generate_arguments(seed=seed, progress=progress)
     built = _components(model, masking, sampler)  # bad specs fail before the corpus loads
     corpus = build_spec("dataset", dataset, "--dataset").load(data)
@@ -258,7 +258,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     (True, 'mlm', 'clm')
     """
     from mlmh.components import LoadContext
-    from mlmh.generation import generate as run_generation, prepare_items
+    from mlmh.generation import fit_to_windows, generate as run_generation, prepare_items
     from mlmh.registry import get_registry
     from mlmh.runner import RunCancelled
     from mlmh.types import Document
@@ -273,14 +273,24 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
         raise SpecError(f"masking '{built_masking.short_spec}' hid no word of this text; raise the ratio or pick "
                         "another masking")
     load = load or (lambda model: model.load(LoadContext(dataset=dataset)))
-    results: list[Generation] = []
-    for index, ((model_spec, _), sampler) in enumerate(zip(sides, samplers)):
+    adapters = []
+    for model_spec, _ in sides:
         if cancel is not None and cancel.is_set():
             raise RunCancelled("regeneration cancelled")
-        adapter = load(registry.build("model", model_spec))
+        adapters.append(load(registry.build("model", model_spec)))
+    # cut to every side's window as a run cuts its documents, so each masked word is one every model writes
+    documents, cut = fit_to_windows([Document(id="playground", text=text, split="test")], adapters)
+    if cut:
+        items = prepare_items(documents, built_masking, seed=seed)
+        if not items[0].plan.word_indices:
+            raise SpecError(f"masking '{built_masking.short_spec}' hid no word of the text's first "
+                            f"{len(items[0].words)} words, all that fit the models' windows; raise the ratio")
+    results: list[Generation] = []
+    for index, (adapter, sampler) in enumerate(zip(adapters, samplers)):
         if cancel is not None and cancel.is_set():
             raise RunCancelled("regeneration cancelled")
         generation = run_generation(adapter, sampler, items)[0]
+        _note_cuts([generation], documents, adapters)
         results.append(generation)
         if on_generation is not None:
             on_generation(index, generation)
@@ -309,7 +319,7 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
     """The one way ``documents`` are masked and regenerated outside a run: the items a run with ``seed``
     would generate, from the adapter the model loads."""
     from mlmh.components import LoadContext
-    from mlmh.generation import generate as run_generation, prepare_items
+    from mlmh.generation import fit_to_windows, generate as run_generation, prepare_items
 
     model, masking, sampler = components
     if dataset is None and model.params.get("dataset") == "":  # a trained-* model that trains on the run's dataset
@@ -319,5 +329,25 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
                               f"time); set {model.name}:dataset=NAME for another"})
     context = LoadContext(dataset=dataset, data_path=data, corpus=corpus, seed=seed, progress=progress)
     adapter = model.load(context)
-    items = prepare_items(list(documents), masking, seed)  # the items a run with this seed generates
-    return run_generation(adapter, sampler, items, batch_size=batch_size)
+    from mlmh.plan import many_steps
+
+    for note in [*getattr(adapter, "notes", ()), many_steps(sampler)] if progress is not None else ():
+        if note:
+            progress({"note": note})
+    # cut to the window as a run cuts its documents, so every masked word is one the model writes
+    documents, _ = fit_to_windows(list(documents), [adapter])
+    items = prepare_items(documents, masking, seed)  # the items a run with this seed generates
+    generations = run_generation(adapter, sampler, items, batch_size=batch_size)
+    _note_cuts(generations, documents, [adapter])
+    return generations
+
+
+def _note_cuts(generations: Sequence["Generation"], documents: Sequence["Document"], adapters: Sequence[Any]) -> None:
+    """Say on each generation whose document :func:`mlmh.generation.fit_to_windows` cut where and why."""
+    windows = [w for w in (getattr(a, "max_length", None) for a in adapters) if isinstance(w, int)]
+    for generation, document in zip(generations, documents):
+        kept = document.meta.get("cut_to_window")
+        if kept:
+            generation.info["cut_to_window"] = (
+                f"text cut after word {kept['words']} of {kept['of_words']}, the last that fits the model window "
+                f"of {min(windows, default='?')} tokens; the words after it were neither masked nor generated")

@@ -103,9 +103,18 @@ def main(argv: list[str] | None = None) -> Any:
     tune_command_line_process()  # process-wide, so here at the command line's entry and never on import
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("MLMH_DEBUG", "") not in ("", "0")
+    from mlmh import interrupts
+
     try:
-        return cli.main(args=args, prog_name="mlmh", standalone_mode=False)
-    except click.exceptions.Abort:
+        with interrupts.watch():
+            return cli.main(args=args, prog_name="mlmh", standalone_mode=False)
+    except click.exceptions.Abort as exc:  # click's word for a KeyboardInterrupt inside a command
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, KeyboardInterrupt) and not interrupts.is_interrupt(cause):
+            if debug:
+                raise
+            click.echo(f"Error: {interrupts.crash_line(cause)}", err=True)
+            sys.exit(1)
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.exceptions.Exit as exc:
@@ -113,10 +122,17 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
-    except Exception as exc:
+    except KeyboardInterrupt as exc:
+        if interrupts.is_interrupt(exc):
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+        if debug:
+            raise
+        click.echo(f"Error: {interrupts.crash_line(exc)}", err=True)
+        sys.exit(1)
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # an Exception, or a crash that is not one (a Rust panic inside a library)
         from mlmh.errors import MlmhError
 
         if debug:
@@ -124,9 +140,11 @@ def main(argv: list[str] | None = None) -> Any:
         if isinstance(exc, MlmhError):
             click.echo(f"Error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        if not isinstance(exc, Exception):
+            click.echo(f"Error: {interrupts.crash_line(exc)}", err=True)
+            sys.exit(1)
         click.echo(f"Error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
         sys.exit(1)
-
 
 if __name__ == "__main__":  # pragma: no cover
     main()

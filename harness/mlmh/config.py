@@ -30,6 +30,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from mlmh import bounds
 from mlmh.errors import SpecError
 from mlmh.params import unknown_message
 from mlmh.runconfig import RunConfig
@@ -93,6 +94,7 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     config.seeds = _seeds(merged.get("seeds", [0]), source)
     config.limit = parse_limit(merged.get("limit", 0), source)
     config.batch_size = _positive_int(merged.get("batch_size", 8), "batch_size", source)
+    bounds.check(config.batch_size, bounds.BATCH, f"{source}: key 'batch_size'")
     log = merged.get("log_samples", False)
     if not isinstance(log, bool):
         raise SpecError(f"{source}: key 'log_samples' must be true or false, got {log!r}")
@@ -182,6 +184,7 @@ def _seeds(value: Any, source: str) -> list[int]:
             seed = int(seed)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise SpecError(f"{source}: key 'seeds' must hold integers >= 0, got {seed!r}")
+        bounds.check(seed, bounds.SEED, f"{source}: a seed of key 'seeds'")
         if seed not in seeds:
             seeds.append(seed)
     return seeds
@@ -197,6 +200,7 @@ def parse_limit(value: Any, source: str) -> int | float:
             raise SpecError(f"{source}: key 'limit' must be a number of documents or a fraction 0.x, got {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise SpecError(f"{source}: key 'limit' must be a number of documents or a fraction 0.x, got {value!r}")
+    bounds.check(value, bounds.COUNT, f"{source}: key 'limit'")
     if isinstance(value, float):
         if value.is_integer() and value >= 1:
             return int(value)

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mlmh import bounds
 from mlmh.params import parse_spec
 from mlmh.result_blocks import Crossover
 from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
@@ -36,7 +37,7 @@ SWEPT = {"trained-mlm": "mlm", "trained-clm": "clm"}  # the model kinds a sweep 
 AXES = ("unique_tokens", "epochs")
 #: the largest value of each sweep axis: a run of more epochs, or more unique tokens than any corpus this
 #: tool trains on holds, could never finish (trained-* models' ``epochs`` parameter has the same bound)
-MAX_EPOCHS = 1000
+MAX_EPOCHS = bounds.EPOCHS.limit  # one ceiling of epochs (mlmh.bounds)
 AXIS_LIMITS = {"--sweep-epochs": MAX_EPOCHS, "--sweep-tokens": 10**9}
 LOSS = "validation_loss"
 QUALITY_METRICS = ("bleu", "rougeL", "bertscore_f1")  # scored on unseen documents when the run has them

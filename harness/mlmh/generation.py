@@ -110,9 +110,11 @@ def generate(
 
 
 def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem], batch: Sequence[Generation]) -> None:
-    """A sampler's output must fill every masked word it was given: a missing word or a mask token left in
-    the text is the sampler's error (named), never silently shortened text."""
-    from mlmh.errors import PluginError
+    """The rule that makes a scored word a word the model wrote, for every sampler and model kind: the text at
+    every masked word is the sampler's output for it. A masked word left as it was (beyond the model window),
+    missing, or with a mask token in it fails the batch in one line naming why; never a silently kept original
+    that the scorer would count as perfectly regenerated."""
+    from mlmh.errors import ModelError, PluginError
 
     if len(batch) != len(items):
         raise PluginError(f"sampler '{sampler.short_spec}' returned {len(batch)} generations for {len(items)} items")
@@ -122,14 +124,23 @@ def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem]
             got = generation.doc_id if isinstance(generation, Generation) else type(generation).__name__
             raise PluginError(f"sampler '{sampler.short_spec}' returned {got!r} where document '{item.doc_id}' "
                               "was asked (one Generation per item, in order)")
-        unfilled = set(generation.info.get("unfilled_masked_words", ()))  # beyond the model window, said so
-        missing = [i for i in item.plan.word_indices if i not in generation.output_words and i not in unfilled]
+        unreached = [i for i in generation.info.get("unfilled_masked_words", ()) if i not in generation.output_words]
+        if unreached:
+            window = getattr(adapter, "max_length", "?")
+            raise ModelError(f"document '{item.doc_id}': {len(unreached)} masked word(s) lie beyond the window of "
+                             f"model '{generation.model}' ({window} tokens) and were not generated; a run cuts its "
+                             "documents to the window before masking, so cut the text or choose a model with a "
+                             "larger window")
+        missing = [i for i in item.plan.word_indices if i not in generation.output_words]
         if missing:
             raise PluginError(f"sampler '{sampler.short_spec}' left {len(missing)} masked word(s) of document "
                               f"'{item.doc_id}' unfilled (word indices {missing[:5]})")
         if mask_token and any(mask_token in text for text in generation.output_words.values()):
             raise PluginError(f"sampler '{sampler.short_spec}' left a mask token {mask_token} in document "
                               f"'{item.doc_id}'")
+        if generation.text != item.words.replace({i: generation.output_words[i] for i in item.plan.word_indices}):
+            raise PluginError(f"sampler '{sampler.short_spec}': the text of document '{item.doc_id}' is not the "
+                              "original with its masked words replaced by the sampler's output for them")
 
 
 @contextmanager

@@ -142,15 +142,53 @@ def ensure_free_space(directory: Path, needed_bytes: int) -> None:
         )
 
 
+#: the tail of a build's temp folder name: ``-PID-xxxxxxxx`` (mkdtemp) or ``-old-PID`` (an entry being replaced)
+_PARTIAL_TAIL = re.compile(r"-(?:old-(\d+)|(\d+)-[a-z0-9_]{8})$")
+
+
+def partial_owner(path: Path) -> int | None:
+    """The PID in a ``.partial-NAME-PID-*`` folder's name (the process that builds it), or None."""
+    match = _PARTIAL_TAIL.search(path.name) if path.name.startswith(_TMP_PREFIX) else None
+    return int(match.group(1) or match.group(2)) if match else None
+
+
+def build_in_progress(path: Path, lock: Path | None = None) -> bool:
+    """Whether a live process may still own the temp folder ``path``: the one rule every cleanup asks before it
+    removes a build's folder. Live when ``lock`` (the build's key lock) is held by any process, or when the PID
+    in the name is a running process; a name without a PID counts as live unless a free lock says otherwise
+    (an owner is never guessed dead)."""
+    if lock is not None and lock_held(lock):
+        return True
+    pid = partial_owner(path)
+    return lock is None if pid is None else _alive(pid)
+
+
+def lock_held(lock: Path) -> bool:
+    """Whether some process holds the flock on ``lock`` now (asked without waiting, then released at once)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:  # no lock file: nobody holds it
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without flock: no lock can tell, the PID decides
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def clear_stale_partials(final: Path) -> list[Path]:
     """Remove the temp folders of ``final`` that a killed build left (``.partial-NAME-PID-*`` whose process is
     gone), so the next build of the same output cleans up after it; a live build's folder stays."""
     removed = []
-    own = re.compile(rf"{re.escape(_TMP_PREFIX + Path(final).name)}-(?:old-(\d+)|(\d+)-[a-z0-9_]{{8}})")
     for path in Path(final).parent.glob(f"{_TMP_PREFIX}{Path(final).name}-*"):
-        match = own.fullmatch(path.name)
-        pid = match and (match.group(1) or match.group(2))
-        if pid and not _alive(int(pid)) and path.is_dir() and not path.is_symlink():
+        owned = _PARTIAL_TAIL.fullmatch(path.name[len(_TMP_PREFIX + Path(final).name):])
+        if owned and not build_in_progress(path) and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
@@ -291,10 +329,26 @@ class ModelCache:
         return found
 
     def partial_dirs(self) -> list[Path]:
-        """Leftovers of interrupted builds (safe to delete; never loaded as models)."""
+        """Temp folders of builds, finished or not (never loaded as models): :meth:`leftovers` and
+        :meth:`builds_in_progress` tell them apart."""
         if not self.root.is_dir():
             return []
         return sorted(p for p in self.root.iterdir() if p.is_dir() and p.name.startswith(_TMP_PREFIX))
+
+    def key_lock(self, path: Path) -> Path:
+        """The lock file of the entry that ``path`` (an entry or one of its temp folders) builds."""
+        key = path.name
+        if key.startswith(_TMP_PREFIX):
+            key = _PARTIAL_TAIL.sub("", key[len(_TMP_PREFIX):])
+        return self.root / f".{key}.lock"
+
+    def builds_in_progress(self) -> list[Path]:
+        """Temp folders a live process owns (:func:`build_in_progress`): no cleanup touches them."""
+        return [p for p in self.partial_dirs() if build_in_progress(p, self.key_lock(p))]
+
+    def leftovers(self) -> list[Path]:
+        """Temp folders of builds whose process is gone and whose lock nobody holds: safe to delete."""
+        return [p for p in self.partial_dirs() if not build_in_progress(p, self.key_lock(p))]
 
 
 # -- readiness ------------------------------------------------------------------------------------
@@ -304,10 +358,13 @@ def _register_checks() -> None:
 
     def _clear_partials() -> str:
         cache = ModelCache()
-        leftovers = cache.partial_dirs() + [path for path, _ in cache.damaged_entries()]
+        # a damaged entry whose key lock is held is being rebuilt right now: its builder replaces it
+        leftovers = cache.leftovers() + [path for path, _ in cache.damaged_entries() if not lock_held(cache.key_lock(path))]
         for path in leftovers:
             shutil.rmtree(path, ignore_errors=True)
-        return f"removed {len(leftovers)} unfinished or damaged model director{'y' if len(leftovers) == 1 else 'ies'}"
+        live = len(cache.builds_in_progress())
+        kept = f"; left {live} build(s) in progress alone" if live else ""
+        return f"removed {len(leftovers)} unfinished or damaged model director{'y' if len(leftovers) == 1 else 'ies'}{kept}"
 
     @check("trained models", fixer=_clear_partials)
     def _trained_models() -> CheckResult:
@@ -319,13 +376,18 @@ def _register_checks() -> None:
             for c in cards
         ]
         detail = f"{len(cards)} in {cache.root}" + (": " + "; ".join(names) if names else " (trained on first use)")
-        partial = cache.partial_dirs()
+        live = cache.builds_in_progress()
+        if live:
+            owners = sorted({str(partial_owner(p)) for p in live if partial_owner(p) is not None})
+            detail += f"; {len(live)} build(s) in progress" + (f" (PID {', '.join(owners)})" if owners else "")
+        leftover = cache.leftovers()
         damaged = cache.damaged_entries()
-        if partial or damaged:
-            problems = ([f"{len(partial)} unfinished build(s) left over"] if partial else []) + [
+        if leftover or damaged:
+            problems = ([f"{len(leftover)} unfinished build(s) left over"] if leftover else []) + [
                 f"damaged {path.name}: {problem}" for path, problem in damaged]
             return CheckResult("trained models", False, f"{detail}; " + "; ".join(problems),
-                               "mlmh doctor --fix (removes them; damaged models are retrained on next use)")
+                               "mlmh doctor --fix (removes them, never a build in progress; damaged models are "
+                               "retrained on next use)")
         return CheckResult("trained models", True, detail)
 
 

@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
+from mlmh import bounds
+from mlmh.bounds import Bound, ceiling, limit_of
 from mlmh.errors import MlmhError, SpecError
 
 #: a piece ``key=value`` whose key is a bare parameter name continues the spec before it
@@ -80,7 +82,7 @@ def seeds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -
     for item in split_list(values, flag):
         if not item.isdigit():
             raise SpecError(f"{flag} {item}: a seed is an integer >= 0")
-        out.append(int(item))
+        out.append(SEED.convert(item, param, ctx))
     return out
 
 
@@ -90,6 +92,10 @@ def limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         return None
     from mlmh.config import parse_limit
 
+    try:
+        bounds.check(float(value), bounds.COUNT, f"{flag_of(param)} {value}:")
+    except ValueError:
+        pass  # not a number: parse_limit says so
     try:
         return parse_limit(value, flag_of(param))
     except SpecError:
@@ -144,18 +150,20 @@ class Number(click.ParamType):
     is declared with it (tests walk the commands), so NaN, infinities and out-of-range values are
     refused where they are typed, never turned into a default further in."""
 
-    def __init__(self, kind: type = int, *, min: float | None = None, max: float | None = None,
+    def __init__(self, kind: type = int, *, min: float | None = None, max: "float | Bound | None" = None,
                  open: bool = False, meaning: str = "") -> None:
         self.kind = kind
-        self.min, self.max, self.open = min, max, open
+        top = ceiling(max, kind is int)  # an integer without a bound of its own: mlmh.bounds.COUNT
+        self.min, self.max, self.open = min, limit_of(top), open
+        self.why = top.why if isinstance(top, Bound) else ""
         self.meaning = meaning
         self.name = "integer" if kind is int else "number"
 
     def range_text(self) -> str:
         noun = "an integer" if self.kind is int else "a number"
         low, high = ("> ", "< ") if self.open else (">= ", "<= ")
-        bounds = [f"{low}{self.min:g}" if self.min is not None else "",
-                  f"{high}{self.max:g}" if self.max is not None else ""]
+        bounds = [f"{low}{_plain(self.min)}" if self.min is not None else "",
+                  f"{high}{_plain(self.max)}{f' ({self.why})' if self.why else ''}" if self.max is not None else ""]
         bounds = [b for b in bounds if b]
         text = f"{noun} {' and '.join(bounds)}" if bounds else noun
         return f"{text} ({self.meaning})" if self.meaning else text
@@ -193,9 +201,18 @@ class Number(click.ParamType):
         return f"Number({self.kind.__name__}, min={self.min}, max={self.max}, open={self.open})"
 
 
+def _plain(number: float) -> str:
+    """A bound as typed: whole numbers in full (1000000000, not 1e+09)."""
+    return str(int(number)) if float(number).is_integer() and abs(number) < 1e18 else f"{number:g}"
+
+
 #: the numeric flags shared by several commands
-SEED = Number(int, min=0)
+SEED = Number(int, min=0, max=bounds.SEED)
 COUNT = Number(int, min=1)
+THREADS = Number(int, min=1, max=bounds.THREADS)
+WORKERS = Number(int, min=1, max=bounds.WORKERS)
+BATCH_SIZE = Number(int, min=1, max=bounds.BATCH)
+TRAINING_STEPS = Number(int, min=1, max=bounds.TRAINING_STEPS)
 
 
 class PresetOption(click.Option):

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+from mlmh.bounds import Bound, ceiling, limit_of
+from mlmh.bounds import check as check_bound
 from mlmh.errors import SpecError
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -23,7 +25,7 @@ class Param:
     help: str
     choices: tuple[Any, ...] | None = None
     min: float | None = None
-    max: float | None = None
+    max: "float | Bound | None" = None  # an integer without one is bounded by mlmh.bounds.COUNT
     headline: bool = False  # always shown in short specs (tables), even at its default
 
     def convert(self, value: Any, owner: str) -> Any:
@@ -69,8 +71,7 @@ class Param:
             raise SpecError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {out!r}")
         if self.min is not None and out < self.min:
             raise SpecError(f"{where} must be >= {self.min}; got {out!r}")
-        if self.max is not None and out > self.max:
-            raise SpecError(f"{where} must be <= {self.max}; got {out!r}")
+        check_bound(out, ceiling(self.max, self.type is int), where)
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -81,7 +82,7 @@ class Param:
             "help": self.help,
             **({"choices": list(self.choices)} if self.choices else {}),
             **({"min": self.min} if self.min is not None else {}),
-            **({"max": self.max} if self.max is not None else {}),
+            **({"max": limit_of(self.max)} if self.max is not None else {}),
         }
 
 

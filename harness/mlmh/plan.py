@@ -47,6 +47,16 @@ def fits(sampler: Any, model_kind: str) -> bool:
     return not sampler.model_kinds or model_kind in sampler.model_kinds
 
 
+def many_steps(sampler: Any) -> str | None:
+    """The warning a sampler asked for more than :data:`MANY_STEPS` refinement steps gets (a run's and
+    ``mlmh generate``'s); more than :data:`mlmh.bounds.STEPS` is refused where the spec is parsed."""
+    steps = sampler.params.get("steps")
+    if isinstance(steps, int) and steps > MANY_STEPS:
+        return (f"sampler {sampler.short_spec}: {steps} refinement steps means {steps} forward passes per batch of "
+                "documents; is that intended?")
+    return None
+
+
 def default_sampler(model_kind: str) -> str:
     """The sampler spec a ``model_kind`` model generates with when none is named."""
     try:
@@ -303,10 +313,6 @@ def build_plan(config: "RunConfig") -> RunPlan:
     plan.warnings.extend(registry.errors)
     for component in (plan.dataset, *plan.models, *plan.maskings, *plan.samplers, *plan.metrics, *plan.tasks):
         plan.owners[(component.kind, component.name)] = registry.owner(component.kind, component.name)
-    for sampler in plan.samplers:
-        steps = sampler.params.get("steps")
-        if isinstance(steps, int) and steps > MANY_STEPS:
-            plan.warnings.append(f"sampler {sampler.short_spec}: {steps} refinement steps means {steps} forward "
-                                 f"passes per batch of documents; is that intended?")
+    plan.warnings += [warning for sampler in plan.samplers if (warning := many_steps(sampler))]
     plan.expand()
     return plan

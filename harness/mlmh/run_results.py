@@ -52,9 +52,9 @@ class ResultsStage:
             row = self._condition_result(condition, headline)
             conditions.append(row)
             truncated = row.generation["truncated_documents"]
-            if truncated:  # fit_to_windows estimates per word; a model may still cut a few tokens
+            if truncated:  # fit_to_windows estimates per word; a model may still cut a few unmasked tokens
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
-                           "tokens; their last masked words were left as they were (generation.truncated_tokens)",
+                           "tokens; no masked word was among them (generation.truncated_tokens)",
                            "warning", emit=False)
         corpus, test = self.state.corpus, self.state.test
         results = RunResults(

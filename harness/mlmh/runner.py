@@ -273,6 +273,8 @@ class Runner(ResultsStage):
             except Exception as exc:  # this model's conditions fail; the other models still run
                 self._fail([c for c in self.conditions if c.model.spec == model.spec], model, "loading", exc)
                 continue
+            for note in getattr(adapter, "notes", ()):
+                self._note(f"{model.short_spec}: {note}", "warning")
             self.state.models[model.spec] = LoadedModel(model, identity, adapter, card)
             self.bus.emit(Progress(stage="models", completed=done + 1, total=len(models), info={"model": model.short_spec}))
 

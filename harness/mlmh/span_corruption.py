@@ -50,6 +50,25 @@ def corruption_for(tokenizer: Any, what: str) -> str:
                     "<extra_id_0>, <extra_id_1>, ... (span corruption); objective 'seq2seq' needs one of them")
 
 
+def spans_to_fit(spans: Sequence[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
+    """Masked runs ``[start, end)`` merged until at most ``limit`` remain, the two closest first (fewest kept
+    tokens between them; the leftmost pair on a tie).
+
+    Why: T5 writes one span per sentinel, and a checkpoint may have fewer sentinels than a masking makes
+    spans. A merged span hides the kept tokens between its runs from the encoder under one sentinel; the
+    decoder is given those tokens back as they are and writes only the masked ones, so every masked token
+    is still the model's own and no kept word changes.
+    """
+    merged = [tuple(span) for span in spans]
+    if limit < 1:
+        raise ValueError(f"at least one sentinel is needed to merge spans into; got {limit}")
+    while len(merged) > limit:
+        gaps = [merged[i + 1][0] - merged[i][1] for i in range(len(merged) - 1)]
+        i = gaps.index(min(gaps))
+        merged[i: i + 2] = [(merged[i][0], merged[i + 1][1])]
+    return merged  # type: ignore[return-value]
+
+
 def random_segmentation(items: int, segments: int, rng: "np.random.Generator") -> list[int]:
     """``items`` split into ``segments`` positive lengths, every such split equally likely."""
     cuts = sorted((rng.choice(items - 1, size=segments - 1, replace=False) + 1).tolist()) if segments > 1 else []

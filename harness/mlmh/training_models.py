@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from mlmh.checkpoint_kinds import checkpoint_objective
 from mlmh.errors import ModelError, SpecError
 from mlmh.span_corruption import corruption_for
 from mlmh.training_config import MINILM, SPECIAL_TOKENS, TOKENIZER_VERSION, SizeSpec
@@ -150,29 +151,6 @@ def count_parameters(objective: str, shape: SizeSpec, vocab_size: int | None = N
     with torch.device("meta"):
         model = build_model(objective, shape, _Vocab(), positions)
     return sum(p.numel() for p in model.parameters())
-
-
-def checkpoint_objective(config: Any) -> str | None:
-    """The objective a saved checkpoint was built for, from its architecture (None when unknown)."""
-    for arch in getattr(config, "architectures", None) or []:
-        if arch.endswith("ForMaskedLM"):
-            return "mlm"
-        if arch.endswith("ForConditionalGeneration") or getattr(config, "is_encoder_decoder", False):
-            return "seq2seq"
-        if arch.endswith(("LMHeadModel", "ForCausalLM")):
-            return "clm"
-    if getattr(config, "is_encoder_decoder", False):
-        return "seq2seq"
-    if getattr(config, "is_decoder", False):
-        return "clm"
-    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
-
-    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return "mlm"
-    if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "clm"
-    return None
 
 
 def minilm_dir() -> Path:

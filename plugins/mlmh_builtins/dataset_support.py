@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
+from mlmh import bounds
 from mlmh.errors import DataError
 from mlmh.jsonl import numbered_lines, read_jsonl
 from mlmh.params import Param
@@ -157,7 +158,7 @@ def seeded_test_set(keys: list[str], seed: int, fraction: float, salt: str) -> s
 def split_params(test_fraction: float, when: str = "") -> tuple[Param, Param]:
     """The ``seed`` and ``test_fraction`` parameters every loader's seeded split takes."""
     return (
-        Param("seed", int, 0, "seed of the train/test split (the split depends on nothing else)" + when, min=0),
+        Param("seed", int, 0, "seed of the train/test split (the split depends on nothing else)" + when, min=0, max=bounds.SEED),
         Param("test_fraction", float, test_fraction, "share of the data held out as the test split" + when, min=0.05, max=0.95),
     )
 

@@ -19,6 +19,7 @@ from collections import OrderedDict, defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
+from mlmh import bounds
 from mlmh import hookimpl
 from mlmh.components import Metric, ScoringItem
 from mlmh.doctor import CheckResult
@@ -230,7 +231,7 @@ class BertScoreMetric(Metric):
         Param("idf", bool, False, "idf-weight tokens, idf computed on the references being scored"),
         Param("rescale_with_baseline", bool, False, "rescale with bert-score's baseline file (needs lang and a known model)"),
         Param("lang", str, "en", "language, used only to find the baseline file"),
-        Param("batch_size", int, 32, "texts per forward batch", min=1),
+        Param("batch_size", int, 32, "texts per forward batch", min=1, max=bounds.BATCH),
         SPANS_ONLY,
     )
 

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mlmh import bounds
 from mlmh import hookimpl
 from mlmh.components import Metric, ScoringItem
 from mlmh.errors import ModelError, SpecError
@@ -76,7 +77,7 @@ class GenPerplexityMetric(Metric):
     parameters = (
         Param("path", str, "", f"causal LM dir or cached hub name; empty = ${ENV_MODEL}"),
         Param("aggregation", str, "token", "corpus value: token-weighted exp(mean NLL) or mean of per-sample ppl", choices=("token", "sample")),
-        Param("max_tokens", int, 0, "truncate each text to this many tokens; 0 = the model's window", min=0),
+        Param("max_tokens", int, 0, "truncate each text to this many tokens; 0 = the model's window", min=0, max=bounds.SEQUENCE),
     )
 
     def _reference_path(self) -> str:

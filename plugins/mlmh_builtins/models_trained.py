@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from mlmh import hookimpl
+from mlmh import bounds
 from mlmh.components import LoadContext, Model
 from mlmh.crossover import MAX_EPOCHS
 from mlmh.devices import DEVICE_HELP, PRECISIONS, resolve_device
@@ -28,12 +29,12 @@ class TrainedModel(Model):
         Param("size", str, "tiny", "model size (matched across kinds): tiny ~1.2M, small ~6M, base ~27M parameters",
               choices=("tiny", "small", "base")),
         Param("dataset", str, "", "dataset to train on; empty = the run's dataset"),
-        Param("seed", int, 0, "training seed (weights, data order, masking)", min=0),
-        Param("max_steps", int, 0, "training steps; 0 = the size default (or epochs)", min=0),
+        Param("seed", int, 0, "training seed (weights, data order, masking)", min=0, max=bounds.SEED),
+        Param("max_steps", int, 0, "training steps; 0 = the size default (or epochs)", min=0, max=bounds.TRAINING_STEPS),
         Param("epochs", float, 0.0, "training steps as passes over the train blocks (over unique_tokens when set); "
               "0 = max_steps", min=0.0, max=MAX_EPOCHS),
         Param("unique_tokens", int, 0, "data budget U: train on the first train blocks (in their fixed order) that "
-              "hold this many tokens; 0 = the whole train split", min=0),
+              "hold this many tokens; 0 = the whole train split", min=0, max=bounds.TOKENS),
         Param("keep", str, "best", "checkpoint kept: best (validation's choice: highest accuracy off the unigram plateau) or last (the weights after the "
               "whole budget, as data-constrained sweeps compare them)", choices=KEEPS),
         Param("init", str, "", "start from: empty = random init, 'minilm' = the bundled pretrained MiniLM-L6 "
@@ -46,11 +47,11 @@ class TrainedModel(Model):
               "targets (the MLM trains until it has supervised as many tokens as the CLM, at most 8x the steps) "
               "or compute (~6 x parameters x tokens)", choices=BUDGETS),
         Param("patience_tokens", int, PATIENCE_TOKENS, "early stopping: training tokens without a better validation "
-              "loss or accuracy before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0),
-        Param("eval_every", int, 0, "validation every N steps; 0 = the step budget / 50 (at least 5)", min=0),
+              "loss or accuracy before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0, max=bounds.TOKENS),
+        Param("eval_every", int, 0, "validation every N steps; 0 = the step budget / 50 (at least 5)", min=0, max=bounds.TRAINING_STEPS),
         Param("seq_len", int, 0, "token block length; 0 = the size's (128 for tiny; a pretrained start is "
-              "capped by its position table)", min=0),
-        Param("batch_size", int, 0, "training batch in blocks; 0 = the size's (16)", min=0),
+              "capped by its position table)", min=0, max=bounds.SEQUENCE),
+        Param("batch_size", int, 0, "training batch in blocks; 0 = the size's (16)", min=0, max=bounds.BATCH),
         Param("device", str, "auto", DEVICE_HELP),
         Param("precision", str, "auto", "training precision: auto (bf16 autocast on a CUDA GPU that has it, else "
               "float32), float32 or bf16", choices=PRECISIONS),

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from typing import Any, Sequence
 
+from mlmh import bounds
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
@@ -82,7 +83,7 @@ class Mdlm(PerItemInfoSampler):
     name = "mdlm"
     description = "MDLM ancestral sampling: T steps from t=1 to 0, each mask unmasked w.p. (a_s-a_t)/(1-a_t); no pass when nothing unmasks."
     parameters = (
-        Param("steps", int, 16, "T: diffusion steps from t=1 to 0 (forward passes <= T)", min=1, headline=True),
+        Param("steps", int, 16, "T: diffusion steps from t=1 to 0 (forward passes <= T)", min=1, max=bounds.STEPS, headline=True),
         SCHEDULE,
         *SAMPLING_PARAMS,
     )
@@ -150,7 +151,7 @@ class Remdm(Mdlm):
     name = "remdm"
     description = "ReMDM: MDLM steps that also remask committed tokens w.p. sigma_t (cap: min(eta, (1-a_s)/a_t); rescale: eta * bound)."
     parameters = (
-        Param("steps", int, 16, "T: diffusion steps from t=1 to 0 (forward passes <= T)", min=1, headline=True),
+        Param("steps", int, 16, "T: diffusion steps from t=1 to 0 (forward passes <= T)", min=1, max=bounds.STEPS, headline=True),
         SCHEDULE,
         Param("eta", float, 0.04, "remasking strength (0 = MDLM)", min=0.0, max=1.0, headline=True),
         Param("sigma", str, "cap", "remasking schedule: cap min(eta, bound) or rescale eta * bound", choices=("cap", "rescale")),
@@ -180,8 +181,8 @@ class Llada(PerItemInfoSampler):
     name = "llada"
     description = "LLaDA semi-autoregressive: blocks of masked positions left to right, steps shared, low-confidence or random remasking."
     parameters = (
-        Param("steps", int, 16, "forward passes shared by all blocks (each block gets at least one)", min=1, headline=True),
-        Param("block_length", int, 8, "masked positions per block, left to right", min=1, headline=True),
+        Param("steps", int, 16, "forward passes shared by all blocks (each block gets at least one)", min=1, max=bounds.STEPS, headline=True),
+        Param("block_length", int, 8, "masked positions per block, left to right", min=1, max=bounds.SEQUENCE, headline=True),
         Param("remasking", str, "low_confidence", "which predictions stay masked: the least confident or random ones",
               choices=("low_confidence", "random")),
         *SAMPLING_PARAMS,
@@ -256,7 +257,7 @@ class AdaptiveGibbs(Gibbs):
         *Gibbs.parameters,
         Param("pick", str, "least-confident", "which position to resample: the least confident, or drawn in "
               "proportion to 1 - confidence", choices=("least-confident", "proportional")),
-        Param("memory", int, 1, "this many most recent picks are not picked again (at most masked count - 1)", min=0),
+        Param("memory", int, 1, "this many most recent picks are not picked again (at most masked count - 1)", min=0, max=bounds.SEQUENCE),
     )
 
     def run(self, batch: MaskedBatch) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
+from mlmh import bounds
 from mlmh.components import Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
@@ -339,7 +340,7 @@ class MaskPredict(MaskedSampler):
 
     name = "mask-predict"
     description = "Predict all masks, then T-1 times re-mask the n = N(T-t)/T least confident and re-predict."
-    parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1, headline=True), *SAMPLING_PARAMS, STUTTER)
+    parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1, max=bounds.STEPS, headline=True), *SAMPLING_PARAMS, STUTTER)
 
     def run(self, batch: MaskedBatch) -> None:
         rows = batch.rows_to_fill()
@@ -377,7 +378,7 @@ class Confidence(MaskedSampler):
     name = "confidence"
     description = "Commit the k most confident predictions per step (MaskGIT/LLaDA), linear or cosine schedule."
     parameters = (
-        Param("steps", int, 8, "T: at most this many forward passes", min=1, headline=True),
+        Param("steps", int, 8, "T: at most this many forward passes", min=1, max=bounds.STEPS, headline=True),
         Param("schedule", str, "cosine", "how many masks remain after each step", choices=("linear", "cosine")),
         Param("threshold", float, 0.0, "also commit every prediction with probability >= this (0 = off)", min=0.0, max=1.0),
         *SAMPLING_PARAMS,
@@ -434,7 +435,7 @@ class Gibbs(MaskedSampler):
     name = "gibbs"
     description = "Wang & Cho 2019 parallel-sequential Gibbs: re-mask and resample one random masked position per step."
     parameters = (
-        Param("steps", int, 0, "resampling steps per item (0 = twice its masked token count)", min=0),
+        Param("steps", int, 0, "resampling steps per item (0 = twice its masked token count)", min=0, max=bounds.STEPS),
         Param("burnin", float, 0.5, "fraction of steps sampled from the full distribution", min=0.0, max=1.0),
         Param("burnin_temperature", float, 1.0, "temperature during burn-in", min=0.01),
         Param("init", str, "mask", "start from all masks or from a one-shot fill", choices=("mask", "one-shot")),

@@ -7,19 +7,21 @@ from pathlib import Path
 
 import click
 
-from mlmh import options
+from mlmh import bounds, options
 
 from mlmh.errors import SpecError
 from mlmh.outputs import check_output_file, write_output_file
 
 
-def _int_list(value: str, option: str, *, minimum: int = 1) -> tuple[int, ...]:
+def _int_list(value: str, option: str, bound: bounds.Bound, *, minimum: int = 1) -> tuple[int, ...]:
     try:
         numbers = tuple(int(part) for part in value.split(",") if part.strip())
     except ValueError:
         raise SpecError(f"{option} expects comma-separated integers, got {value!r}") from None
     if not numbers or any(n < minimum for n in numbers):
         raise SpecError(f"{option} expects integers >= {minimum}, got {value!r}")
+    for number in numbers:
+        bounds.check(number, bound, f"{option} {value}: each")
     return tuple(dict.fromkeys(numbers))
 
 
@@ -44,7 +46,7 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
                    "(256 tokens, 128 masked) is always added for mask-predict T=4 and clm-infill.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes; batching compares the smallest and largest.")
 @click.option("--runs", default=5, show_default=True, type=options.Number(int, min=5), help="Timed runs per figure (median); >= 5 (sampler cells: more until each side has run 0.5 s, up to 2 s while the overhead's interval is wide).")
-@click.option("--threads", default=0, type=options.Number(int, min=0, meaning="0 = every core available"), help="torch threads (0 = every core available).")
+@click.option("--threads", default=0, type=options.Number(int, min=0, max=bounds.THREADS, meaning="0 = every core available"), help="torch threads (0 = every core available).")
 @click.option("--samplers", "sampler_labels", default="", metavar="NAMES",
               help="Sampler rows to time (default: all): one-shot, mask-predict-1, mask-predict-4, mask-predict-10, "
                    "left-to-right, gibbs, clm-infill, clm-infill-nocache, seq2seq-infill.")
@@ -117,8 +119,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     keys = tuple(case.key for case in SAMPLER_CASES)
     options = BenchOptions(
         sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
-        lengths=_int_list(lengths, "--lengths", minimum=2),
-        batches=_int_list(batches, "--batch"),
+        lengths=_int_list(lengths, "--lengths", bounds.SEQUENCE, minimum=2),
+        batches=_int_list(batches, "--batch", bounds.BATCH),
         runs=runs,
         threads=threads or available_cores(),
         samplers=_name_list(sampler_labels, "--samplers", keys) if sampler_labels else keys,

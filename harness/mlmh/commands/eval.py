@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import signal
 from typing import Any
 
 import click
 
-from mlmh import options
+from mlmh import interrupts, options
 from mlmh.executors import BACKENDS
 
 
@@ -39,12 +38,12 @@ from mlmh.executors import BACKENDS
 @click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
 @click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
               help="Run seed; repeat or separate with commas (one condition per seed).")
-@click.option("--batch-size", type=options.COUNT, help="Generation batch size (results do not depend on it).")
+@click.option("--batch-size", type=options.BATCH_SIZE, help="Generation batch size (results do not depend on it).")
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/); a new run needs a new or empty one.")
 @click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations, metric and task results with other runs (a private cache in the run dir).")
-@click.option("--workers", type=options.COUNT, default=1, show_default=True,
+@click.option("--workers", type=options.WORKERS, default=1, show_default=True,
               help="Worker processes that generate (1 = in this process); results do not depend on it.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
               help="Where workers run: local processes, or Ray (needs: pip install 'mlmh[ray]').")
@@ -79,6 +78,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     """
     from mlmh import api
     from mlmh.progress import progress_listener
+    from mlmh.errors import MlmhError
     from mlmh.runner import RunCancelled
 
     overrides: dict[str, Any] = {
@@ -99,34 +99,16 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     from mlmh.executors import make_executor
 
     executor = make_executor(backend, workers, ray_address, plan)  # a bad backend is refused before any display
-    with progress_listener() as listener, _terminate_as_interrupt():
+    with progress_listener() as listener, interrupts.watch(signal.SIGINT, signal.SIGTERM):
         try:
             results = api.run(plan, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
-        except Terminated:
+        except interrupts.Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            if not interrupts.is_interrupt(exc):
+                raise MlmhError(f"{interrupts.crash_line(exc)}; finished batches are cached. {hint}") from None
             raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
     print_summary(results, out)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C would be, so a killed run stops the same way and prints the same hint."""
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Any:
-    def on_term(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not the main thread (e.g. called from a test runner's worker thread): leave it
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _optional_list(values: list[str]) -> list[str] | None:

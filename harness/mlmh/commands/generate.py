@@ -36,7 +36,7 @@ Examples:
 @click.option("--data", "data_path", default=None, type=click.Path(), callback=options.data_path, help="Dataset files (default: the bundled sample).")
 @click.option("--limit", default=1, show_default=True, type=options.COUNT, help="Documents to take from --dataset.")
 @click.option("--seed", default=0, show_default=True, type=options.SEED, help="Run seed: fixes the masks and the sampling.")
-@click.option("--batch-size", default=8, show_default=True, type=options.COUNT, help="Items per batch.")
+@click.option("--batch-size", default=8, show_default=True, type=options.BATCH_SIZE, help="Items per batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the Generation(s) as JSON.")
 @click.option("--trace", is_flag=True,
               help="Show every refinement step with the changed tokens highlighted, and the sampler's diagnostics.")
@@ -140,7 +140,7 @@ def _show(generations: list[Any], trace: bool) -> None:
 #: what a sampler recorded that is shown even without --trace: why the output is not what one would expect;
 #: --trace shows every diagnostic (e.g. a diffusion sampler's unmasked_per_step, steps_without_pass, blocks,
 #: llada_steps_raised, gibbs_pick)
-NOTES = ("truncated", "unfilled_masked_words", "masking_note", "gibbs_start", "gibbs_steps_raised",
+NOTES = ("cut_to_window", "truncated", "masking_note", "gibbs_start", "gibbs_steps_raised",
          "llada_steps_raised")
 
 

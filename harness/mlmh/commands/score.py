@@ -16,7 +16,7 @@ from mlmh import options
 @click.option("--ref", "ref_path", required=True, type=click.Path(dir_okay=False), help="References, paired line by line with --pred.")
 @click.option("--field", default="text", show_default=True, help="Text field of .jsonl/.ndjson files.")
 @click.option("--seed", default=0, show_default=True, type=options.SEED, help="Seed of the bootstrap confidence intervals.")
-@click.option("--workers", default=min(2, os.cpu_count() or 1), show_default=True, type=options.COUNT,
+@click.option("--workers", default=min(2, os.cpu_count() or 1), show_default=True, type=options.WORKERS,
               help="Processes scoring metrics side by side (1 = all in this process).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results (with per-sample values) as JSON.")
 def score(

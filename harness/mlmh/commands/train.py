@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mlmh import options
+from mlmh import bounds, options
 
 OBJECTIVE_CHOICES = ("mlm", "clm", "seq2seq")
 MASK_SCHEDULE_CHOICES = ("fixed", "uniform", "mdlm")
@@ -52,7 +52,7 @@ CARD_ROWS = (
                    "objective: mlm (its MLM head; fresh for MiniLM), clm (the same weights as a causal decoder), "
                    "seq2seq (an encoder-decoder warm-started from it on both sides, Rothe et al. 2020); a "
                    "decoder-only or encoder-decoder checkpoint its own (T5: span corruption through its sentinels).")
-@click.option("--max-steps", type=options.COUNT, default=None, help="Training steps (default: the size's default).")
+@click.option("--max-steps", type=options.TRAINING_STEPS, default=None, help="Training steps (default: the size's default).")
 @click.option("--mask-schedule", type=click.Choice(MASK_SCHEDULE_CHOICES), default=None,
               help="MLM training masks: fixed = BERT (--mask-ratio of the tokens, 80/10/10; the default), "
                    "uniform = CMLM / Mask-Predict (1..N tokens per sequence, all [MASK]), mdlm = MDLM "
@@ -61,18 +61,18 @@ CARD_ROWS = (
 @click.option("--budget", type=click.Choice(BUDGET_CHOICES), default="tokens", show_default=True,
               help="What is matched across objectives: tokens (steps x batch x seq_len); targets (the MLM gets "
                    "the steps to supervise as many tokens as the CLM, at most 8x); compute (~6 x params x tokens).")
-@click.option("--eval-every", type=options.COUNT, default=None,
+@click.option("--eval-every", type=options.TRAINING_STEPS, default=None,
               help="Validation loss every N steps (default: the size's step budget / 20).")
-@click.option("--patience-tokens", type=options.Number(int, min=0, meaning="0 = never stop early"), default=None,
+@click.option("--patience-tokens", type=options.Number(int, min=0, max=bounds.TOKENS, meaning="0 = never stop early"), default=None,
               help="Stop once this many training tokens pass without a better validation loss, never while the "
                    "model is still on the unigram plateau (default 100000; 0 = train the whole budget).")
 @click.option("--device", default="auto", show_default=True,
               help="Where to train: auto (CUDA when available, else the CPU), cpu, cuda or cuda:N.")
 @click.option("--precision", type=click.Choice(("auto", "float32", "bf16")), default="auto", show_default=True,
               help="auto = bf16 autocast on a CUDA GPU that supports it, float32 elsewhere.")
-@click.option("--epochs", type=options.Number(float, min=0, open=True), default=None, help="Train for this many passes over the data instead.")
+@click.option("--epochs", type=options.Number(float, min=0, max=bounds.EPOCHS, open=True), default=None, help="Train for this many passes over the data instead.")
 @click.option("--seed", type=options.SEED, default=0, show_default=True, help="Seed of weights, data order and masking.")
-@click.option("--threads", type=options.COUNT, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
+@click.option("--threads", type=options.THREADS, default=None, help="CPU threads for torch (default: 1 for tiny models, which run faster on one thread; else all cores).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to save the model in.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it holds a model mlmh wrote (never a folder with other files).")
 @click.option("--json", "as_json", is_flag=True, help="Print the training card as JSON.")
