@@ -45,10 +45,14 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 def parse_object(path: Path, number: int, line: str) -> dict[str, Any]:
     """Line ``number`` of ``path`` as the JSON object it must hold; a DataError naming the line when it is not."""
+    from mlmh.schema import parse_json
+
     try:
-        row = json.loads(line)
+        row = parse_json(line)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:  # NaN, an overflowing number, nesting too deep (mlmh.schema)
+        raise DataError(f"{path}:{number}: {exc}") from None
     if not isinstance(row, dict):
         raise DataError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
     return row

@@ -164,7 +164,8 @@ def filler_findings(results: RunResults) -> list[str]:
                 line += f", deleting the masked words {format_score(deletion)}"
                 if sign * (deletion.value - value) >= 0:  # type: ignore[operator]
                     line += " — no better than deletion"
-            if sign * (block.filler[metric].value - value) >= 0:  # type: ignore[operator]
+            filler = block.filler[metric].value
+            if filler is not None and sign * (filler - value) >= 0:  # type: ignore[operator]
                 line += " — no better than the filler"
             lines.append(line + ".")
     return lines
@@ -360,7 +361,7 @@ def correlation_table(results: RunResults) -> list[str]:
         ci = item.spearman_ci
         rows.append([str(item.metric), f"{item.task} {item.score}", str(item.n),
                      "n/a" if item.spearman is None else f"{item.spearman:+.2f}",
-                     "n/a" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
+                     "n/a" if not ci or len(ci) != 2 else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
                      "n/a" if item.pearson is None else f"{item.pearson:+.2f}"])
     return _table(["metric", "downstream score", "n", "Spearman rho", "95% CI", "Pearson r"], rows) if rows else []
 
