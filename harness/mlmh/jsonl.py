@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from mlmh.errors import DataError
+from mlmh.inputs import check_input_file
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -26,7 +27,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of every line of ``path``, blank ones too, without its line ending (``.gz`` too;
     a leading byte-order mark is dropped); bytes that are not UTF-8 are one DataError naming the line."""
-    path = Path(path)
+    path = check_input_file(path)
     try:
         handle = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except OSError as exc:

@@ -119,8 +119,10 @@ def _json_text(data: Any) -> str:
 
 # -- reading and checking (the shapes and their one check: mlmh.schema) ----------------------------------
 def _read_text(path: Path) -> str:
+    from mlmh.inputs import check_input_file
+
     try:
-        raw = path.read_bytes()
+        raw = check_input_file(path).read_bytes()
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
