@@ -71,7 +71,7 @@ def load_adapter(
         torch.set_num_threads(int(threads))
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    from mlmh.checkpoints import check_device, from_pretrained, local_checkpoint, offline
+    from mlmh.checkpoints import check_device, check_vocabulary, from_pretrained, local_checkpoint, offline
 
     name = str(path)
     what = f"{kind} model"
@@ -97,12 +97,12 @@ def load_adapter(
 
     with _model_errors(kind, name, local):
         tokenizer = from_pretrained(transformers.AutoTokenizer, name, what=what, use_fast=True, **common)
-        if defer_weights:
-            config = from_pretrained(transformers.AutoConfig, name, what=what, **common)
+        config = from_pretrained(transformers.AutoConfig, name, what=what, **common)
+    check_vocabulary(config, tokenizer, f"{what} {name}")  # before the weights: an id past the embeddings fails late
     if defer_weights:
         return ADAPTERS[kind](DeferredWeights(config, lambda: read_weights(config)), tokenizer,
                               identity=identity or name, device=device)
-    return ADAPTERS[kind](read_weights(), tokenizer, identity=identity or name, device=device)
+    return ADAPTERS[kind](read_weights(config), tokenizer, identity=identity or name, device=device)
 
 
 @contextmanager

@@ -94,8 +94,8 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     preset = options.check_path(preset, "preset")
     output_path = options.check_path(output_path, "output_path")
     options.check_flag(resume, "resume")
-    options.check_text(sweep_epochs, "sweep_epochs", optional=True)
-    options.check_text(sweep_tokens, "sweep_tokens", optional=True)
+    options.check_text(sweep_epochs, "sweep_epochs", optional=True, empty=True)  # empty: parse_axis says what
+    options.check_text(sweep_tokens, "sweep_tokens", optional=True, empty=True)
     if overrides is not None and not isinstance(overrides, dict):
         raise SpecError(f"overrides {overrides!r}: expected a dict of preset keys, or None")
     overrides = dict(overrides or {})

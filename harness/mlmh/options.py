@@ -66,6 +66,10 @@ def specs(kind: str, *, none: bool = False) -> Callable[[click.Context, click.Pa
         items = split_list(values, flag)
         if none and [item.lower() for item in items] == ["none"]:
             return items
+        if none and "none" in (item.lower() for item in items):
+            others = ", ".join(item for item in items if item.lower() != "none")
+            raise SpecError(f"{flag} {','.join(items)}: 'none' means no {kind}s and stands alone; give {flag} none "
+                            f"for no {kind}s, or {flag} {others} without it")
         for item in items:
             build_spec(kind, item, flag)
         return items
@@ -231,13 +235,14 @@ def check_path(value: Any, name: str, *, left_out: str = "", optional: bool = Tr
     return text
 
 
-def check_text(value: Any, name: str, *, optional: bool = False) -> str | None:
-    """Non-empty text (a spec, a preset name, a text to regenerate); None only where ``optional``."""
+def check_text(value: Any, name: str, *, optional: bool = False, empty: bool = False) -> str | None:
+    """Non-empty text (a spec, a preset name, a text to regenerate); None only where ``optional``; empty text only
+    where ``empty`` (its own rule then says what is missing)."""
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise SpecError(f"{name} {value!r}: expected text, not {_kind(value)}")
-    if not value.strip():
+    if not value.strip() and not empty:
         raise SpecError(f"{name} {value!r}: empty")
     return value
 

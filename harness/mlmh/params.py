@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, Callable, ClassVar, Self
 
 from mlmh.errors import SpecError
 
@@ -25,6 +25,9 @@ class Param:
     min: float | None = None
     max: float | None = None
     headline: bool = False  # always shown in short specs (tables), even at its default
+    #: a rule of the value's own, run when the spec is parsed: ``check(value)`` says what is wrong ("must be ..."),
+    #: or None
+    check: Callable[[Any], str | None] | None = None
 
     def convert(self, value: Any, owner: str) -> Any:
         """Coerce ``value`` (often a string from the command line) and check its range.
@@ -71,6 +74,9 @@ class Param:
             raise SpecError(f"{where} must be >= {self.min}; got {out!r}")
         if self.max is not None and out > self.max:
             raise SpecError(f"{where} must be <= {self.max}; got {out!r}")
+        problem = self.check(out) if self.check is not None else None
+        if problem:
+            raise SpecError(f"{where} {problem}; got {out!r}")
         return out
 
     def describe(self) -> dict[str, Any]:
