@@ -240,3 +240,14 @@ def test_a_metric_named_like_a_fixed_column_never_overwrites_it():
                                                       "higher_is_better": True}
         row = RunResults.from_dict(changed).to_rows()["conditions"][0]
         assert row[column] == plain[column] and row[f"metric:{column}"] == 99.5, column
+
+
+def test_the_tui_command_fails_when_the_app_stopped_on_an_error(tmp_path, monkeypatch):
+    """What the schema cannot foresee still never exits 0: an app that ended on an error fails the command."""
+    def crashed(self):
+        self._return_code = 1
+
+    monkeypatch.setattr("mlmh.tui.app.MlmhApp.run", crashed)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tui", "--run", str(write_run(tmp_path / "run"))])
+    assert exit_info.value.code == 1
