@@ -251,3 +251,23 @@ def test_the_tui_command_fails_when_the_app_stopped_on_an_error(tmp_path, monkey
     with pytest.raises(SystemExit) as exit_info:
         main(["tui", "--run", str(write_run(tmp_path / "run"))])
     assert exit_info.value.code == 1
+
+
+def test_a_run_writes_its_json_lines_strict_so_they_read_back(tmp_path):
+    """A per-sample score that is NaN is written null (strict JSON), so the run's own samples.jsonl never fails the
+    reader's finite-number rule; a dataset's JSON lines may still carry NaN in fields mlmh does not read."""
+    from test_tui_data import mlm_generation
+
+    from mlmh.jsonl import read_jsonl
+    from mlmh.types import SampleRow
+
+    run = RunDir(tmp_path / "run")
+    run.write_samples([SampleRow("c", mlm_generation("d1", "hf-mlm"), {"bleu": float("nan"), "rouge1": 0.5})])
+    assert "NaN" not in run.samples.read_text(encoding="utf-8")
+    (row,) = run.read_samples()
+    assert row.metrics == {"bleu": None, "rouge1": 0.5}
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"text": "a b", "score": NaN}\n', encoding="utf-8")
+    assert [row["text"] for _, row in read_jsonl(corpus)] == ["a b"]
+    with pytest.raises(DataError, match=r"corpus.jsonl:1: key score must be a finite number, not nan"):
+        list(read_jsonl(corpus, finite=True))

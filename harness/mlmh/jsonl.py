@@ -15,13 +15,14 @@ from mlmh.errors import DataError
 from mlmh.inputs import check_input_file
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: str | Path, *, finite: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of each non-blank line of ``path`` (``.gz`` too; a leading byte-order mark,
-    which spreadsheets write, is dropped)."""
+    which spreadsheets write, is dropped); ``finite``: a NaN or infinite number is an error naming its key (a run's
+    own files, which mlmh writes strict)."""
     path = Path(path)
     for number, line in text_lines(path):
         if line.strip():
-            yield number, parse_object(path, number, line)
+            yield number, parse_object(path, number, line, finite=finite)
 
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -44,12 +45,13 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield number, line.removesuffix("\n").rstrip("\r")
 
 
-def parse_object(path: Path, number: int, line: str) -> dict[str, Any]:
-    """Line ``number`` of ``path`` as the JSON object it must hold; a DataError naming the line when it is not."""
+def parse_object(path: Path, number: int, line: str, *, finite: bool = False) -> dict[str, Any]:
+    """Line ``number`` of ``path`` as the JSON object it must hold (nested at most :data:`mlmh.schema.MAX_DEPTH`
+    levels; every number finite where ``finite``); a DataError naming the line when it is not."""
     from mlmh.schema import parse_json
 
     try:
-        row = parse_json(line)
+        row = parse_json(line, finite=finite)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:  # NaN, an overflowing number, nesting too deep (mlmh.schema)

@@ -330,9 +330,11 @@ def _curve_rows(train: list[dict[str, float]], validation: list[dict[str, float]
     picked = validation[::step]
     if picked[-1] is not validation[-1]:
         picked.append(validation[-1])
-    return [[str(int(p["step"])), format_number(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-",
-             format_number(p["loss"])]
-            for p in picked]
+    return [[str(int(p["step"])), _loss(train_at.get(int(p["step"]))), _loss(p["loss"])] for p in picked]
+
+
+def _loss(value: float | None) -> str:
+    return "-" if value is None else format_number(value)  # None: not logged at that step, or a NaN loss
 
 
 def downstream_table(results: RunResults) -> list[str]:

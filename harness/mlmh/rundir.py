@@ -17,7 +17,6 @@ The runner, the report, human evaluation, ``mlmh generate --run``, the CLI and t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from datetime import datetime, timezone
@@ -372,7 +371,7 @@ class RunDir:
         """(line number, object) of each non-blank line of a JSON-lines run file (:func:`mlmh.jsonl.read_jsonl`)."""
         from mlmh.jsonl import read_jsonl
 
-        return read_jsonl(path)
+        return read_jsonl(path, finite=True)
 
     def read_generations(self, fields: Iterable[str] = GENERATION_FIELDS) -> list[GenerationRow]:
         """The rows of generations.jsonl; ``fields`` must be text in every row (the others read as None where
@@ -426,9 +425,12 @@ class RunDir:
 
     def _write_lines(self, path: Path, rows: Iterable[GenerationRow | SampleRow]) -> Path:
         """A JSON-lines file, one row's ``to_dict`` per line, written whole or not at all."""
+        from mlmh.contracts import finite_only, strict_json
+
         def write(handle: IO[bytes]) -> None:
-            for row in rows:
-                handle.write((json.dumps(row.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
+            for row in rows:  # strict, as every run file is: a NaN (a metric's per-sample value) is written null
+                line = strict_json(finite_only(row.to_dict())[0], ensure_ascii=False)
+                handle.write((line + "\n").encode("utf-8"))
 
         return write_atomic(self._target(path), write)
 

@@ -129,9 +129,10 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     return None
 
 
-def parse_json(text: str) -> Any:
-    """Strict JSON of a file read back: no NaN or Infinity, no number that overflows, at most :data:`MAX_DEPTH`
-    levels deep. Raises ValueError with the reason (a :class:`json.JSONDecodeError` for bad syntax)."""
+def parse_json(text: str, *, finite: bool = True) -> Any:
+    """Strict JSON of a file read back: no NaN or Infinity, no number that overflows (unless not ``finite``: a
+    user's dataset may carry NaN in fields mlmh never reads), at most :data:`MAX_DEPTH` levels deep. Raises
+    ValueError with the reason (a :class:`json.JSONDecodeError` for bad syntax)."""
     try:
         data = json.loads(text, parse_constant=float)  # NaN, Infinity: refused below, by key
     except RecursionError:
@@ -140,7 +141,7 @@ def parse_json(text: str) -> Any:
     if deep is not None:
         top = re.match(r"\$(\.[^.\[]+|\[\d+\])?", deep).group(1) or ""  # type: ignore[union-attr]
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels" + (f" under key {top.lstrip('.')}" if top else ""))
-    infinite = _first_infinite(data, "$")
+    infinite = _first_infinite(data, "$") if finite else None
     if infinite:
         raise ValueError(located(infinite))
     return data
@@ -208,7 +209,7 @@ FINDING = Obj({"claim": str, "source": str, "text": str, "verdict": VERDICT, "st
                "documents": int, "conditions": ListOf(str), "caveats": ListOf(str), "parts": ListOf(FINDING_PART),
                "extra": dict}, required=("claim", "verdict"))
 #: what the report and the figures read of a trained model's card (mlmh.result_blocks.TRAINING_FACTS)
-CURVE = ListOf(Obj({"step": NUMBER, "loss": NUMBER}, required=("step", "loss")))
+CURVE = ListOf(Obj({"step": NUMBER, "loss": Maybe(NUMBER)}, required=("step", "loss")))  # null: a loss that was NaN
 TRAINING = Obj({**{k: Maybe(NUMBER) for k in (
     "tokens_seen", "supervised_targets", "steps_run", "step_kept", "validation_loss", "final_loss", "heldout_accuracy",
     "best_constant_accuracy", "unigram_baseline_accuracy", "train_seconds", "approx_train_flops", "parameters",
@@ -216,7 +217,7 @@ TRAINING = Obj({**{k: Maybe(NUMBER) for k in (
     **{k: Maybe(str) for k in ("objective", "init", "mask_schedule", "budget", "stop_reason", "device",
                                  "validation_holds")},
     "beats_constant": Maybe(bool), "stopped_early": Maybe(bool), "train_curve": Maybe(CURVE),
-    "validation_curve": Maybe(CURVE), "validation_block_losses": Maybe(ListOf(ListOf(NUMBER))),
+    "validation_curve": Maybe(CURVE), "validation_block_losses": Maybe(ListOf(ListOf(Maybe(NUMBER)))),
     "accuracy_at_ratio": Maybe(MapOf(Maybe(Obj({"accuracy": Maybe(NUMBER), "best_constant_accuracy": Maybe(NUMBER),
                                                    "unigram_baseline_accuracy": Maybe(NUMBER),
                                                    "beats_constant": Maybe(bool)}))))})
