@@ -105,3 +105,16 @@ def test_every_input_reader_refuses_a_special_file(tmp_path, special):
     for read in (check_input_file, lambda p: list(text_lines(p)), read_texts):
         with pytest.raises(DataError, match="not a file: mlmh reads only regular files"):
             read(path)
+
+
+def test_a_preset_file_or_a_dataset_file_that_is_a_fifo_is_named_not_read(tmp_path, capsys):
+    from mlmh_builtins.dataset_support import require_file
+
+    fifo = tmp_path / "preset.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "--preset", str(fifo)])  # the old reader blocked here for ever
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 1 and f"preset file {fifo} is a FIFO (named pipe), not a file" in err
+    with pytest.raises(DataError, match="pairs file /dev/zero is a character device, not a file"):
+        require_file(Path("/dev/zero"), "pairs file")
