@@ -9,6 +9,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -107,13 +108,26 @@ def test_every_input_reader_refuses_a_special_file(tmp_path, special):
             read(path)
 
 
+def _feed(fifo: Path) -> None:
+    """Write one TOML line into ``fifo`` once someone opens it (what a reader of the FIFO would get)."""
+    try:
+        with open(fifo, "w", encoding="utf-8") as handle:
+            handle.write("name = 1\n")
+    except OSError:
+        pass
+
+
 def test_a_preset_file_or_a_dataset_file_that_is_a_fifo_is_named_not_read(tmp_path, capsys):
     from mlmh_builtins.dataset_support import require_file
 
     fifo = tmp_path / "preset.toml"
     os.mkfifo(fifo)
+    writer = threading.Thread(target=_feed, args=(fifo,), daemon=True)  # a reader that opens it is not left blocked
+    writer.start()
     with pytest.raises(SystemExit) as info:
-        main(["eval", "--preset", str(fifo)])  # the old reader blocked here for ever
+        main(["eval", "--preset", str(fifo)])
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer finish when mlmh never opened it
+    writer.join(5)
     err = capsys.readouterr().err.strip()
     assert info.value.code == 1 and f"preset file {fifo} is a FIFO (named pipe), not a file" in err
     with pytest.raises(DataError, match="pairs file /dev/zero is a character device, not a file"):
