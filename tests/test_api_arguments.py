@@ -108,3 +108,11 @@ def test_build_plan_names_its_argument(value):
 
     with pytest.raises(SpecError, match=r"^config .*: expected a RunConfig"):
         build_plan(value)
+
+
+@pytest.mark.parametrize("value", [None, 3, ["runs/x"], ""])
+def test_load_results_names_its_argument(value):
+    from mlmh.results import load_results
+
+    with pytest.raises(SpecError, match=r"^run_dir "):
+        load_results(value)

@@ -60,6 +60,7 @@ DAMAGE = [
     (["human"], {"conditions": "x"}, "key human.conditions must be an object, not text"),
     (["errors"], [{"component": 1}], "key errors[0].component must be text"),
     (["dataset"], {"train_documents": "many"}, "key dataset.train_documents must be an integer, not text"),
+    (["schema_version"], 9, "key schema_version must be one of 1, 2, 3, not 9 (a newer mlmh wrote it? upgrade mlmh)"),
 ]
 
 

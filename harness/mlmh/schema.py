@@ -55,8 +55,9 @@ class Obj:
 class OneOf:
     """One value of a closed set (a verdict)."""
 
-    def __init__(self, choices: Iterable[Any]) -> None:
+    def __init__(self, choices: Iterable[Any], hint: str = "") -> None:
         self.choices = tuple(choices)
+        self.hint = hint  # what to do about a value outside the set
 
 
 NUMBER = (int, float)
@@ -72,7 +73,7 @@ def problem(value: Any, shape: Any, where: str) -> str | None:
     if isinstance(shape, OneOf):
         if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value in shape.choices:
             return None
-        return f"{where}: must be one of {', '.join(map(str, shape.choices))}, not {_shown(value)}"
+        return f"{where}: must be one of {', '.join(map(str, shape.choices))}, not {_shown(value)}{shape.hint}"
     if isinstance(shape, ListOf):
         if not isinstance(value, list):
             return f"{where}: must be a list, not {_kind(value)}"
@@ -245,7 +246,7 @@ CROSSOVER = Obj({"points": ListOf(SWEEP_POINT), "metrics": ListOf(str), "crossov
 #: results.json as the report, the CLI summary and the TUI read it (docs/RESULTS.md); null means absent
 #: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into
 RESULTS = Obj({
-    "schema_version": OneOf(range(1, RESULTS_SCHEMA + 1)), "run_id": Maybe(str), "config": dict, "conditions": ListOf(CONDITION),
+    "schema_version": OneOf(range(1, RESULTS_SCHEMA + 1), " (a newer mlmh wrote it? upgrade mlmh)"), "run_id": Maybe(str), "config": dict, "conditions": ListOf(CONDITION),
     "versions": Maybe(Obj({"plugins": MapOf(Maybe(str))})),
     "dataset": Maybe(Obj({"name": str, "source": str, "train_documents": int, "validation_documents": int,
                           "test_documents": int})),
