@@ -114,5 +114,5 @@ def test_build_plan_names_its_argument(value):
 def test_load_results_names_its_argument(value):
     from mlmh.results import load_results
 
-    with pytest.raises(SpecError, match=r"^run_dir "):
+    with pytest.raises(SpecError, match=r"^run directory .*: expected the path of a run directory"):
         load_results(value)

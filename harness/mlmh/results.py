@@ -27,10 +27,9 @@ def as_results(results: RunResults | dict[str, Any]) -> RunResults:
 def load_results(run_dir: str | Path) -> RunResults:
     """The typed results of a run directory (or of its results file), for the report, the CLI and the TUI;
     every reader comes here, and a bad file is one line naming it and the key (:class:`~mlmh.rundir.RunDir`)."""
-    from mlmh.options import check_path
     from mlmh.rundir import RunDir
 
-    return RunDir.of(check_path(run_dir, "run_dir", optional=False)).read_results()  # type: ignore[arg-type]
+    return RunDir.of(run_dir).read_results()
 
 
 # -- models ------------------------------------------------------------------------------------------

@@ -160,7 +160,11 @@ class RunDir:
 
     @classmethod
     def of(cls, path: str | Path) -> "RunDir":
-        """The run of a directory, or of a results file given by its own path (any name)."""
+        """The run of a directory, or of a results file given by its own path (any name); anything but a path
+        (None, a number: a notebook's slip) is one SpecError naming it."""
+        if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
+            raise SpecError(f"run directory {path!r}: expected the path of a run directory or its results file "
+                            "(text or pathlib.Path)")
         p = Path(path).expanduser()
         return cls(p) if p.is_dir() else cls(p.parent, results_name=p.name)
 
