@@ -128,7 +128,12 @@ def test_every_key_of_results_given_a_wrong_type_is_named_or_reads_and_renders()
     from mlmh.types import RunResults
 
     full = _trimmed(_fixture())
-    data = {**full, "models": dict(list(full["models"].items())[:1]),
+    model, record = next(iter(full["models"].items()))
+    record = {**record, "training": {**record["training"], "head_warmup_steps": 30, "output_vocabulary": 900,
+                                     "init": "minilm"}}
+    data = {**full, "models": {model: record},
+            "dataset": {**full["dataset"], "validation_groups": 3},
+            "documents": {role: {**block, "groups": 4, "cut": 1} for role, block in full["documents"].items()},
             "human": {"criteria": ["coherence"], "n_raters": 1, "raters": ["a"], "n_items": 1, "agreement": {"coherence": None},
                       "conditions": {"c": {"coherence": {"value": 3.0, "ci_low": 2.0, "ci_high": 4.0, "n": 2}}}},
             "crossover": {"points": [{"unique_tokens": 1000, "epochs": 1.0, "objective": "mlm", "validation_loss": 2.0,
