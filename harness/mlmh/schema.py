@@ -117,19 +117,6 @@ def located(found: str) -> str:
     return what if where == "$" else f"key {where.removeprefix('$.')} {what}"
 
 
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
-    """Where ``value`` nests deeper than ``limit`` levels (walked without recursion), or None."""
-    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
-    while stack:
-        item, where, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth >= limit:
-                return where
-            pairs = item.items() if isinstance(item, dict) else enumerate(item)
-            stack.extend((v, f"{where}.{k}" if isinstance(item, dict) else f"{where}[{k}]", depth + 1) for k, v in pairs)
-    return None
-
-
 def parse_json(text: str, *, finite: bool = True) -> Any:
     """Strict JSON of a file read back: no NaN or Infinity, no number that overflows (unless not ``finite``: a
     user's dataset may carry NaN in fields mlmh never reads), at most :data:`MAX_DEPTH` levels deep. Raises
@@ -138,28 +125,28 @@ def parse_json(text: str, *, finite: bool = True) -> Any:
         data = json.loads(text, parse_constant=float)  # NaN, Infinity: refused below, by key
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
-    deep = too_deep(data)
-    if deep is not None:
-        top = re.match(r"\$(\.[^.\[]+|\[\d+\])?", deep).group(1) or ""  # type: ignore[union-attr]
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels" + (f" under key {top.lstrip('.')}" if top else ""))
-    infinite = _first_infinite(data, "$") if finite else None
-    if infinite:
-        raise ValueError(located(infinite))
+    found = _walk(data, finite)
+    if found:
+        raise ValueError(located(found))
     return data
 
 
-def _first_infinite(value: Any, where: str) -> str | None:
-    """Where a number that is not finite sits in ``value`` (NaN, Infinity, or 1e400, which reads as infinity),
-    or None."""
-    stack: list[tuple[Any, str]] = [(value, where)]
+def _walk(value: Any, finite: bool) -> str | None:
+    """The first place, in file order, where ``value`` nests deeper than :data:`MAX_DEPTH` levels or (``finite``)
+    holds a number that is not finite (NaN, Infinity, or 1e400, which reads as infinity); walked without recursion.
+    A place too deep is named by its top key (the full path would be as long as the nesting)."""
+    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
     while stack:
-        item, at = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
+        item, at, depth = stack.pop()
+        if finite and isinstance(item, float) and not math.isfinite(item):
             return f"{at}: must be a finite number, not {item}"
-        if isinstance(item, dict):
-            stack.extend((v, f"{at}.{k}") for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((v, f"{at}[{n}]") for n, v in enumerate(item))
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_DEPTH:
+                top = re.match(r"\$(\.[^.\[]+|\[\d+\])?", at).group(0)  # type: ignore[union-attr]
+                return f"{top}: nested deeper than {MAX_DEPTH} levels"
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            children = [(v, f"{at}.{k}" if isinstance(item, dict) else f"{at}[{k}]", depth + 1) for k, v in pairs]
+            stack.extend(reversed(children))
     return None
 
 
