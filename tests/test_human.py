@@ -165,7 +165,7 @@ def test_bad_sheet_and_generations_files_name_file_and_line(run_dir, tmp_path):
     (tmp_path / "hank.csv").write_bytes(b"\n".join(raw))
     with pytest.raises(DataError, match=r"hank\.csv:3: not valid UTF-8 \(byte \d+\)"):
         import_sheets(run_dir, [tmp_path / "hank.csv"])
-    with pytest.raises(DataError, match=r"rating sheet .* does not exist \(it is a directory\)"):
+    with pytest.raises(DataError, match=r"rating sheet .* is a directory; give a file"):
         import_sheets(run_dir, [tmp_path])
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "generations.jsonl").write_text("\n", encoding="utf-8")

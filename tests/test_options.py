@@ -72,7 +72,7 @@ def test_callbacks_turn_good_input_into_values(probe):
 @pytest.mark.parametrize("args, start", [
     (["--masking", "nope"], "--masking nope: "),
     (["--masking", "random,ratio=0.3"], "--masking random,ratio=0.3: parameter 'ratio=0.3'"),
-    (["-m", "bleu,none"], "--metric none: "),  # `none` only alone
+    (["-m", "bleu,none"], "--metric bleu,none: 'none' means no metrics and stands alone"),  # `none` only alone
     (["--seed", "1,x"], "--seed x: a seed is an integer >= 0"),
     (["--seed", "-1"], "--seed -1: a seed is an integer >= 0"),
     (["--limit", "abc"], "--limit abc: expected a number of documents, a fraction 0.x, or 0 for all"),

@@ -125,6 +125,6 @@ def test_run_experiment_and_api_run_take_only_a_plan(fake_preset, tmp_path):
     with pytest.raises(SpecError, match=r"^run_experiment runs a plan, not a RunConfig: pass "
                                         r"mlmh\.plan\.build_plan\(config\)$"):
         run_experiment(config, output_path=tmp_path / "run")
-    with pytest.raises(SpecError, match=r"^mlmh\.api\.run runs a plan, not a RunConfig"):
+    with pytest.raises(SpecError, match=r"^mlmh\.api\.run: checked runs a plan, not a RunConfig"):
         api.run(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()

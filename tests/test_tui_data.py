@@ -167,7 +167,7 @@ def test_load_run_names_the_bad_file(tmp_path):
         load_run(tmp_path / "missing")
     run = write_run(tmp_path / "run")
     (run / "samples.jsonl").write_text('{"condition": "x"}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"samples\.jsonl:1: bad sample line"):
+    with pytest.raises(DataError, match=r"samples\.jsonl:1: missing key\(s\) generation"):
         load_run(run)
     (run / "samples.jsonl").unlink()
     (run / "generations.jsonl").write_text('{"sample": "0:d9", "condition": "nope", "doc_id": "d9", "original": "a", '

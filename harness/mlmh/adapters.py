@@ -73,7 +73,7 @@ def load_adapter(
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     from mlmh.checkpoint_kinds import kind_note
-    from mlmh.checkpoints import check_device, from_pretrained, local_checkpoint, offline
+    from mlmh.checkpoints import check_device, check_vocabulary, from_pretrained, local_checkpoint, offline
 
     name = str(path)
     what = f"{kind} model"
@@ -101,6 +101,7 @@ def load_adapter(
         tokenizer = from_pretrained(transformers.AutoTokenizer, name, what=what, use_fast=True, **common)
         config = from_pretrained(transformers.AutoConfig, name, what=what, **common)
     note = kind_note(kind, config, f"model '{name}'")  # before any weights: a refusal costs no load
+    check_vocabulary(config, tokenizer, f"{what} {name}")  # before the weights: an id past the embeddings fails late
     model = DeferredWeights(config, lambda: read_weights(config)) if defer_weights else read_weights(config)
     adapter = ADAPTERS[kind](model, tokenizer, identity=identity or name, device=device)
     if note:

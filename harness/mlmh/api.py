@@ -94,6 +94,8 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     preset = options.check_path(preset, "preset")
     output_path = options.check_path(output_path, "output_path")
     options.check_flag(resume, "resume")
+    options.check_text(sweep_epochs, "sweep_epochs", optional=True, empty=True)  # empty: parse_axis says what
+    options.check_text(sweep_tokens, "sweep_tokens", optional=True, empty=True)
     if overrides is not None and not isinstance(overrides, dict):
         raise SpecError(f"overrides {overrides!r}: expected a dict of preset keys, or None")
     overrides = dict(overrides or {})
@@ -127,8 +129,12 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:
     """Where the run writes: ``output_path``; else, resuming, the newest unfinished run of the preset;
     else a new ``runs/<timestamp>-<preset>/`` (the names are :mod:`mlmh.rundir`'s)."""
+    from mlmh.config import RunConfig
     from mlmh.rundir import latest_unfinished, new_run_path
 
+    options.check_instance(config, "config", RunConfig, "a RunConfig (mlmh.api.configuration(preset))")
+    output_path = options.check_path(output_path, "output_path")
+    options.check_flag(resume, "resume")
     if output_path:
         return Path(output_path)
     if resume:
@@ -149,10 +155,12 @@ def run(checked: "RunPlan", out: Path, *, progress: "Listener | None" = None, re
     from mlmh.plan import expect_plan
     from mlmh.runner import run_experiment
 
-    expect_plan(checked, "mlmh.api.run")
-    options.check_path(out, "out")
+    expect_plan(checked, "mlmh.api.run: checked")
+    out = Path(options.check_path(out, "out", optional=False))  # type: ignore[arg-type]
     _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
                          ray_address=ray_address, cancel=cancel)
+    options.check_has(executor, "executor", ("run", "close"), "an executor (mlmh.executors.make_executor)",
+                      optional=True)
     if executor is None:
         executor = make_executor(backend, workers, ray_address, checked)
     try:
@@ -263,8 +271,16 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     from mlmh.runner import RunCancelled
     from mlmh.types import Document
 
-    if not text.strip():
+    if isinstance(text, str) and not text.strip():
         raise SpecError("the text is empty: type or pick a text first")
+    options.check_text(text, "text")
+    sides = options.check_pairs(sides, "sides", "(model spec, sampler spec)")
+    options.check_text(masking, "masking")
+    options.check_number(seed, "seed", options.SEED)
+    options.check_text(dataset, "dataset")
+    options.check_callable(load, "load")
+    options.check_callable(on_generation, "on_generation")
+    options.check_cancel(cancel, "cancel")
     registry = get_registry()
     built_masking = registry.build("masking", masking)
     samplers = [registry.build("sampler", sampler) for _, sampler in sides]

@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 import time
 import types
@@ -148,7 +149,26 @@ class SampleCache:
                 self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} "
                                  f"({key} TEXT PRIMARY KEY, {value} TEXT NOT NULL, {created} REAL NOT NULL)")
         except (sqlite3.Error, OSError) as exc:
-            raise MlmhError(f"sample cache {self.path} cannot be opened: {exc}; delete it or pass --no-cache") from None
+            raise MlmhError(self._failure(exc, "cannot be opened")) from None
+
+    def _failure(self, exc: BaseException, what: str) -> str:
+        """Why the cache failed, in one line: the environment when it is the cause (a read-only folder, a full
+        disk: mlmh.environment), so a good cache is never called damaged; else the file itself."""
+        from mlmh.environment import os_error_text, storage_problem
+
+        problem = storage_problem(self.path.parent)
+        if problem is None and self.path.exists() and not os.access(self.path, os.W_OK):
+            problem = f"{self.path} is read-only (or not writable by you)"
+        if problem is None and isinstance(exc, OSError) and exc.errno is not None:
+            problem = os_error_text(exc)
+        if problem is None and isinstance(exc, sqlite3.Error) and "full" in str(exc):
+            problem = "the disk is full"
+        if problem is None and isinstance(exc, sqlite3.Error) and "locked" in str(exc):
+            problem = "another process holds it locked (another mlmh run?)"
+        if problem is not None:
+            return (f"sample cache {self.path} {what}: {problem}; the cache is not damaged: fix that, point "
+                    "MLMH_CACHE_DIR at another folder, or pass --no-cache")
+        return f"sample cache {self.path} {what}: {exc}; it may be damaged: delete it or pass --no-cache"
 
     def _set_aside_if_foreign(self, table: str) -> None:
         """A ``table`` whose columns are not the ones mlmh writes is dropped (its entries are missing,
@@ -234,13 +254,20 @@ class SampleCache:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write, whole or not at all; a write the disk or the folder refuses (full, read-only) is one line
+        naming that, what was stored before kept."""
         try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise MlmhError(self._failure(exc, "cannot be written")) from None
 
 
 def _check_shape(cls: type, data: Any) -> None:

@@ -139,6 +139,24 @@ def check_device(device: str, what: str) -> None:
         raise ModelError(f"{what}: device={device}, but MPS is not available on this machine; use device=cpu")
 
 
+def check_vocabulary(config: Any, tokenizer: Any, what: str) -> None:
+    """A checkpoint whose tokenizer gives ids its embeddings do not have (config.json's ``vocab_size`` smaller than
+    the tokenizer's vocabulary, or a special token mlmh uses beyond it) is refused in one line naming it, before the
+    weights load, instead of an IndexError in the middle of sampling."""
+    size = getattr(config, "vocab_size", None)
+    if not isinstance(size, int) or size <= 0:
+        return  # an encoder-decoder of two configs, or a config without one: the weights decide
+    ids = {f"its vocabulary ({tokenizer.vocab_size} tokens)": tokenizer.vocab_size - 1}
+    ids |= {f"the special token {token!r}": index for token, index in
+            zip(tokenizer.all_special_tokens, tokenizer.all_special_ids) if isinstance(index, int)}
+    beyond = {words: index for words, index in ids.items() if index >= size}
+    if beyond:
+        words, index = max(beyond.items(), key=lambda item: item[1])
+        raise ModelError(f"{what}: config.json's vocab_size is {size}, but the tokenizer gives ids up to {index} "
+                         f"({words}): the model has no embedding for them; resize its embeddings to the tokenizer "
+                         "(model.resize_token_embeddings(len(tokenizer))) and save it again")
+
+
 def explain(exc: BaseException) -> str:
     """What a library's loading error says about the checkpoint, in a few words and one line."""
     text = str(exc).strip()

@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        from mlmh.environment import printable
+
+        exc.message = printable(exc.message)
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
@@ -137,13 +140,18 @@ def main(argv: list[str] | None = None) -> Any:
 
         if debug:
             raise
+        from mlmh.environment import os_error_text, printable
+
         if isinstance(exc, MlmhError):
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {printable(str(exc))}", err=True)
             sys.exit(exc.exit_code)
         if not isinstance(exc, Exception):
             click.echo(f"Error: {interrupts.crash_line(exc)}", err=True)
             sys.exit(1)
-        click.echo(f"Error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+        if isinstance(exc, OSError) and exc.errno is not None:  # the machine refused: a full disk, a long name
+            click.echo(f"Error: {os_error_text(exc)}", err=True)
+            sys.exit(1)
+        click.echo(f"Error: {printable(f'{type(exc).__name__}: {exc}')} (run with --debug for the traceback)", err=True)
         sys.exit(1)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,6 +32,7 @@ from typing import Any
 
 from mlmh import bounds
 from mlmh.errors import SpecError
+from mlmh.inputs import check_input_file
 from mlmh.params import unknown_message
 from mlmh.runconfig import RunConfig
 
@@ -49,6 +50,8 @@ def load_preset(name_or_path: str) -> tuple[dict[str, Any], str, str]:
     """(raw table, preset name, where it came from) for a registered preset name or a ``.toml`` path."""
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or path.is_file():
+        if path.exists():
+            check_input_file(path, "preset file")  # a device or a FIFO is named as one (mlmh.inputs), never read
         if not path.is_file():
             raise SpecError(f"preset file '{name_or_path}' does not exist")
         try:

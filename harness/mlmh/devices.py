@@ -14,9 +14,25 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from mlmh.errors import SpecError
+from mlmh.params import Param
 
 DEVICE_HELP = "where the model runs: auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
 PRECISIONS = ("auto", "float32", "bf16")
+
+
+def device_name_problem(spec: str) -> str | None:
+    """What is wrong with ``spec`` as a device name mlmh runs on (``auto``, ``cpu``, ``cuda``, ``cuda:N``), or None.
+    Checked when a spec is parsed (:data:`DEVICE_PARAM`), before any run, for every model kind; whether this machine
+    has the device is :func:`resolve_device`'s question, where the model loads."""
+    value = (spec or "auto").strip().lower()
+    kind, _, index = value.partition(":")
+    if value not in ("auto", "cpu") and (kind != "cuda" or (index and not index.isdigit())):
+        return "must be a device this build of mlmh runs on: auto, cpu, cuda or cuda:N"
+    return None
+
+
+#: the ``device`` parameter of every model that runs on torch (trained-*, hf-*): one name rule for all
+DEVICE_PARAM = Param("device", str, "auto", DEVICE_HELP, check=device_name_problem)
 
 
 def resolve_device(spec: str, where: str = "device") -> str:
@@ -24,6 +40,9 @@ def resolve_device(spec: str, where: str = "device") -> str:
 
     ``where`` names the parameter in the error (e.g. ``trained-mlm:device``).
     """
+    problem = device_name_problem(spec)
+    if problem:
+        raise SpecError(f"{where}={spec}: not a device this build of mlmh runs on (valid: auto, cpu, cuda, cuda:N)")
     value = (spec or "auto").strip().lower()
     if value == "cpu":
         return "cpu"
@@ -31,9 +50,7 @@ def resolve_device(spec: str, where: str = "device") -> str:
 
     if value == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    kind, _, index = value.partition(":")
-    if kind != "cuda" or (index and not index.isdigit()):
-        raise SpecError(f"{where}={spec}: not a device this build of mlmh runs on (valid: auto, cpu, cuda, cuda:N)")
+    index = value.partition(":")[2]
     if not torch.cuda.is_available():
         build = "a CPU-only build of torch" if torch.version.cuda is None else "no GPU visible"
         raise SpecError(f"{where}={spec}: CUDA is not available on this machine ({build}); use {where.split(':')[-1]}=auto or cpu")

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from mlmh.errors import DataError, SpecError
-from mlmh.rundir import HUMAN_KEY as KEY_FILE
+from mlmh.rundir import HUMAN_KEY as KEY_FILE, HUMAN_SHEET
+from mlmh.inputs import check_input_file
 from mlmh.outputs import check_output_file
 from mlmh.rundir import RunDir, write_atomic
 from mlmh.types import GenerationRow, HumanRatings
@@ -83,7 +84,8 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
     if seed < 0:
         raise SpecError(f"--seed must be >= 0, got {seed}")
     if out is not None:  # an existing file that is not an unrated sheet of ours is refused before any work
-        out = check_output_file(out, "--out", is_own=_is_blank_sheet, kind="an unrated rating sheet")
+        out = check_output_file(out, "--out", is_own=_is_blank_sheet, kind="an unrated rating sheet",
+                                allow=(HUMAN_SHEET,) if Path(out).expanduser().parent.resolve() == run.path.resolve() else ())
     rows = _generations(run)
     by_condition: dict[str, list[GenerationRow]] = defaultdict(list)
     originals: dict[str, str] = {}
@@ -122,9 +124,7 @@ def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, d
     (a sheet from another export, or edited) is an error naming the row, so ratings never land on the
     wrong item. A spreadsheet that dropped the quoting (it shows the quote as a text marker) still matches.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"rating sheet {path} does not exist" + (" (it is a directory)" if path.is_dir() else ""))
+    path = check_input_file(path, "rating sheet")
     ratings: dict[str, dict[str, int]] = {}
     texts: dict[str, str] = {}
     rater = path.stem

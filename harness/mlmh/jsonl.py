@@ -12,21 +12,23 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from mlmh.errors import DataError
+from mlmh.inputs import check_input_file
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: str | Path, *, finite: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of each non-blank line of ``path`` (``.gz`` too; a leading byte-order mark,
-    which spreadsheets write, is dropped)."""
+    which spreadsheets write, is dropped); ``finite``: a NaN or infinite number is an error naming its key (a run's
+    own files, which mlmh writes strict)."""
     path = Path(path)
     for number, line in text_lines(path):
         if line.strip():
-            yield number, parse_object(path, number, line)
+            yield number, parse_object(path, number, line, finite=finite)
 
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of every line of ``path``, blank ones too, without its line ending (``.gz`` too;
     a leading byte-order mark is dropped); bytes that are not UTF-8 are one DataError naming the line."""
-    path = Path(path)
+    path = check_input_file(path)
     try:
         handle = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except OSError as exc:
@@ -43,12 +45,17 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield number, line.removesuffix("\n").rstrip("\r")
 
 
-def parse_object(path: Path, number: int, line: str) -> dict[str, Any]:
-    """Line ``number`` of ``path`` as the JSON object it must hold; a DataError naming the line when it is not."""
+def parse_object(path: Path, number: int, line: str, *, finite: bool = False) -> dict[str, Any]:
+    """Line ``number`` of ``path`` as the JSON object it must hold (nested at most :data:`mlmh.schema.MAX_DEPTH`
+    levels; every number finite where ``finite``); a DataError naming the line when it is not."""
+    from mlmh.schema import parse_json
+
     try:
-        row = json.loads(line)
+        row = parse_json(line, finite=finite)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:  # NaN, an overflowing number, nesting too deep (mlmh.schema)
+        raise DataError(f"{path}:{number}: {exc}") from None
     if not isinstance(row, dict):
         raise DataError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
     return row

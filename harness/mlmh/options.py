@@ -68,6 +68,10 @@ def specs(kind: str, *, none: bool = False) -> Callable[[click.Context, click.Pa
         items = split_list(values, flag)
         if none and [item.lower() for item in items] == ["none"]:
             return items
+        if none and "none" in (item.lower() for item in items):
+            others = ", ".join(item for item in items if item.lower() != "none")
+            raise SpecError(f"{flag} {','.join(items)}: 'none' means no {kind}s and stands alone; give {flag} none "
+                            f"for no {kind}s, or {flag} {others} without it")
         for item in items:
             build_spec(kind, item, flag)
         return items
@@ -265,10 +269,12 @@ def _preset_argument(args: list[str]) -> str | None:
 
 
 # -- the same rules for the Python API's arguments (mlmh.api): refused naming the argument --------------
-def check_path(value: Any, name: str, *, left_out: str = "") -> str | None:
-    """A path (text or ``os.PathLike``) or None; an empty one (an unset variable) is refused, never read
-    as "not given"."""
+def check_path(value: Any, name: str, *, left_out: str = "", optional: bool = True) -> str | None:
+    """A path (text or ``os.PathLike``), or None where ``optional``; an empty one (an unset variable) is refused,
+    never read as "not given"."""
     if value is None:
+        if not optional:
+            raise SpecError(f"{name} None: expected a path (text or pathlib.Path)")
         return None
     if not isinstance(value, (str, os.PathLike)):
         raise SpecError(f"{name} {value!r}: expected a path (text or pathlib.Path), not {_kind(value)}")
@@ -279,13 +285,14 @@ def check_path(value: Any, name: str, *, left_out: str = "") -> str | None:
     return text
 
 
-def check_text(value: Any, name: str, *, optional: bool = False) -> str | None:
-    """Non-empty text (a spec, a preset name, a text to regenerate); None only where ``optional``."""
+def check_text(value: Any, name: str, *, optional: bool = False, empty: bool = False) -> str | None:
+    """Non-empty text (a spec, a preset name, a text to regenerate); None only where ``optional``; empty text only
+    where ``empty`` (its own rule then says what is missing)."""
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise SpecError(f"{name} {value!r}: expected text, not {_kind(value)}")
-    if not value.strip():
+    if not value.strip() and not empty:
         raise SpecError(f"{name} {value!r}: empty")
     return value
 
@@ -323,6 +330,32 @@ def check_cancel(value: Any, name: str) -> Any:
     if value is not None and not callable(getattr(value, "is_set", None)):
         raise SpecError(f"{name} {value!r}: expected a threading.Event (set it to stop the run), or None")
     return value
+
+
+def check_instance(value: Any, name: str, cls: type, made_by: str, *, optional: bool = False) -> Any:
+    """An object of ``cls`` (or None where ``optional``); else refused naming the argument and what makes one."""
+    if (value is None and optional) or isinstance(value, cls):
+        return value
+    raise SpecError(f"{name} {value!r}: expected {made_by}{' or None' if optional else ''}, not {_kind(value)}")
+
+
+def check_has(value: Any, name: str, methods: Iterable[str], what: str, *, optional: bool = False) -> Any:
+    """An object with every one of ``methods`` (a protocol: an executor), or None where ``optional``."""
+    if (value is None and optional) or (value is not None and all(callable(getattr(value, m, None)) for m in methods)):
+        return value
+    raise SpecError(f"{name} {value!r}: expected {what}{' or None' if optional else ''}, not {_kind(value)}")
+
+
+def check_pairs(value: Any, name: str, what: str) -> list[tuple[str, str]]:
+    """A non-empty list or tuple of (text, text) pairs, each text non-empty."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise SpecError(f"{name} {value!r}: expected a non-empty list of {what}, not {_kind(value)}")
+    for n, pair in enumerate(value):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise SpecError(f"{name}[{n}] {pair!r}: expected a pair {what}, not {_kind(pair)}")
+        for item in pair:
+            check_text(item, f"{name}[{n}]")
+    return [tuple(pair) for pair in value]  # type: ignore[misc]
 
 
 def _kind(value: Any) -> str:

@@ -4,6 +4,8 @@
 their own; a run directory (:mod:`mlmh.rundir`) keeps the same rules for its files and tracker outputs:
 
 - a symbolic link is never followed or replaced: refused, naming the flag and the path;
+- a run's own file (results.json, config.json, human_key.json... in a folder that holds a run) is never another
+  command's output: refused, unless it is the one file the command itself writes there (``allow``);
 - an existing file is replaced only when it is this command's own kind of output (a rating sheet, a bench
   report): anything else is refused in one line, before any work;
 - a folder (``train --out``) is used when missing or empty; ``--overwrite`` replaces one that holds only
@@ -16,10 +18,10 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterable
 
 from mlmh.errors import SpecError
-from mlmh.rundir import RunDirError, refuse_link, write_atomic
+from mlmh.rundir import RunDir, RunDirError, refuse_link, write_atomic
 
 #: what ``mlmh train`` writes in its ``--out`` folder (save_pretrained's files and the training card)
 MODEL_FILES = ("config.json", "generation_config.json", "training_card.json", "*.safetensors", "*.safetensors.index.json",
@@ -32,13 +34,18 @@ class OutputError(RunDirError, SpecError):
 
 
 def check_output_file(path: str | Path, flag: str, *, is_own: Callable[[Path], bool] = lambda p: False,
-                      kind: str = "file") -> Path:
-    """``path`` as a file the command may write: missing, or an existing ``kind`` that ``is_own`` recognizes.
-    Checked before the command does any work."""
+                      kind: str = "file", allow: Iterable[str] = ()) -> Path:
+    """``path`` as a file the command may write: missing, or an existing ``kind`` that ``is_own`` recognizes;
+    never a run's own file but those named in ``allow``. Checked before the command does any work."""
     path = Path(path).expanduser()
     refuse_link(path, flag=flag)
     if path.is_dir():
         raise OutputError(f"{flag} {path} is a directory; give a file path")
+    run = RunDir(path.parent)
+    if path.name not in allow and run.is_own_name(path.name) and any(
+            p.is_file() for p in (run.config, run.results, run.generations)):
+        raise OutputError(f"{flag} {path} is a file of the run in {path.parent} ({path.name}); mlmh never writes "
+                          "another output over a run's own files: choose another path")
     if path.exists() and not _recognized(is_own, path):
         raise OutputError(f"{flag} {path} already exists and is not {kind} written by mlmh; mlmh does not "
                           "overwrite other files: choose another path or remove it")

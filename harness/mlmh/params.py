@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, Callable, ClassVar, Self
 
 from mlmh.bounds import Bound, ceiling, limit_of
 from mlmh.bounds import check as check_bound
@@ -27,6 +27,9 @@ class Param:
     min: float | None = None
     max: "float | Bound | None" = None  # an integer without one is bounded by mlmh.bounds.COUNT
     headline: bool = False  # always shown in short specs (tables), even at its default
+    #: a rule of the value's own, run when the spec is parsed: ``check(value)`` says what is wrong ("must be ..."),
+    #: or None
+    check: Callable[[Any], str | None] | None = None
 
     def convert(self, value: Any, owner: str) -> Any:
         """Coerce ``value`` (often a string from the command line) and check its range.
@@ -72,6 +75,9 @@ class Param:
         if self.min is not None and out < self.min:
             raise SpecError(f"{where} must be >= {self.min}; got {out!r}")
         check_bound(out, ceiling(self.max, self.type is int), where)
+        problem = self.check(out) if self.check is not None else None
+        if problem:
+            raise SpecError(f"{where} {problem}; got {out!r}")
         return out
 
     def describe(self) -> dict[str, Any]:

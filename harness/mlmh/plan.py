@@ -305,8 +305,11 @@ def build_plan(config: "RunConfig") -> RunPlan:
     the preset key or the flag, and the plan it returns is the one checked, which the runner runs
     (:func:`mlmh.runner.run_experiment`), so a run builds its components once.
     """
+    from mlmh.config import RunConfig
+    from mlmh.options import check_instance
     from mlmh.registry import get_registry
 
+    check_instance(config, "config", RunConfig, "a RunConfig (mlmh.api.configuration(preset))")
     lists = {key: build_components(config, key) for key in KINDS}
     plan = RunPlan(config=config, dataset=lists.pop("dataset")[0], **lists)
     registry = get_registry()

@@ -168,7 +168,8 @@ def filler_findings(results: RunResults) -> list[str]:
                 line += f", deleting the masked words {format_score(deletion)}"
                 if sign * (deletion.value - value) >= 0:  # type: ignore[operator]
                     line += " — no better than deletion"
-            if sign * (block.filler[metric].value - value) >= 0:  # type: ignore[operator]
+            filler = block.filler[metric].value
+            if filler is not None and sign * (filler - value) >= 0:  # type: ignore[operator]
                 line += " — no better than the filler"
             lines.append(line + ".")
     return lines
@@ -337,9 +338,11 @@ def _curve_rows(train: list[dict[str, float]], validation: list[dict[str, float]
     picked = validation[::step]
     if picked[-1] is not validation[-1]:
         picked.append(validation[-1])
-    return [[str(int(p["step"])), format_number(train_at[int(p["step"])]) if int(p["step"]) in train_at else "-",
-             format_number(p["loss"])]
-            for p in picked]
+    return [[str(int(p["step"])), _loss(train_at.get(int(p["step"]))), _loss(p["loss"])] for p in picked]
+
+
+def _loss(value: float | None) -> str:
+    return "-" if value is None else format_number(value)  # None: not logged at that step, or a NaN loss
 
 
 def downstream_table(results: RunResults) -> list[str]:
@@ -368,7 +371,7 @@ def correlation_table(results: RunResults) -> list[str]:
         ci = item.spearman_ci
         rows.append([str(item.metric), f"{item.task} {item.score}", str(item.n),
                      "n/a" if item.spearman is None else f"{item.spearman:+.2f}",
-                     "n/a" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
+                     "n/a" if not ci or len(ci) != 2 else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
                      "n/a" if item.pearson is None else f"{item.pearson:+.2f}"])
     return _table(["metric", "downstream score", "n", "Spearman rho", "95% CI", "Pearson r"], rows) if rows else []
 

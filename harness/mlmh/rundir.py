@@ -17,13 +17,13 @@ The runner, the report, human evaluation, ``mlmh generate --run``, the CLI and t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
+from mlmh import schema
 from mlmh.errors import DataError, MlmhError, SpecError
 from mlmh.runconfig import RunConfig
 from mlmh.types import GENERATION_FIELDS, GenerationRow, SampleRow
@@ -116,107 +116,12 @@ def _json_text(data: Any) -> str:
     return strict_json(data, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-# -- reading and checking -----------------------------------------------------------------------------
-# What a JSON value must look like: a type (or tuple of types), or one of these; _problem says where it is not.
-class _Optional:
-    def __init__(self, shape: Any) -> None:
-        self.shape = shape
-
-
-class _ListOf:
-    def __init__(self, shape: Any) -> None:
-        self.shape = shape
-
-
-class _MapOf:
-    def __init__(self, shape: Any) -> None:
-        self.shape = shape
-
-
-class _Object:
-    """An object with these keys (others are free); ``required`` ones must be there."""
-
-    def __init__(self, keys: dict[str, Any], required: Iterable[str] = ()) -> None:
-        self.keys = keys
-        self.required = tuple(required)
-
-
-NUMBER = (int, float)
-TYPE_NAMES = {dict: "an object", list: "a list", str: "text", int: "an integer", bool: "true or false",
-              NUMBER: "a number"}
-
-
-def _problem(value: Any, shape: Any, where: str) -> str | None:
-    """None when ``value`` has ``shape``; else ``"KEY: must be ..."`` for the first place it does not."""
-    if isinstance(shape, _Optional):
-        return None if value is None else _problem(value, shape.shape, where)
-    if isinstance(shape, _ListOf):
-        if not isinstance(value, list):
-            return f"{where}: must be a list, not {_kind(value)}"
-        return next((p for n, v in enumerate(value) if (p := _problem(v, shape.shape, f"{where}[{n}]"))), None)
-    if isinstance(shape, _MapOf):
-        if not isinstance(value, dict):
-            return f"{where}: must be an object, not {_kind(value)}"
-        return next((p for k, v in value.items() if (p := _problem(v, shape.shape, f"{where}.{k}"))), None)
-    if isinstance(shape, _Object):
-        if not isinstance(value, dict):
-            return f"{where}: must be an object, not {_kind(value)}"
-        missing = [k for k in shape.required if k not in value]
-        if missing:
-            return f"{where}: missing key(s) {', '.join(missing)}"
-        return next((p for k, s in shape.keys.items() if k in value and (p := _problem(value[k], s, f"{where}.{k}"))),
-                    None)
-    wrong = isinstance(value, bool) and shape is not bool and bool not in (shape if isinstance(shape, tuple) else ())
-    if wrong or not isinstance(value, shape):
-        return f"{where}: must be {TYPE_NAMES.get(shape, shape)}, not {_kind(value)}"
-    return None
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else {dict: "an object", list: "a list", str: "text", bool: "true/false"}.get(
-        type(value), type(value).__name__)
-
-
-def _located(problem: str) -> str:
-    """``$.a.b: ...`` -> ``key a.b ...``: where in the file, in the words of the message."""
-    where, _, what = problem.partition(": ")
-    return what if where == "$" else f"key {where.removeprefix('$.')} {what}"
-
-
-SCORE = _Object({"value": _Optional(NUMBER), "ci_low": _Optional(NUMBER), "ci_high": _Optional(NUMBER),
-                 "higher_is_better": bool, "info": dict})
-SCORES = _Optional(_MapOf(_Optional(SCORE)))
-ROLE_QUALITY = _Optional(_Object({"documents": int, "scored": int, "metrics": SCORES, "verbatim_recall": _Optional(SCORE),
-                                  "filler": SCORES, "deletion": SCORES}))
-CONDITION = _Object({"id": str, "model": str, "model_kind": str, "masking": str, "sampler": str, "seed": int,
-                     "masking_ratio": _Optional(NUMBER), "steps": _Optional(int), "seen": ROLE_QUALITY,
-                     "unseen": ROLE_QUALITY, "gap": SCORES, "metrics": SCORES,
-                     "downstream": _Optional(_MapOf(_Optional(_MapOf(_Optional(NUMBER))))),
-                     "generation": _Optional(dict)},
-                    required=("id", "model", "model_kind", "masking", "sampler", "seed"))
-#: results.json as the report, the CLI summary and the TUI read it (docs/RESULTS.md); null means absent
-#: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into
-RESULTS_SHAPE = _Object({
-    "schema_version": int, "run_id": _Optional(str), "config": dict, "conditions": _ListOf(CONDITION),
-    "versions": _Optional(dict), "dataset": _Optional(dict), "documents": _Optional(_MapOf(dict)),
-    "headline": _Optional(str), "filler_word": _Optional(str), "n_samples": _Optional(int),
-    "baseline": _Optional(_MapOf(_Optional(_MapOf(_Optional(NUMBER))))), "correlations": _Optional(_ListOf(dict)),
-    "models": _Optional(_MapOf(dict)), "findings": _Optional(_ListOf(dict)), "notes": _Optional(_ListOf(str)),
-    "errors": _Optional(_ListOf(dict)), "started_at": _Optional(str), "timings": _Optional(_MapOf(NUMBER)),
-    "human": _Optional(dict)}, required=("conditions",))
-#: config.json: the resolved configuration (mlmh.config.RunConfig) a run saved for ``--resume``
-CONFIG_SHAPE = _Object({"config": _Object({
-    "preset": str, "source": str, "dataset": str, "data": _Optional(str), "models": _ListOf(str),
-    "maskings": _ListOf(str), "samplers": _ListOf(str), "metrics": _ListOf(str), "tasks": _ListOf(str),
-    "seeds": _ListOf(int), "limit": NUMBER, "batch_size": int, "log_samples": bool, "description": str},
-    required=("preset", "source", "dataset", "models", "maskings", "samplers"))}, required=("config",))
-HUMAN_KEY_SHAPE = _Object({"seed": int, "criteria": _ListOf(str), "items": _MapOf(_Object(
-    {"condition": str, "doc_id": str, "text_digest": str}, required=("condition", "doc_id")))}, required=("items",))
-
-
+# -- reading and checking (the shapes and their one check: mlmh.schema) ----------------------------------
 def _read_text(path: Path) -> str:
+    from mlmh.inputs import check_input_file
+
     try:
-        raw = path.read_bytes()
+        raw = check_input_file(path).read_bytes()
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
@@ -227,18 +132,9 @@ def _read_text(path: Path) -> str:
 
 
 def _read_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | None = None) -> Any:
-    """``path``'s JSON, checked against ``shape``; a DataError naming the file (and key) when it is not.
-    ``wrap`` turns an older layout of the file's object into the current one before the check."""
-    try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not a readable {what} (invalid JSON at line {exc.lineno}: {exc.msg})") from None
-    if wrap is not None and isinstance(data, dict):
-        data = wrap(data)
-    problem = _problem(data, shape, "$")
-    if problem:
-        raise DataError(f"{path}: not a readable {what}: {_located(problem)}")
-    return data
+    """``path``'s JSON, checked against ``shape`` (:func:`mlmh.schema.checked`); a DataError naming the file and
+    the key when it is not."""
+    return schema.checked(path, what, _read_text(path), shape, wrap)
 
 
 # -- the directory ------------------------------------------------------------------------------------
@@ -264,7 +160,11 @@ class RunDir:
 
     @classmethod
     def of(cls, path: str | Path) -> "RunDir":
-        """The run of a directory, or of a results file given by its own path (any name)."""
+        """The run of a directory, or of a results file given by its own path (any name); anything but a path
+        (None, a number: a notebook's slip) is one SpecError naming it."""
+        if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
+            raise SpecError(f"run directory {path!r}: expected the path of a run directory or its results file "
+                            "(text or pathlib.Path)")
         p = Path(path).expanduser()
         return cls(p) if p.is_dir() else cls(p.parent, results_name=p.name)
 
@@ -448,7 +348,7 @@ class RunDir:
         """config.json as the run saved it (``{"config": ..., "experiment": ...}``), checked."""
         if not self.config.is_file():
             raise SpecError(f"--resume: {self.path} holds no interrupted run (no {CONFIG})")
-        return _read_json(self.config, "run configuration", CONFIG_SHAPE, wrap=lambda d: d if "config" in d else {"config": d})
+        return _read_json(self.config, "run configuration", schema.CONFIG, wrap=lambda d: d if "config" in d else {"config": d})
 
     def saved_config(self) -> RunConfig:
         """The configuration the run saved: what ``--resume`` and ``generate --run`` rebuild."""
@@ -459,7 +359,7 @@ class RunDir:
         if not self.results.is_file():
             raise SpecError(f"{self.results} does not exist: pass a run directory written by mlmh eval, or its "
                             f"{RESULTS}")
-        return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", RESULTS_SHAPE)
+        return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", schema.RESULTS)
 
     def read_results(self) -> Any:
         """The typed results (RunResults) of the run, for the report, the CLI and the TUI."""
@@ -468,14 +368,14 @@ class RunDir:
         data = self.read_results_data()
         try:
             return RunResults.from_dict(data)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise DataError(f"{self.results}: not a results file mlmh can read ({type(exc).__name__}: {exc})") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # what the schema does not catch (a bug there)
+            raise DataError(f"{self.results}: not a readable results file: {exc}") from None
 
     def read_lines(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line number, object) of each non-blank line of a JSON-lines run file (:func:`mlmh.jsonl.read_jsonl`)."""
         from mlmh.jsonl import read_jsonl
 
-        return read_jsonl(path)
+        return read_jsonl(path, finite=True)
 
     def read_generations(self, fields: Iterable[str] = GENERATION_FIELDS) -> list[GenerationRow]:
         """The rows of generations.jsonl; ``fields`` must be text in every row (the others read as None where
@@ -494,6 +394,7 @@ class RunDir:
         """The rows of samples.jsonl (a run that logged samples), each with its generation's step trace."""
         rows = []
         for number, row in self.read_lines(self.samples):
+            schema.check_row(self.samples, number, row, schema.SAMPLE)
             try:
                 rows.append(SampleRow.from_dict(row))
             except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -504,7 +405,7 @@ class RunDir:
         """The items of human_key.json (item id -> condition, document, text digest), checked."""
         if not self.human_key.is_file():
             raise SpecError(f"{self.human_key} does not exist: run `mlmh human export {self.path}` first")
-        return _read_json(self.human_key, "human evaluation key", HUMAN_KEY_SHAPE)["items"]
+        return _read_json(self.human_key, "human evaluation key", schema.HUMAN_KEY)["items"]
 
     # -- writes -------------------------------------------------------------------------------------
     def _target(self, path: Path) -> Path:
@@ -528,9 +429,12 @@ class RunDir:
 
     def _write_lines(self, path: Path, rows: Iterable[GenerationRow | SampleRow]) -> Path:
         """A JSON-lines file, one row's ``to_dict`` per line, written whole or not at all."""
+        from mlmh.contracts import finite_only, strict_json
+
         def write(handle: IO[bytes]) -> None:
-            for row in rows:
-                handle.write((json.dumps(row.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
+            for row in rows:  # strict, as every run file is: a NaN (a metric's per-sample value) is written null
+                line = strict_json(finite_only(row.to_dict())[0], ensure_ascii=False)
+                handle.write((line + "\n").encode("utf-8"))
 
         return write_atomic(self._target(path), write)
 

@@ -538,7 +538,8 @@ class RunResults:
     def to_rows(self) -> dict[str, list[dict[str, Any]]]:
         """``conditions``: one flat row per condition and document set (``role``), each metric's value with
         ``_ci_low``/``_ci_high``, the filler's and deletion's values, the verbatim recall and the downstream
-        scores; ``findings``: one row per finding, its lists joined by "; "."""
+        scores; ``findings``: one row per finding, its lists joined by "; ". A metric named like a fixed column
+        (``role``, ``model``, ``seed``...) is written as ``metric:NAME``, so it never overwrites that column."""
         conditions = []
         for row in self.conditions:
             head = {"condition": row.id, "model": row.model, "model_kind": row.model_kind, "masking": row.masking,
@@ -552,6 +553,7 @@ class RunResults:
                 for prefix, scores in (("", block.metrics), ("filler_", block.filler), ("deletion_", block.deletion),
                                        ("", {"verbatim_recall": block.verbatim_recall} if block.verbatim_recall else {})):
                     for name, score in scores.items():
+                        name = f"metric:{name}" if not prefix and name in out else name  # never over a fixed column
                         out[prefix + name] = score.value
                         if not prefix:
                             out[f"{name}_ci_low"], out[f"{name}_ci_high"] = score.ci_low, score.ci_high

@@ -18,6 +18,7 @@ import numpy as np
 
 from mlmh import bounds
 from mlmh.errors import DataError
+from mlmh.inputs import check_input_file
 from mlmh.jsonl import numbered_lines, read_jsonl
 from mlmh.params import Param
 from mlmh.types import Document, EntitySpan
@@ -59,6 +60,8 @@ def data_root(path: str | Path | None, dataset: str, expected: str) -> tuple[Pat
 def require_file(path: Path, what: str) -> Path:
     if path.is_dir():
         raise DataError(f"{path}: is a directory, expected the {what}")
+    if path.exists():
+        check_input_file(path, what)  # a device or a FIFO is named as one (mlmh.inputs), never read
     if not path.is_file():
         raise DataError(f"{path}: {what} not found")
     return path

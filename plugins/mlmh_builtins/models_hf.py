@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from mlmh import hookimpl
 from mlmh import bounds
 from mlmh.components import LoadContext, Model
-from mlmh.devices import DEVICE_HELP, resolve_device
+from mlmh.devices import DEVICE_PARAM, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
 
@@ -18,7 +18,7 @@ class HuggingFaceModel(Model):
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("path", str, "", "hub name (must be cached offline) or local directory saved with save_pretrained"),
         Param("revision", str, "", "hub revision (branch, tag or commit); ignored for local directories"),
-        Param("device", str, "auto", DEVICE_HELP),
+        DEVICE_PARAM,
         Param("dtype", str, "float32", "weights dtype", choices=("float32", "bfloat16", "float16")),
         Param("threads", int, 0, "torch CPU threads (0 = torch default)", min=0, max=bounds.THREADS),
         Param("trust_remote_code", bool, False, "run model code shipped with the checkpoint (off unless you trust it)"),

@@ -15,7 +15,7 @@ from mlmh import hookimpl
 from mlmh import bounds
 from mlmh.components import LoadContext, Model
 from mlmh.crossover import MAX_EPOCHS
-from mlmh.devices import DEVICE_HELP, PRECISIONS, resolve_device
+from mlmh.devices import DEVICE_PARAM, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
 from mlmh.training_config import BUDGETS, KEEPS, MASK_SCHEDULES, MLM_MASK_RATIO, PATIENCE_TOKENS  # no torch
@@ -52,7 +52,7 @@ class TrainedModel(Model):
         Param("seq_len", int, 0, "token block length; 0 = the size's (128 for tiny; a pretrained start is "
               "capped by its position table)", min=0, max=bounds.SEQUENCE),
         Param("batch_size", int, 0, "training batch in blocks; 0 = the size's (16)", min=0, max=bounds.BATCH),
-        Param("device", str, "auto", DEVICE_HELP),
+        DEVICE_PARAM,
         Param("precision", str, "auto", "training precision: auto (bf16 autocast on a CUDA GPU that has it, else "
               "float32), float32 or bf16", choices=PRECISIONS),
     )

@@ -25,9 +25,9 @@ from mlmh.executors import BACKENDS
 @click.option("--sampler", "samplers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("sampler"),
               help="Sampler spec; repeat or separate with commas.")
 @click.option("--metric", "metrics", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("metric", none=True),
-              help="Metric spec; repeat or separate with commas ('none' for no metrics).")
+              help="Metric spec; repeat or separate with commas ('none' alone for no metrics).")
 @click.option("--task", "tasks", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("task", none=True),
-              help="Downstream task; repeat or separate with commas ('none' to skip downstream).")
+              help="Downstream task; repeat or separate with commas ('none' alone to skip downstream).")
 @click.option("--tracker", "trackers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("tracker", none=True),
               help="Log the run to an experiment tracker: wandb, mlflow, tensorboard (see mlmh ls trackers); "
                    "repeat or separate with commas ('none' for none).")

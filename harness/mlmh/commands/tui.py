@@ -48,4 +48,7 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
         load_run(run_dir)
     from mlmh.tui import create_app
 
-    create_app(preset=preset, run_dir=run_dir, models=models or None, text=text, plan=plan).run()
+    app = create_app(preset=preset, run_dir=run_dir, models=models or None, text=text, plan=plan)
+    app.run()
+    if app.return_code:  # the app stopped on an error (Textual printed it): the command failed, never exit 0
+        raise SystemExit(app.return_code)
