@@ -37,7 +37,8 @@ def doctor(fix: bool, as_json: bool) -> None:
         table.add_column("detail")
         table.add_column("fix", style="yellow")
         for r in results:
-            table.add_row(r.name, "[green]ready[/green]" if r.ok else "[red]not ready[/red]", r.detail, r.fix)
+            status = "[green]ready[/green]" if r.ok else "[yellow]off[/yellow]" if r.optional else "[red]not ready[/red]"
+            table.add_row(r.name, status, r.detail, r.fix)
         Console().print(table)
-    if not all(r.ok for r in results):
+    if any(r.blocking for r in results):
         raise MlmhError("some checks are not ready; see the fix column (or run: mlmh doctor --fix)")
