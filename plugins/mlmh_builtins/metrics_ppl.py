@@ -197,7 +197,7 @@ class GenPerplexityMetric(Metric):
             info = base_info(
                 self, "transformers AutoModelForCausalLM, cross-entropy in nats", "transformers",
                 model=model_name, tokenizer=f"the reference model's own ({model_name})", max_tokens=max_tokens,
-                truncated_tokens=int(sum(m[2] for m in scored)),
+                truncated_tokens=int(sum(m[2] for m in scored)), predicted_tokens=int(sum(m[1] for m in scored)),
                 scored="the originals (the floor a perfect regeneration reaches)" if name != "gen-ppl" else "the generations",
             )
             results.append(self._result(name, scored, info, seed))
