@@ -128,7 +128,8 @@ def test_batches_stay_within_their_token_budget():
 
 def test_the_judge_converts_once_and_later_processes_read_the_cache(tiny, monkeypatch):
     first = score("gen-ppl:judge=tiny-gemma3", TEXTS)
-    [entry] = [p for p in judges.judges_root().iterdir() if not p.name.startswith(".")]
+    entry, converted = judges.converted_dir(tiny)
+    assert converted and entry.parent == judges.judges_root()
     assert (entry / "model.safetensors").is_file() and (entry / judges.CARD_NAME).is_file()
     assert "the tiny test terms" in (entry / judges.CARD_NAME).read_text()
     assert first["gen-ppl"].per_sample == pytest.approx([p for p, _ in direct_perplexities(entry, TEXTS)], rel=1e-5)

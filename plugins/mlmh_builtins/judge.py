@@ -116,10 +116,10 @@ def convert_gguf(gguf_file: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_file.parent), gguf_file.name
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, trust_remote_code=False)
     # every weight unpacked into a dense model (transformers 5 keeps them packed where a GGUF kernel is installed)
     dense = {"quantization_config": transformers.GgufConfig(dequantize=True)} if hasattr(transformers, "GgufConfig") else {}
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, **dense)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, trust_remote_code=False, **dense)
     quantizer = getattr(model, "hf_quantizer", None)
     if quantizer is not None:  # dense now, but still marked as loaded from GGUF, which save_pretrained refuses
         quantizer.remove_quantization_config(model)
