@@ -266,3 +266,9 @@ def test_the_doctor_names_the_terms_where_the_judge_is_installed(tiny):
     assert "converted into mlmh's cache on first use" in ready.detail
     judges.judge_dir(tiny)
     assert "converted in" in judges.judge_check("tiny-gemma3").detail
+
+
+def test_a_text_with_nothing_to_predict_has_no_perplexity_and_does_not_stop_the_others(converted_tiny):
+    results = score(f"gen-ppl:path={converted_tiny}", ["", "the cat"])
+    assert results["gen-ppl"].per_sample[0] is None and results["gen-ppl"].per_sample[1] > 1
+    assert results["gen-ppl"].info["predicted_tokens"] == 4  # "the cat" after the BOS: t, h, e, ▁cat

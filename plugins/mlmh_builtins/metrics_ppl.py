@@ -37,6 +37,7 @@ _MODELS_LOCK = threading.Lock()
 #: (model path, max_tokens, text) -> (summed NLL, predicted tokens, tokens cut off), most recent last
 _SCORED: "OrderedDict[tuple[str, int, str], tuple[float, int, int]]" = OrderedDict()
 _SCORED_MAX = 200_000
+_SCORED_LOCK = threading.Lock()
 
 
 def load_reference_lm(path: str) -> tuple[Any, Any]:
@@ -108,25 +109,25 @@ def score_texts(path: str, texts: Sequence[str], max_tokens: int, batch_tokens: 
     process scored before are not scored again."""
     tokenizer, model = load_reference_lm(path)
     keys = [(path, max_tokens, text) for text in texts]
-    todo = []
-    encoded = []
-    for key in sorted({k for k in keys if k not in _SCORED}):
-        ids, cut = token_ids(tokenizer, key[2], max_tokens)
-        if len(ids) < 2:  # nothing to predict
-            _SCORED[key] = (0.0, 0, cut)
-        else:
-            todo.append(key)
-            encoded.append((ids, cut))
-    for group in batches([len(ids) for ids, _ in encoded], batch_tokens):
-        for index, (nll, count) in zip(group, batch_nll(model, [encoded[i][0] for i in group])):
-            _SCORED[todo[index]] = (nll, count, encoded[index][1])
-    while len(_SCORED) > _SCORED_MAX:
-        _SCORED.popitem(last=False)
-    found = []
-    for key in keys:
-        _SCORED.move_to_end(key)
-        found.append(_SCORED[key])
-    return found
+    with _SCORED_LOCK:
+        todo, encoded = [], []
+        for key in sorted({k for k in keys if k not in _SCORED}):
+            ids, cut = token_ids(tokenizer, key[2], max_tokens)
+            if len(ids) < 2:  # nothing to predict
+                _SCORED[key] = (0.0, 0, cut)
+            else:
+                todo.append(key)
+                encoded.append((ids, cut))
+        for group in batches([len(ids) for ids, _ in encoded], batch_tokens):
+            for index, (nll, count) in zip(group, batch_nll(model, [encoded[i][0] for i in group])):
+                _SCORED[todo[index]] = (nll, count, encoded[index][1])
+        found = []
+        for key in keys:
+            _SCORED.move_to_end(key)
+            found.append(_SCORED[key])
+        while len(_SCORED) > _SCORED_MAX:
+            _SCORED.popitem(last=False)
+        return found
 
 
 class GenPerplexityMetric(Metric):
