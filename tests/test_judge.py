@@ -45,7 +45,7 @@ def tiny_judge(tmp_path, *, seed=0, modules=("gguf", "accelerate"), name="tiny-g
     source = write_tiny_gemma3(tmp_path / f"reference-{seed}.gguf", seed=seed)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     return judges.Judge(name, modules, lambda folder: write_tiny_gemma3(folder / "tiny.gguf", seed=seed),
-                        lambda: f"sha256:{digest}", lambda: "the tiny test terms")
+                        lambda: f"sha256:{digest}", lambda: "Tiny Test Terms")
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ def test_the_judge_converts_once_and_later_processes_read_the_cache(tiny, monkey
     entry, converted = judges.converted_dir(tiny)
     assert converted and entry.parent == judges.judges_root()
     assert (entry / "model.safetensors").is_file() and (entry / judges.CARD_NAME).is_file()
-    assert "the tiny test terms" in (entry / judges.CARD_NAME).read_text()
+    assert "Tiny Test Terms" in (entry / judges.CARD_NAME).read_text()
     assert first["gen-ppl"].per_sample == pytest.approx([p for p, _ in direct_perplexities(entry, TEXTS)], rel=1e-5)
     assert first["gen-ppl"].info["model"].startswith("judge tiny-gemma3")
 
@@ -260,12 +260,14 @@ def test_the_doctor_shows_the_judge_off_with_its_command_and_still_passes(not_in
     assert CliRunner().invoke(cli, ["doctor"]).exit_code != 0  # a required check still fails the doctor
 
 
-def test_the_doctor_names_the_terms_where_the_judge_is_installed(tiny):
-    ready = judges.judge_check("tiny-gemma3")
-    assert ready.ok and "the tiny test terms" in ready.detail
+def test_the_doctor_names_the_terms_where_the_judge_is_installed(tmp_path, monkeypatch):
+    judge = tiny_judge(tmp_path, seed=7)  # weights no other test converted
+    monkeypatch.setitem(judges.JUDGES, judge.name, judge)
+    ready = judges.judge_check(judge.name)
+    assert ready.ok and "weights under the Tiny Test Terms" in ready.detail
     assert "converted into mlmh's cache on first use" in ready.detail
-    judges.judge_dir(tiny)
-    assert "converted in" in judges.judge_check("tiny-gemma3").detail
+    judges.judge_dir(judge)
+    assert "converted in" in judges.judge_check(judge.name).detail
 
 
 def test_a_text_with_nothing_to_predict_has_no_perplexity_and_does_not_stop_the_others(converted_tiny):
