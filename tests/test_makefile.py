@@ -30,7 +30,7 @@ def planned(tmp_path: Path, *args: str) -> str:
 def test_the_demo_targets_install_the_package_alone(tmp_path, target):
     plan = planned(tmp_path, target)
     assert "pip install --quiet -e '.'" in plan and "[test" not in plan and "[judge" not in plan
-    assert "mlmh doctor --fix ||" in plan and "doctor --fix >/dev/null" not in plan  # a failing fix is shown
+    assert "mlmh doctor --fix --problems ||" in plan and "doctor --fix >/dev/null" not in plan  # a failing fix is shown
 
 
 def test_the_test_targets_install_the_test_extras_and_ci_adds_ray(tmp_path):
@@ -44,4 +44,4 @@ def test_the_test_targets_install_the_test_extras_and_ci_adds_ray(tmp_path):
 def test_make_judge_adds_the_judge_extra_and_shows_the_doctor(tmp_path):
     plan = planned(tmp_path, "judge")
     assert "pip install --quiet -e '.[judge]'" in plan and "[test" not in plan
-    assert plan.rstrip().splitlines()[-1].startswith(f"{tmp_path / 'venv'}/bin/mlmh doctor --fix ||")
+    assert plan.rstrip().splitlines()[-1].startswith(f"{tmp_path / 'venv'}/bin/mlmh doctor --fix --problems ||")
