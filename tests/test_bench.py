@@ -385,6 +385,7 @@ def test_bertscore_throughput_reports_cold_cached_and_bare_encoder():
     assert "error" not in figures
     assert figures["pairs"] == 4 and figures["pairs_per_s"] > 0
     assert figures["pairs_per_s_references_cached"] > 0 and figures["encoder_pairs_per_s"] > 0
+    assert figures["encoder_tokens_per_cpu_s"] > 0
     first, second = metrics.metric_pairs(4, variant=1), metrics.metric_pairs(4, variant=2)
     assert [p.reference for p in first] == [p.reference for p in second]  # same references, new predictions
     assert all(a.prediction != b.prediction for a, b in zip(first, second))

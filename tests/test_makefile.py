@@ -29,7 +29,7 @@ def planned(tmp_path: Path, *args: str) -> str:
 @pytest.mark.parametrize("target", ["setup", "demo", "quick"])
 def test_the_demo_targets_install_the_package_alone(tmp_path, target):
     plan = planned(tmp_path, target)
-    assert "pip install --quiet -e '.'" in plan and "[test" not in plan
+    assert "pip install --quiet -e '.'" in plan and "[test" not in plan and "[judge" not in plan
     assert "mlmh doctor --fix --problems ||" in plan and "doctor --fix >/dev/null" not in plan  # a failing fix is shown
 
 
@@ -39,3 +39,9 @@ def test_the_test_targets_install_the_test_extras_and_ci_adds_ray(tmp_path):
     assert "-e '.[test,ray]'" in ci and ci.rstrip().endswith("pytest -n 2 -q")
     fast = planned(tmp_path, "test-fast")
     assert "-e '.[test]'" in fast and fast.rstrip().endswith('pytest -n 2 -q -m "not slow"')
+
+
+def test_make_judge_adds_the_judge_extra_and_shows_the_doctor(tmp_path):
+    plan = planned(tmp_path, "judge")
+    assert "pip install --quiet -e '.[judge]'" in plan and "[test" not in plan
+    assert plan.rstrip().splitlines()[-1].startswith(f"{tmp_path / 'venv'}/bin/mlmh doctor --fix --problems ||")

@@ -19,6 +19,13 @@ class CheckResult:
     ok: bool
     detail: str
     fix: str = ""
+    #: an optional extra (a judge model): not ready, it is shown with its fix but the doctor still passes
+    optional: bool = False
+
+    @property
+    def blocking(self) -> bool:
+        """Not ready, and not optional: what makes ``mlmh doctor`` fail."""
+        return not self.ok and not self.optional
 
 
 @dataclass

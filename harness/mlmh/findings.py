@@ -2,7 +2,8 @@
 
 This is the product's answer, read first by report.md, the terminal summary, the TUI, notebooks and trackers
 (all through ``RunResults.findings``). The claims themselves live with their papers: arXiv 2405.12630's five
-in :mod:`mlmh.paper_claims`, Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the verdict and caveat rules in
+in :mod:`mlmh.paper_claims` (with a fluency check beside claim (1), :mod:`mlmh.fluency`, where a run scored
+gen-ppl), Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the verdict and caveat rules in
 :mod:`mlmh.verdicts`. Here each claim is decided once, the same way:
 
 1. Test the claim on the conditions no caveat rules out (:func:`mlmh.verdicts.caveats_of`): a model still on
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from mlmh import claims as gmlm
-from mlmh import paper_claims
+from mlmh import fluency, paper_claims
 from mlmh.grounds import annotate, data_line
 from mlmh.paper_claims import Evidence
 from mlmh.results import model_record_of
@@ -71,7 +72,7 @@ def run_findings(results: RunResults, per_document: dict[str, dict[str, dict[str
     """The paper's claims (always listed, "not tested" with the reason where the run lacks their conditions),
     then Li et al.'s when the run tests at least one of them."""
     ev = Evidence(results, per_document, tasks, seed)
-    found = [decide(rule, ev) for rule in paper_claims.rules(results)]
+    found = [decide(rule, ev) for rule in paper_claims.rules(results) + fluency.rules(results)]
     second = [decide(_gmlm_rule(claim, cells), ev) for claim in gmlm.CLAIMS]
     found += second if any(f.tested for f in second) else []
     annotate(results, found)

@@ -1,9 +1,15 @@
 """Generative perplexity: how likely a reference causal LM finds the generations.
 
-The reference model is a transformers causal LM given by ``gen-ppl:path=DIR`` (a local directory or a
-hub name already in the local cache), or by the ``MLMH_GENPPL_MODEL`` environment variable when the
-spec leaves ``path`` empty. A separate param (not a nested model spec) keeps the ``name:k=v,k=v`` spec
-syntax unambiguous.
+The reference model is a named judge (``gen-ppl:judge=gemma-3-270m``, :mod:`mlmh_builtins.judge`: a
+pretrained LM no contestant trained with, installed by the ``judge`` extra), or a transformers causal LM
+given by ``gen-ppl:path=DIR`` (a local directory or a hub name already in the local cache), or by the
+``MLMH_GENPPL_MODEL`` environment variable when the spec names neither. A separate param (not a nested
+model spec) keeps the ``name:k=v,k=v`` spec syntax unambiguous.
+
+Beside the generations' perplexity every call reports the same judge's perplexity of the originals
+(``gen-ppl_original``): the floor a perfect regeneration reaches. Texts are scored in length-sorted
+batches, right-padded with an attention mask, so a text's perplexity does not depend on its batch; each
+distinct text is scored once per process (the originals repeat across every condition of a run).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import OrderedDict
 from typing import Any, Sequence
 
 import numpy as np
@@ -22,11 +29,16 @@ from mlmh.errors import ModelError, SpecError
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult
+from mlmh_builtins.judge import JUDGES, get_judge, judge_check, judge_dir
 from mlmh_builtins.metrics_common import base_info, mean_result
 
 ENV_MODEL = "MLMH_GENPPL_MODEL"
 _MODELS: dict[str, tuple[Any, Any]] = {}
 _MODELS_LOCK = threading.Lock()
+#: (model path, max_tokens, text) -> (summed NLL, predicted tokens, tokens cut off), most recent last
+_SCORED: "OrderedDict[tuple[str, int, str], tuple[float, int, int]]" = OrderedDict()
+_SCORED_MAX = 200_000
+_SCORED_LOCK = threading.Lock()
 
 
 def load_reference_lm(path: str) -> tuple[Any, Any]:
@@ -45,26 +57,78 @@ def load_reference_lm(path: str) -> tuple[Any, Any]:
         return _MODELS[path]
 
 
-def sequence_nll(tokenizer: Any, model: Any, text: str, max_tokens: int) -> tuple[float, int, int]:
-    """(summed NLL in nats, predicted tokens, tokens cut off) of ``text``; a BOS token, when the
-    tokenizer has one, is prepended so the first word is predicted too."""
-    import torch
-
+def token_ids(tokenizer: Any, text: str, max_tokens: int) -> tuple[list[int], int]:
+    """(ids scored, tokens cut off) of ``text``: a BOS token, when the tokenizer has one, is prepended
+    so the first word is predicted too."""
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     bos = tokenizer.bos_token_id
     if bos is None:
         bos = tokenizer.cls_token_id
     if bos is not None:
         ids = [bos, *ids]
-    cut = max(0, len(ids) - max_tokens)
-    ids = ids[:max_tokens]
-    if len(ids) < 2:
-        return 0.0, 0, cut
-    input_ids = torch.tensor([ids])
+    return ids[:max_tokens], max(0, len(ids) - max_tokens)
+
+
+def batch_nll(model: Any, sequences: Sequence[Sequence[int]]) -> list[tuple[float, int]]:
+    """(summed NLL in nats, predicted tokens) of each sequence, in one forward pass. Right padding and
+    an attention mask: a causal LM's prediction at a real position never sees the padding after it,
+    and positions count from each sequence's start, so the values do not depend on the batch. Every
+    sequence has at least two tokens (one predicted)."""
+    import torch
+
+    longest = max(len(s) for s in sequences)
+    ids = torch.zeros((len(sequences), longest), dtype=torch.long)
+    mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = torch.tensor(list(sequence), dtype=torch.long)
+        mask[row, : len(sequence)] = 1
     with torch.no_grad():
-        logits = model(input_ids=input_ids).logits[0, :-1].float()
-    nll = torch.nn.functional.cross_entropy(logits, input_ids[0, 1:], reduction="sum")
-    return float(nll), len(ids) - 1, cut
+        logits = model(input_ids=ids, attention_mask=mask).logits
+    out = []
+    for row, sequence in enumerate(sequences):
+        n = len(sequence)
+        nll = torch.nn.functional.cross_entropy(logits[row, : n - 1].float(), ids[row, 1:n], reduction="sum")
+        out.append((float(nll), n - 1))
+    return out
+
+
+def batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Indices grouped longest first so that a batch's padded size stays within ``batch_tokens`` (the
+    logits of a large vocabulary are what fills memory); a longer text goes alone."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for index in order:
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= batch_tokens:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
+
+
+def score_texts(path: str, texts: Sequence[str], max_tokens: int, batch_tokens: int) -> list[tuple[float, int, int]]:
+    """(summed NLL, predicted tokens, tokens cut off) of each text under the model at ``path``; texts this
+    process scored before are not scored again."""
+    tokenizer, model = load_reference_lm(path)
+    keys = [(path, max_tokens, text) for text in texts]
+    with _SCORED_LOCK:
+        todo, encoded = [], []
+        for key in sorted({k for k in keys if k not in _SCORED}):
+            ids, cut = token_ids(tokenizer, key[2], max_tokens)
+            if len(ids) < 2:  # nothing to predict
+                _SCORED[key] = (0.0, 0, cut)
+            else:
+                todo.append(key)
+                encoded.append((ids, cut))
+        for group in batches([len(ids) for ids, _ in encoded], batch_tokens):
+            for index, (nll, count) in zip(group, batch_nll(model, [encoded[i][0] for i in group])):
+                _SCORED[todo[index]] = (nll, count, encoded[index][1])
+        found = []
+        for key in keys:
+            _SCORED.move_to_end(key)
+            found.append(_SCORED[key])
+        while len(_SCORED) > _SCORED_MAX:
+            _SCORED.popitem(last=False)
+        return found
 
 
 class GenPerplexityMetric(Metric):
@@ -72,22 +136,42 @@ class GenPerplexityMetric(Metric):
     non-autoregressive text generation); lower = the reference LM finds the text more fluent."""
 
     name = "gen-ppl"
-    description = "perplexity of the generations under a reference causal LM (path=DIR or $MLMH_GENPPL_MODEL)"
+    description = ("perplexity of the generations (and of the originals) under a reference causal LM: a named judge "
+                   "(judge=gemma-3-270m), path=DIR or $MLMH_GENPPL_MODEL")
     higher_is_better = False
     parameters = (
+        Param("judge", str, "", f"a pretrained judge by name ({', '.join(JUDGES)}); installed by the judge extra"),
         Param("path", str, "", f"causal LM dir or cached hub name; empty = ${ENV_MODEL}"),
         Param("aggregation", str, "token", "corpus value: token-weighted exp(mean NLL) or mean of per-sample ppl", choices=("token", "sample")),
         Param("max_tokens", int, 0, "truncate each text to this many tokens; 0 = the model's window", min=0, max=bounds.SEQUENCE),
+        Param("batch_tokens", int, 512, "padded tokens per forward pass (bounds the logits' memory)", min=1,
+              max=bounds.SEQUENCE),
     )
 
+    def __post_configure__(self) -> None:
+        if self.params["judge"]:
+            get_judge(self.params["judge"])
+            if self.params["path"]:
+                raise SpecError("gen-ppl: give judge= or path=, not both")
+
+    def unavailable(self, corpus: Any = None) -> str | None:
+        """A named judge that is not installed: the run plan drops gen-ppl from a preset with this one line."""
+        return get_judge(self.params["judge"]).unavailable() if self.params["judge"] else None
+
     def _reference_path(self) -> str:
+        if self.params["judge"]:
+            return str(judge_dir(get_judge(self.params["judge"])))
         path = self.params["path"] or os.environ.get(ENV_MODEL, "")
         if not path:
-            raise SpecError(f"gen-ppl needs a reference causal LM: gen-ppl:path=DIR or set {ENV_MODEL}")
+            raise SpecError(f"gen-ppl needs a reference causal LM: gen-ppl:judge=NAME, gen-ppl:path=DIR or set {ENV_MODEL}")
         return path
 
     def cache_identity(self) -> str | None:
-        """The reference LM's files (the spec may leave its path to the environment)."""
+        """The judge's GGUF digest and converting libraries, or the reference LM's files (the spec may leave
+        its path to the environment)."""
+        if self.params["judge"]:
+            judge = get_judge(self.params["judge"])
+            return None if judge.unavailable() else judge.identity()
         from mlmh.adapters import model_files_identity
 
         try:
@@ -95,33 +179,56 @@ class GenPerplexityMetric(Metric):
         except SpecError:
             return None
 
+    def forget_caches(self) -> None:
+        """Forget every scored text: the next call scores every text anew (the model stays loaded)."""
+        _SCORED.clear()
+
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list[MetricResult]:
+        reason = self.unavailable()
+        if reason:
+            raise ModelError(f"gen-ppl: {reason}")
         path = self._reference_path()
-        tokenizer, model = load_reference_lm(path)
+        _, model = load_reference_lm(path)
         window = int(getattr(model.config, "max_position_embeddings", 0) or getattr(model.config, "n_positions", 0) or 1024)
         max_tokens = min(self.params["max_tokens"] or window, window)
-        measured = [sequence_nll(tokenizer, model, item.prediction, max_tokens) for item in items]
+        model_name = f"judge {self.params['judge']} (converted to {path})" if self.params["judge"] else path
+        measured = {"gen-ppl": score_texts(path, [i.prediction for i in items], max_tokens, self.params["batch_tokens"]),
+                    "gen-ppl_original": score_texts(path, [i.reference for i in items], max_tokens,
+                                                    self.params["batch_tokens"])}
+        results = []
+        for name, scored in measured.items():
+            info = base_info(
+                self, "transformers AutoModelForCausalLM, cross-entropy in nats", "transformers",
+                model=model_name, tokenizer=f"the reference model's own ({model_name})", max_tokens=max_tokens,
+                truncated_tokens=int(sum(m[2] for m in scored)), predicted_tokens=int(sum(m[1] for m in scored)),
+                scored="the originals (the floor a perfect regeneration reaches)" if name != "gen-ppl" else "the generations",
+            )
+            results.append(self._result(name, scored, info, seed))
+        return results
+
+    def _result(self, name: str, measured: list[tuple[float, int, int]], info: dict[str, Any], seed: int) -> MetricResult:
         nll = np.asarray([m[0] for m in measured])
         counts = np.asarray([m[1] for m in measured])
         per_sample = [math.exp(s / c) if c else None for s, c in zip(nll, counts)]
-        info = base_info(
-            self, "transformers AutoModelForCausalLM, cross-entropy in nats", "transformers",
-            model=path, tokenizer=f"the reference model's own ({path})", max_tokens=max_tokens,
-            truncated_tokens=int(sum(m[2] for m in measured)),
-        )
         if self.params["aggregation"] == "sample":
-            return [mean_result("gen-ppl", per_sample, higher_is_better=False, seed=seed, info=info)]
+            return mean_result(name, per_sample, higher_is_better=False, seed=seed, info=info)
 
         def token_weighted(indices: np.ndarray) -> float:
             n = counts[indices].sum()
             return math.exp(nll[indices].sum() / n) if n else float("nan")
 
-        value = token_weighted(np.arange(len(items))) if counts.sum() else None
-        low, high = resample_ci(len(items), token_weighted, seed=seed)
+        value = token_weighted(np.arange(len(measured))) if counts.sum() else None
+        low, high = resample_ci(len(measured), token_weighted, seed=seed)
         info.update(aggregation="exp(sum of NLL / sum of predicted tokens), token-weighted", **method_info("resample", seed=seed))
-        return [MetricResult("gen-ppl", value, False, per_sample, low, high, info)]
+        return MetricResult(name, value, False, per_sample, low, high, info)
 
 
 @hookimpl
 def register_metrics(register):
     register(GenPerplexityMetric())
+
+
+@hookimpl
+def register_checks(register):
+    for name in JUDGES:
+        register(f"gen-ppl judge {name}", lambda name=name: judge_check(name))

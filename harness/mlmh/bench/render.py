@@ -53,13 +53,28 @@ def report_markdown(report: dict[str, Any]) -> str:
                          f"{number_text(c.get('overhead_cpu'))} | {number_text(c.get('lean_cost'))} | {number_text(c.get('overhead_over_lean'))} | "
                          f"{number_text(c['tokens_per_s'])} | {number_text(c['samples_per_s'])} | {number_text(c['peak_mib'])} |")
     if report.get("metrics"):
-        lines += ["", "| metric | pairs | seconds | pairs/s | pairs/s, references cached | encoder alone |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        lines += ["", "| metric | pairs | seconds | pairs/s | pairs/s, references cached | encoder alone | model tokens/CPU-s | note |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|"]
         for name, m in report["metrics"].items():
             lines.append(f"| {name} | {number_text(m.get('pairs'))} | {number_text(m.get('seconds'))} | {number_text(m.get('pairs_per_s'))} | "
-                         f"{number_text(m.get('pairs_per_s_references_cached'))} | {number_text(m.get('encoder_pairs_per_s'))} |"
-                         + (f" {m['error']}" if m.get("error") else ""))
+                         f"{number_text(m.get('pairs_per_s_references_cached'))} | {number_text(m.get('encoder_pairs_per_s'))} | "
+                         f"{number_text(model_tokens_per_cpu_s(m))} | {metric_note(m)} |")
     return "\n".join(lines) + "\n"
+
+
+def model_tokens_per_cpu_s(figures: dict[str, Any]) -> float | None:
+    """Tokens per CPU-second of the model a metric scores with: BERTScore's bare encoder, gen-ppl's judge."""
+    return figures.get("encoder_tokens_per_cpu_s", figures.get("tokens_per_cpu_s"))
+
+
+def metric_note(figures: dict[str, Any]) -> str:
+    """What else a metric row says: its error, why it is off, or the judge's one-time load."""
+    if figures.get("error") or figures.get("off"):
+        return figures.get("error") or f"off: {figures['off']}"
+    if "load_seconds" in figures:
+        return (f"judge: {figures['tokens']} tokens cold; loaded in {figures['load_seconds']:.3g} s "
+                f"({figures['load_cpu_seconds']:.3g} CPU-s)")
+    return ""
 
 
 def render(report: dict[str, Any], console: Any) -> None:
@@ -96,12 +111,13 @@ def render(report: dict[str, Any], console: Any) -> None:
     console.print(goals)
     if report.get("metrics"):
         metrics = Table(title="metric throughput")
-        for column in ("metric", "pairs", "seconds", "pairs/s", "pairs/s, references cached", "encoder alone", "note"):
+        for column in ("metric", "pairs", "seconds", "pairs/s", "pairs/s, references cached", "encoder alone",
+                       "model tokens/CPU-s", "note"):
             metrics.add_column(column)
         for name, m in report["metrics"].items():
             metrics.add_row(name, number_text(m.get("pairs")), number_text(m.get("seconds")), number_text(m.get("pairs_per_s")),
                             number_text(m.get("pairs_per_s_references_cached")), number_text(m.get("encoder_pairs_per_s")),
-                            escape(m.get("error", "")))
+                            number_text(model_tokens_per_cpu_s(m)), escape(metric_note(m)))
         console.print(metrics)
     if "scaling" in report and "error" in report["scaling"]:
         console.print(f"[red]scaling could not run: {escape(report['scaling']['error'])}")

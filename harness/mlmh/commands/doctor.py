@@ -37,13 +37,16 @@ def doctor(fix: bool, as_json: bool, problems: bool) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title="mlmh doctor" + (f": {len(shown)} of {len(results)} checks not ready" if problems else ""))
+        off = sum(1 for r in shown if r.optional and not r.ok)
+        title = f": {len(shown) - off} of {len(results)} checks not ready" + (f", {off} optional off" if off else "")
+        table = Table(title="mlmh doctor" + (title if problems else ""))
         table.add_column("check", style="bold")
         table.add_column("status")
         table.add_column("detail")
         table.add_column("fix", style="yellow")
         for r in shown:
-            table.add_row(r.name, "[green]ready[/green]" if r.ok else "[red]not ready[/red]", r.detail, r.fix)
+            status = "[green]ready[/green]" if r.ok else "[yellow]off[/yellow]" if r.optional else "[red]not ready[/red]"
+            table.add_row(r.name, status, r.detail, r.fix)
         Console().print(table)
-    if not all(r.ok for r in results):
+    if any(r.blocking for r in results):
         raise MlmhError("some checks are not ready; see the fix column (or run: mlmh doctor --fix)")
