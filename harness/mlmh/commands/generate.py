@@ -14,7 +14,7 @@ from mlmh.plan import DEFAULT_SAMPLERS
 EPILOG = """\b
 Examples:
   mlmh generate --model trained-mlm --masking random:ratio=0.3 --sampler mask-predict:steps=4 \\
-                --text "Everything moves very fast in football." --trace
+                --text "The bells rang out over the village in the rain." --trace
   mlmh generate --model hf-mlm:path=./bert-tiny --masking random:ratio=0.3 \\
                 --sampler mask-predict:steps=4 --text "The cat sat on the mat." --trace
   mlmh generate --model trained-clm --masking stopwords --sampler clm-infill --dataset pan --limit 3
