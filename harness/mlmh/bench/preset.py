@@ -60,10 +60,12 @@ def run_phase(preset: str, cache: Path, out: Path, *, limit: str | None = None, 
 def training_rates(out: Path) -> dict[str, dict[str, Any]]:
     """Per model the run trained: training tokens per CPU-second, from its card in the run's results.json (a warm
     run reads cards of models trained before: the rate is theirs, and ``trained`` says the run did not train)."""
-    path = out / "results.json"
-    if not path.is_file():
+    from mlmh.rundir import RunDir
+
+    run = RunDir(out)
+    if not run.results.is_file():
         return {}
-    models = json.loads(path.read_text(encoding="utf-8")).get("models", {})
+    models = run.read_results_data().get("models", {})
     rates = {}
     for spec, model in models.items():
         card = model.get("training") or {}
