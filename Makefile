@@ -4,6 +4,7 @@
 # and beside them:
 #   make quick       set up, then the one-minute first try (mlmh eval --preset quick)
 #   make test-fast   the unit and contract tests (pytest -m "not slow"): what to run on every change
+#   make typecheck   mypy over harness/ and plugins/ ([tool.mypy] in pyproject.toml); make test runs it first
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -15,7 +16,7 @@ BASE_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo test test-fast quick wordnet clean
+.PHONY: setup demo test test-fast typecheck quick wordnet clean
 
 # $(call install,EXTRAS): the venv, torch pinned to its CPU build, then the package with EXTRAS ('' for none)
 define install
@@ -47,7 +48,11 @@ demo: setup
 quick: setup
 	$(OFFLINE) $(BIN)/mlmh eval --preset quick
 
-test: $(TEST_STAMP)
+# 0 errors, or make test (and so CI) stops here with mypy's own report
+typecheck: $(TEST_STAMP)
+	$(BIN)/python -m mypy
+
+test: $(TEST_STAMP) typecheck
 	$(DOCTOR)
 	$(OFFLINE) $(BIN)/python -m pytest -n 2 -q
 

@@ -39,3 +39,8 @@ def test_the_test_targets_install_the_test_extras_and_ci_adds_ray(tmp_path):
     assert "-e '.[test,ray]'" in ci and ci.rstrip().endswith("pytest -n 2 -q")
     fast = planned(tmp_path, "test-fast")
     assert "-e '.[test]'" in fast and fast.rstrip().endswith('pytest -n 2 -q -m "not slow"')
+
+
+def test_make_test_type_checks_before_the_suite(tmp_path):
+    plan = planned(tmp_path, "test")
+    assert "python -m mypy" in plan and plan.index("python -m mypy") < plan.index("python -m pytest")

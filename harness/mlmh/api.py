@@ -115,9 +115,9 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         epochs = parse_axis(sweep_epochs, float, "--sweep-epochs")
         tokens = parse_axis(sweep_tokens, int, "--sweep-tokens")
         if not any(parse_spec(spec)[0] in SWEPT for spec in config.models):
-            given = " and ".join(f for f, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens))
+            flags = " and ".join(f for f, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens))
                                  if v is not None)
-            raise SpecError(f"{given}: the run has no {' or '.join(SWEPT)} model to sweep (models: "
+            raise SpecError(f"{flags}: the run has no {' or '.join(SWEPT)} model to sweep (models: "
                             f"{', '.join(config.models) or 'none'})")
         config.models = expand_models(config.models, epochs=epochs, tokens=tokens)
         config.overridden = sorted({*config.overridden, "models"})
@@ -240,7 +240,7 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
 
 def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "random:ratio=0.15", seed: int = 0,
             dataset: str = TEXT_TRAINING_DATASET, load: "Callable[[Model], Adapter] | None" = None,
-            on_generation: "Callable[[int, Generation], None] | None" = None,
+            on_generation: "Callable[[int, Generation], object] | None" = None,
             cancel: threading.Event | None = None) -> list["Generation"]:
     """Mask ``text`` once and let each ``(model, sampler)`` spec pair of ``sides`` regenerate the same masked
     words, in order, as the TUI playground does; ``on_generation(side, generation)`` hears each as it ends.

@@ -167,6 +167,7 @@ class Number(click.ParamType):
                 flag: str | None = None) -> Any:
         """``value`` checked; refused naming ``flag`` (default: the click option's, for the Python API the
         argument's name)."""
+        raw: str | int | float
         if isinstance(value, bool) or value is None:
             raw, text = "", repr(value)
         elif isinstance(value, (int, float)):

@@ -21,7 +21,7 @@ A work unit is one condition x one batch of documents: the grain the executors d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.contracts import describe_error
 from mlmh.errors import SpecError
@@ -155,7 +155,7 @@ class RunPlan:
                             f"(models: {', '.join(m.short_spec for m in self.models)}; "
                             f"samplers: {', '.join(s.short_spec for s in self.samplers)})")
 
-    def units(self, items: dict[tuple[str, int], Sequence["MaskedItem"]], batch_size: int,
+    def units(self, items: Mapping[tuple[str, int], Sequence["MaskedItem"]], batch_size: int,
               skip: Iterable[tuple[str, str]] = ()) -> list[WorkUnit]:
         """The work units of every condition, in grid order; ``items[(masking spec, seed)]`` are the
         masked documents, and ``skip`` holds (condition id, doc id) pairs already generated (cached)."""
@@ -297,7 +297,7 @@ def build_plan(config: "RunConfig") -> RunPlan:
     """
     from mlmh.registry import get_registry
 
-    lists = {key: build_components(config, key) for key in KINDS}
+    lists: dict[str, Any] = {key: build_components(config, key) for key in KINDS}
     plan = RunPlan(config=config, dataset=lists.pop("dataset")[0], **lists)
     registry = get_registry()
     plan.warnings.extend(registry.errors)

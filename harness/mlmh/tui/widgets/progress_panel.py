@@ -114,6 +114,6 @@ class ProgressPanel(VerticalScroll):
             row = self.row(event.stage) or self._add(event.stage, event.stage, event.total)
             row.advance_to(event.completed, event.total, dict(event.info))
         elif isinstance(event, StageFinished):
-            row = self.row(event.stage)
-            if row is not None:
-                row.finish(event.seconds)
+            finished = self.row(event.stage)
+            if finished is not None:
+                finished.finish(event.seconds)
