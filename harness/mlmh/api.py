@@ -64,28 +64,19 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
                          ray_address=ray_address, cancel=cancel)
     checked = plan(preset, overrides, resume=resume, output_path=output_path)
-    checked.require_checkpoints()
-    out = run_directory(checked.config, output_path, resume=resume)
+    out = place_run(checked, output_path, resume=resume)
     return run(checked, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
                backend=backend, ray_address=ray_address, cancel=cancel)
-
-
-def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
-                  output_path: str | Path | None = None, sweep_epochs: str | None = None,
-                  sweep_tokens: str | None = None) -> "RunConfig":
-    """The checked configuration of a run: ``preset`` with ``overrides`` (keys left None are not set), or,
-    to resume a run directory with no preset named, the configuration that run saved. ``sweep_epochs`` and
-    ``sweep_tokens`` ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained
-    sweep (:func:`mlmh.crossover.expand_models`)."""
-    return plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
-                sweep_tokens=sweep_tokens).config
 
 
 def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
          output_path: str | Path | None = None, sweep_epochs: str | None = None,
          sweep_tokens: str | None = None) -> "RunPlan":
-    """The configuration of :func:`configuration`, checked by building its plan (:func:`mlmh.plan.build_plan`):
-    the plan :func:`run` runs, so a run builds its components once (a sweep included)."""
+    """The checked plan of a run: ``preset`` with ``overrides`` (keys left None are not set), or, to resume a run
+    directory with no preset named, the configuration that run saved. ``sweep_epochs`` and ``sweep_tokens``
+    ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained sweep
+    (:func:`mlmh.crossover.expand_models`). Building the plan (:func:`mlmh.plan.build_plan`) is the check, and
+    it is the plan :func:`run` runs, so a run builds its components once (a sweep included)."""
     from mlmh.config import resolve
     from mlmh.plan import build_components, build_plan
     from mlmh.registry import get_registry
@@ -122,6 +113,15 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         config.models = expand_models(config.models, epochs=epochs, tokens=tokens)
         config.overridden = sorted({*config.overridden, "models"})
     return build_plan(config)
+
+
+def place_run(checked: "RunPlan", output_path: str | Path | None = None, *, resume: bool = False) -> Path:
+    """The last checks before anything is made, then where the run writes: checkpoints the offline hub lacks
+    are refused in one line (:meth:`mlmh.plan.RunPlan.require_checkpoints`) before :func:`run_directory`
+    places the run. Every face calls it between its plan and its run: :func:`evaluate`, ``mlmh eval`` and the
+    TUI's run screen."""
+    checked.require_checkpoints()
+    return run_directory(checked.config, output_path, resume=resume)
 
 
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:

@@ -92,8 +92,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return
-    plan.require_checkpoints()
-    out = api.run_directory(config, output_path, resume=resume)
+    out = api.place_run(plan, output_path, resume=resume)
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
     from mlmh.executors import make_executor
 

@@ -125,7 +125,7 @@ class RunScreen(TuiScreen):
         try:
             # checked here (or by mlmh tui --preset), run as checked
             plan = planned if planned is not None and preset == options.preset else plan_run(preset)
-            out = api.run_directory(plan.config, None)
+            out = api.place_run(plan)  # mlmh eval's checks: nothing is made for a run refused
         except MlmhError as exc:
             self.notify(str(exc), severity="error", title="Cannot start")
             return
