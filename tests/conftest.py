@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
 
 from tiny_models import build_tiny_model
+
+# No example database: each run draws its examples afresh (tests independent of earlier runs and of the
+# other xdist worker), and no background writer thread is left whose finalizer, interrupted, surfaced as a
+# PytestUnraisableExceptionWarning with a KeyboardInterrupt traceback from hypothesis/database.py.
+settings.register_profile("mlmh", database=None)
+settings.load_profile("mlmh")
 
 
 @pytest.fixture(scope="session", autouse=True)

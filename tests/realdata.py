@@ -194,7 +194,7 @@ TEXT_FORMATS = ("jsonl", "csv", "tsv", "txt", "parquet", "save_to_disk")
 
 
 def text_records(n: int = 48) -> list[dict[str, str]]:
-    """``n`` real texts as rows of a user's corpus: text, author (the group) and section (a label), from
+    """``n`` real texts as rows of a user's corpus: id (the package name), text, author (the group) and section (a label), from
     authors with two texts or more (up to four each), so that a group split has groups to keep together."""
     several = [texts[:4] for texts in _by_author(real_prose()).values() if len(texts) >= 2]
     rows: list[Prose] = []
@@ -202,7 +202,7 @@ def text_records(n: int = 48) -> list[dict[str, str]]:
         rows += texts[: n - len(rows)]
     if len(rows) < n:
         raise RuntimeError(f"only {len(rows)} real texts; asked for {n}")
-    return [{"text": p.text, "author": p.author, "section": p.tags[0], "name": p.name} for p in rows]
+    return [{"id": p.name, "text": p.text, "author": p.author, "section": p.tags[0], "name": p.name} for p in rows]
 
 
 def folder_name(author: str) -> str:

@@ -279,3 +279,59 @@ def test_quick_preset_runs_on_each_format_and_keeps_groups_apart(fmt, corpora, s
     unseen = {group_of[i] for i in results["documents"]["unseen"]["ids"]}
     assert seen and unseen and not seen & unseen
     assert not {d.group for d in corpus.split("test")} & {d.group for d in corpus.split("train") + corpus.split("validation")}
+
+
+# -- your ids, kept --------------------------------------------------------------------------------
+def _strings(value) -> set[str]:
+    if isinstance(value, dict):
+        return {s for v in value.values() for s in _strings(v)}
+    if isinstance(value, list):
+        return {s for v in value for s in _strings(v)}
+    return {value} if isinstance(value, str) else set()
+
+
+def test_id_field_keeps_your_ids_in_results_generations_and_frames(tmp_path):
+    """--dataset text:id_field=id: a JSONL corpus's own ids, not row-N, in results.json, generations.jsonl and
+    a DataFrame of the generations, on a run of fake models (the same runner as a real eval)."""
+    import runner_fakes
+    from mlmh.config import from_table
+    from mlmh.plan import build_plan
+    from mlmh.runner import run_experiment
+
+    runner_fakes.install()
+    rows = [{"id": f"doc:{i:03d}/A", "author": f"a{i % 4}", "text": f"{GOOD['text']} Number {i} of sixteen."}
+            for i in range(16)]
+    ids = {row["id"] for row in rows}
+    data = write(tmp_path / "mine.jsonl", jsonl(rows))
+    corpus = text_dataset("text:id_field=id,group_field=author").load(data)
+    assert {d.id for d in corpus.documents} == ids
+    config = from_table({**runner_fakes.FAKE_PRESET, "dataset": "text:id_field=id,group_field=author", "data": data,
+                         "maskings": ["every-nth:ratio=0.5"], "samplers": ["fake-fill"], "tasks": [], "limit": 3},
+                        name="fake", source="fake.toml")
+    out = tmp_path / "out"
+    run_experiment(build_plan(config), None, output_path=out, use_cache=False)
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    kept = _strings(results) & ids
+    assert len(kept) == 6 and not any(s.startswith("row-") for s in _strings(results))  # 3 seen + 3 unseen
+    generated = [json.loads(line) for line in (out / "generations.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {g["doc_id"] for g in generated} == kept
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_json(out / "generations.jsonl", lines=True, dtype={"doc_id": str})
+    assert set(frame["doc_id"]) == kept
+
+
+def test_duplicate_and_empty_ids_are_refused_naming_the_line(tmp_path):
+    path = write(tmp_path / "a.jsonl", jsonl([{**GOOD, "id": "x1"}, {**GOOD, "id": "x2"}, {**GOOD, "id": "x1"}]))
+    assert load_error("text:id_field=id", path) == (
+        f"{path}:3: id 'x1' (field 'id') is also the id at {path}:1; every document needs its own")
+    path = write(tmp_path / "b.jsonl", jsonl([{**GOOD, "id": "x1"}, {**GOOD, "id": " "}]))
+    assert load_error("text:id_field=id", path) == f"{path}:2: field 'id' is empty (every row needs its id)"
+    path = write(tmp_path / "c.jsonl", jsonl([{**GOOD, "id": 7}, {**GOOD, "id": "7"}]))  # the same id, once a number
+    assert "field 'id' is a string here but a number" in load_error("text:id_field=id", path)
+    csv_path = write(tmp_path / "a.csv", "id,text\nq1,first text here\nq1,second text here\n")
+    assert load_error("text:id_field=id", csv_path) == (
+        f"{csv_path}:3 (row 2): id 'q1' (field 'id') is also the id at {csv_path}:2 (row 1); every document needs its own")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    write(folder / "one.txt", "a text\n")
+    assert "id_field 'id' cannot be read" in load_error("text:id_field=id", str(folder))

@@ -37,3 +37,32 @@ def test_a_registered_fixer_runs_under_fix_only_while_its_check_fails():
     assert "fixable thing: made it" in run_fixes()
     assert {r.name: r.ok for r in run_checks()}["fixable thing"]
     assert not any(m.startswith("fixable thing") for m in run_fixes())
+
+
+class NotReady:
+    @hookimpl
+    def register_checks(self, register):
+        register("missing thing", lambda: CheckResult("missing thing", False, "not here", "apt-get install thing"))
+
+
+def test_problems_shows_only_what_is_not_ready_and_one_line_when_all_is(monkeypatch):
+    """What make setup / make demo print: the problems, not the whole table; plain doctor keeps the table."""
+    from click.testing import CliRunner
+
+    from mlmh import doctor as doctor_module
+    from mlmh.cli import cli
+
+    everything = run_checks()
+    ready = [CheckResult(r.name, True, r.detail, "") for r in everything]
+    monkeypatch.setattr(doctor_module, "run_checks", lambda: ready)
+    quiet = CliRunner().invoke(cli, ["doctor", "--problems"], terminal_width=200)
+    assert quiet.exit_code == 0 and quiet.output.strip() == f"mlmh doctor: all {len(ready)} checks ready"
+    full = CliRunner().invoke(cli, ["doctor"], terminal_width=200)
+    assert full.exit_code == 0 and all(r.name in full.output for r in ready[:3])
+    monkeypatch.undo()
+    get_plugin_manager().register(NotReady(), name="not-ready")
+    problems = CliRunner().invoke(cli, ["doctor", "--problems"], terminal_width=200)
+    assert problems.exit_code != 0 and "missing thing" in problems.output and "apt-get install thing" in problems.output
+    ready_names = [r.name for r in everything if r.ok]
+    assert "checks not ready" in problems.output and ready_names
+    assert not any(name in problems.output for name in ready_names)  # ready checks are left out

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from mlmh.findings import answer_lines, run_findings
+from mlmh.paper_claims import baseline_arm
 from mlmh.report import kind_verdict, render_markdown
 from mlmh.stopping import TargetTally, Validation, beats_constant
-from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Correlation, Finding,
+from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Correlation, DatasetInfo,
+                        DocumentSet, Finding,
                         ModelRecord, RoleQuality, RunResults, Score)
 
 DOCS = [f"t{i}" for i in range(24)]
@@ -127,6 +129,29 @@ def test_lower_ratios_better_is_a_paired_slope():
     _, found = findings_of(rows, noise=1.0)
     finding = found["paper-2"]
     assert finding.verdict == HOLDS and finding.statistic == pytest.approx(-4.0, abs=0.5) and len(finding.parts) == 2
+    assert not finding.extra["above_baseline"] and "raw quality" in finding.statement
+
+
+def _with_baselines(rows, filler_of, noise=0.5):
+    """``findings_of`` with per-document filler and deletion scores of each masking (deletion 1 below the filler)."""
+    results = results_of(rows)
+    docs = per_doc(rows, {}, noise)
+    rng = np.random.default_rng(7)
+    for r in rows:
+        for name, value in (("filler", filler_of(r.masking_ratio)), ("deletion", filler_of(r.masking_ratio) - 1)):
+            getattr(r.unseen, name)["bleu"] = Score(value)
+            docs[baseline_arm(name, r.masking, 0)] = {"bleu": {d: float(value + rng.normal(0, noise)) for d in DOCS}}
+    return {f.claim: f for f in run_findings(results, docs, {}, [], seed=0)}
+
+
+def test_lower_ratios_better_is_measured_above_the_trivial_baselines():
+    rows = [row(k, f"random:ratio={r}", 40.0 - 40 * r) for r in (0.15, 0.3, 0.5) for k in ("mlm", "clm")]
+    parallel = _with_baselines(rows, lambda r: 30.0 - 40 * r)["paper-2"]  # the filler falls as fast as the models
+    assert parallel.extra["above_baseline"] and parallel.verdict != HOLDS
+    assert parallel.statistic == pytest.approx(0.0, abs=0.3) and "above the stronger of the filler" in parallel.statement
+    assert all("baseline|" not in c for c in parallel.conditions)
+    flat = _with_baselines(rows, lambda r: 10.0)["paper-2"]  # a flat baseline: the models' own fall is theirs
+    assert flat.verdict == HOLDS and flat.statistic == pytest.approx(-4.0, abs=0.5)
 
 
 @pytest.mark.parametrize("mlm_punct, expected", [(10.0, HOLDS), (40.0, FAILS)])
@@ -142,8 +167,24 @@ def test_punctuation_best_for_clm_worst_for_mlm_needs_both_parts(mlm_punct, expe
 def test_no_strong_correlation_reads_the_ci_against_strong(ci, expected):
     correlations = [{"metric": "bleu", "task": "authorship-verification", "score": "overall", "n": 12,
                      "spearman": sum(ci) / 2, "spearman_ci": list(ci)}]
-    _, found = findings_of(kinds(30.0, 20.0), correlations=correlations)
+    learns = {"real": {"authorship-verification": {"brier": [0.9] * 30}},
+              "chance": {"authorship-verification": {"brier": [0.75] * 30}}}
+    _, found = findings_of(kinds(30.0, 20.0), correlations=correlations, tasks=learns)
     assert found["paper-4"].verdict == expected
+
+
+def test_no_correlation_is_judged_with_a_downstream_model_that_does_not_learn():
+    correlations = [{"metric": "bleu", "task": "text-classification", "score": "micro_f1", "n": 12,
+                     "spearman": -0.9, "spearman_ci": [-0.97, -0.7]}]
+    rng = np.random.default_rng(3)
+    below = {"real": {"text-classification": {"samples_f1": list(rng.uniform(0.0, 0.2, 30))}},
+             "chance": {"text-classification": {"samples_f1": [0.167] * 30}}}
+    _, found = findings_of(kinds(30.0, 20.0), correlations=correlations, tasks=below)
+    finding = found["paper-4"]
+    assert finding.verdict == NOT_COMPARABLE and "cannot tell useful synthetic text from useless" in finding.statement
+    assert "text-classification model trained on the real documents scores" in finding.statement
+    _, found = findings_of(kinds(30.0, 20.0), correlations=correlations)  # no per-item scores: nothing to tell by
+    assert found["paper-4"].verdict == NOT_COMPARABLE and "no per-item scores" in found["paper-4"].statement
 
 
 def test_useful_at_high_masking_against_chance_and_real_data():
@@ -165,7 +206,12 @@ def test_useful_at_high_masking_against_chance_and_real_data():
     assert found["paper-5"].verdict == NOT_COMPARABLE
     tasks["real"] = {"av": {"brier": [0.7] * 40}}  # the real documents themselves below no training data
     _, found = findings_of(rows, tasks=tasks)
-    assert found["paper-5"].parts[0]["statistic"] is None and "no share of its gain" in found["paper-5"].statement
+    assert found["paper-5"].verdict == NOT_COMPARABLE and "does not" not in found["paper-5"].text
+    assert "av model trained on the real documents scores -0.050" in found["paper-5"].statement
+    tasks["real"] = {"av": list(0.76 + rng.normal(0, 0.2, 40))}  # a gain whose CI spans 0 judges nothing either
+    tasks["real"] = {"av": {"brier": tasks["real"]["av"]}}
+    _, found = findings_of(rows, tasks=tasks)
+    assert found["paper-5"].verdict == NOT_COMPARABLE and found["paper-5"].parts == []
 
 
 def test_a_run_without_their_conditions_says_why_each_claim_is_not_tested():
@@ -223,3 +269,58 @@ def test_the_paired_rule_needs_more_than_noise():
     assert not beats_constant(0.31, 0.30, 1000, model_only=8, constant_only=2)  # 6 > 2 * sqrt(10) fails
     assert beats_constant(0.31, 0.30, 1000, model_only=30, constant_only=5)
     assert not Validation(1.0, 0.33, 0.30, 1000, 0, 0).off_plateau
+
+
+# -- what the answer rests on --------------------------------------------------------------------------
+def test_the_answer_names_the_models_and_documents_it_rests_on():
+    card = {**LEARNED, "steps": 500, "steps_run": 212, "epochs": 1.5, "tokens_seen": 54_000,
+            "supervised_targets": 21_000, "budget": "targets", "stopped_early": True}
+    results, found = findings_of(kinds(30.0, 20.0), cards={"mlm": card})
+    results.documents = {"unseen": DocumentSet(split="test", documents=16, groups=1, cut=13),
+                         "seen": DocumentSet(split="train", documents=16, groups=4)}
+    results.dataset = DatasetInfo(validation_documents=31, validation_groups=1)
+    grounds = found["paper-1:bleu"].extra["rests_on"]
+    assert grounds[0] == ("trained-mlm: held-out accuracy 0.300 against 0.050 for the best constant (6.0x; beats it); "
+                          "trained 212 of 500 steps, 1.5 epochs, 54,000 tokens, 21,000 targets, budget: targets, "
+                          "stopped early")
+    lines = answer_lines(results.findings, markdown=False, results=results)
+    assert sum(line.startswith("Rests on: trained-mlm") for line in lines) == 1  # said once while the models stay
+    assert ("Measured on unseen: 16 documents from 1 group(s), 13 cut to the model window; seen: 16 documents from "
+            "4 group(s); validation: 31 documents from 1 group(s).") in lines
+    assert not any(line.startswith("Next step") for line in lines)  # every claim was compared
+
+
+def test_a_not_comparable_answer_names_the_next_command():
+    results, found = findings_of(kinds(30.0, 20.0), cards={"mlm": PLATEAU})
+    results.config = {"preset": "pan", "dataset": "text", "data": "reviews.jsonl"}
+    found = run_findings(results, per_doc(results.conditions, {}), {}, [], seed=0)
+    step = next(f.extra["next_step"] for f in found if f.extra.get("next_step"))
+    assert step["command"] == "mlmh eval --preset paper --dataset text --data reviews.jsonl"
+    assert "from scratch could not learn" in step["why"]
+    results.findings = found
+    assert answer_lines(found, results=results)[-1].startswith(
+        "Next step: `mlmh eval --preset paper --dataset text --data reviews.jsonl`: models trained from scratch")
+    results.config = {"preset": "paper"}  # already the pretrained start: no preset to send the reader to
+    found = run_findings(results, per_doc(results.conditions, {}), {}, [], seed=0)
+    step = next(f.extra["next_step"] for f in found if f.extra.get("next_step"))
+    assert step["command"] == "" and "longer training" in step["why"]
+
+
+def test_a_model_on_the_plateau_is_not_called_memorising():
+    rows = kinds(30.0, 20.0)
+    for r in rows:
+        r.gap["bleu"] = Score(6.0, 4.0, 8.0, extra={"significant": True})
+    results, found = findings_of(rows, cards={"mlm": PLATEAU})
+    from mlmh.report import memorization_findings
+    from mlmh.verdicts import memorised
+
+    mlm = next(r for r in rows if r.model_kind == "mlm")
+    clm = next(r for r in rows if r.model_kind == "clm")
+    assert memorised(results, mlm, "bleu") is None and "(quality gap)" in memorised(results, clm, "bleu")
+    lines = memorization_findings(results)
+    assert any("trained-mlm** never beat the best constant" in line and "not as memorization" in line for line in lines)
+    assert any("trained-clm** scores bleu higher on seen" in line for line in lines)
+    assert "memorised" not in " ".join(found["paper-1:bleu"].caveats[:1])  # the plateau is the MLM's caveat
+    unseen_better = Score(-6.0, -8.0, -4.0, extra={"significant": True})  # better on unseen: not recall
+    clm.gap["bleu"] = unseen_better
+    assert memorised(results, clm, "bleu") is None

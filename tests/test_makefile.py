@@ -30,7 +30,7 @@ def planned(tmp_path: Path, *args: str) -> str:
 def test_the_demo_targets_install_the_package_alone(tmp_path, target):
     plan = planned(tmp_path, target)
     assert "pip install --quiet -e '.'" in plan and "[test" not in plan
-    assert "mlmh doctor --fix ||" in plan and "doctor --fix >/dev/null" not in plan  # a failing fix is shown
+    assert "mlmh doctor --fix --problems ||" in plan and "doctor --fix >/dev/null" not in plan  # a failing fix is shown
 
 
 def test_the_test_targets_install_the_test_extras_and_ci_adds_ray(tmp_path):

@@ -130,3 +130,48 @@ def test_cli_bad_preset_file_exits_2(tmp_path, capsys):
         main(["eval", "--preset", path])
     assert exit_info.value.code == 2
     assert "unknown key 'sed'" in capsys.readouterr().err
+
+
+# -- what a preset costs and runs, said before it runs -------------------------------------------------
+def test_ls_presets_shows_each_declared_cold_and_warm_cost():
+    import json as json_module
+
+    from click.testing import CliRunner
+
+    from mlmh.cli import cli
+
+    rows = {r["name"]: r for r in json_module.loads(CliRunner().invoke(cli, ["ls", "presets", "--json"]).output)}
+    assert rows["pan"]["cost"].startswith("cold 402 CPU-s, warm 10 CPU-s (measured: mlmh bench --preset pan")
+    assert rows["quick"]["cost"].startswith("cold 41 CPU-s, warm 8.5 CPU-s")
+    assert rows["paper"]["cost"] == "not measured"
+    table = CliRunner().invoke(cli, ["ls", "presets"], terminal_width=200).output
+    assert "cost (CPU seconds)" in table and "cold 402 CPU-s" in table
+
+
+def test_eval_help_after_a_preset_says_what_it_runs_and_costs():
+    from click.testing import CliRunner
+
+    from mlmh.cli import cli
+
+    shown = CliRunner().invoke(cli, ["eval", "--preset", "pan", "--help"], terminal_width=200)
+    assert shown.exit_code == 0
+    section = shown.output[shown.output.index("Preset pan:"):]
+    for spec in ("trained-mlm:size=tiny", "trained-seq2seq:size=tiny", "random:ratio=0.8", "mask-predict",
+                 "bertscore", "authorship-verification", "cold 402 CPU-s"):
+        assert spec in section, spec
+    assert "\nPreset " not in CliRunner().invoke(cli, ["eval", "--help"]).output  # no preset, the generic help
+    unknown = CliRunner().invoke(cli, ["eval", "--preset=nope", "--help"])
+    assert unknown.exit_code == 0 and "unknown preset 'nope'" in unknown.output and "Traceback" not in unknown.output
+
+
+def test_a_malformed_cost_is_refused_naming_the_key(tmp_path):
+    from mlmh.config import resolve
+
+    path = tmp_path / "mine.toml"
+    base = 'dataset = "pan"\nmodels = ["trained-mlm"]\nmaskings = ["stopwords"]\nsamplers = ["one-shot"]\n'
+    path.write_text(base + 'cost = { cold_cpu_s = "a while" }\n', encoding="utf-8")
+    with pytest.raises(SpecError, match="cost key 'cold_cpu_s' must be a number of CPU seconds"):
+        resolve(str(path))
+    path.write_text(base + 'cost = { cold = 3 }\n', encoding="utf-8")
+    with pytest.raises(SpecError, match="key 'cost' must be a table of cold_cpu_s, warm_cpu_s, measured"):
+        resolve(str(path))

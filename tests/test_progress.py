@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from mlmh.events import Message, Progress, StageFinished, StageStarted
-from mlmh.progress import PlainListener, RichListener, progress_listener
+from mlmh.eta import Eta, eta_text
+from mlmh.progress import PlainListener, RichListener, elide, progress_listener
 
 
 class Clock:
@@ -46,7 +49,8 @@ def test_training_lines_name_the_model_and_messages_are_not_wrapped():
     listen(Message(level="warning", text=note))
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("[train:trained-mlm:size=tiny] 1/10 (10%)") and "loss 3.000" in lines[0]
-    assert "eta 16.0s" in lines[1]  # 1 step in 2 s since the first line, 8 left
+    assert all("eta" not in line for line in lines[:3])  # no estimate until a few steps have run
+    assert "eta 12.0s" in lines[3]  # 3 steps in 6 s since the first, 6 left
     assert len(lines) == 11 and lines[-1] == "warning: " + note
 
 
@@ -66,3 +70,61 @@ def test_a_terminal_gets_bars_anything_else_plain_lines():
 
     assert isinstance(progress_listener(io.StringIO()), PlainListener)
     assert isinstance(progress_listener(Terminal()), RichListener)
+
+
+def test_start_up_before_the_first_step_is_not_read_as_its_time():
+    """A training worker says it started (step 0), loads for minutes, then steps at 0.1 s: the ETA is the
+    steps' own rate, never the start-up spread over 500 steps (the demo once printed eta 15h19m)."""
+    out, clock = io.StringIO(), Clock()
+    listen = PlainListener(out, clock=clock)
+    listen(Progress(stage="train", completed=0, total=None, info={"model": "trained-seq2seq", "state": "started"}))
+    clock.now += 111.0  # spawning, importing torch, building the tokenizer
+    for step in range(1, 101):
+        listen(Progress(stage="train", completed=step, total=500, info={"model": "trained-seq2seq"}))
+        clock.now += 0.1
+    lines = out.getvalue().splitlines()
+    assert "1/500" in lines[0] and "eta" not in lines[0]
+    assert lines[-1].startswith("[train:trained-seq2seq] 100/500") and "eta 40.0s" in lines[-1]
+
+
+def test_a_stage_after_its_parts_is_not_timed_by_them():
+    """The models stage waits for its trainings, then loads three models in seconds: its ETA is the loads'
+    rate, not 'one model per half hour' (the demo once printed 1/3 ... eta 59m54s after all trainings)."""
+    out, clock = io.StringIO(), Clock()
+    listen = PlainListener(out, clock=clock)
+    listen(StageStarted(stage="models", total=8))
+    clock.now += 1800.0  # the trainings
+    for done in range(1, 9):
+        listen(Progress(stage="models", completed=done, total=8, info={"model": f"m{done}"}))
+        clock.now += 2.0
+    progress = [line for line in out.getvalue().splitlines() if "/8" in line]
+    assert all("eta" not in line for line in progress[:3])
+    assert "4/8" in progress[3] and "eta 8.0s" in progress[3]  # 2 s a model, 4 left
+    assert "elapsed 30m06s" in progress[3]  # elapsed stays the stage's whole time
+
+
+def test_full_specs_are_never_cut_and_bars_elide_them_in_the_middle():
+    spec = "trained-mlm:size=small,seq_len=512 | span:ratio=0.30,mean_span=3 | mlm-gibbs:temperature=0.9,top_k=50"
+    out = io.StringIO()
+    listen = PlainListener(out, clock=Clock())
+    listen(Progress(stage="generate", completed=1, total=1, info={"condition": spec}))
+    assert out.getvalue().rstrip().endswith(spec)
+    short = elide(spec, 40)
+    assert len(short) == 40 and short.startswith("trained-mlm:size=sm") and short.endswith("top_k=50")
+    assert elide("short", 40) == "short"
+
+
+def test_the_estimate_is_the_recent_rate_over_a_window():
+    eta, now = Eta(window_s=10.0), 0.0
+    for step in range(1, 21):  # slow at first: 5 s a step
+        eta.observe(step, 200, now)
+        now += 5.0
+    for step in range(21, 41):  # then 1 s a step
+        eta.observe(step, 200, now)
+        now += 1.0
+    assert eta.remaining() == pytest.approx(160.0)  # the last 10 s ran at 1 step/s: the slow start has faded
+    eta.observe(100, 200, now, restart=True)  # a jump from a cache: measured again from here
+    assert eta.remaining() is None
+    eta.observe(200, 200, now)
+    assert eta.remaining() == 0.0
+    assert Eta().remaining() is None and eta_text(None) == "eta …" and eta_text(90.0) == "eta 1m30s"

@@ -109,3 +109,8 @@ def test_realigned_entities_always_point_at_their_own_text(outputs):
         assert span.text == span.text.strip()
     untouched = [e for e in doc.entities if not any(ws < e.end and we > e.start for i, (ws, we) in enumerate(split_words(TEXT).spans) if i in outputs)]
     assert {e.text for e in untouched} <= {e.text for e in rewritten.entities}
+
+
+def test_property_tests_keep_no_example_database():
+    """conftest's profile: no .hypothesis writes, no background writer thread left behind."""
+    assert settings().database is None

@@ -232,7 +232,9 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
             assert torch.equal(side.encoder.layer[0].attention.self.query.weight, pretrained[key])
         assert model.config.decoder_start_token_id == tokenizer.cls_token_id
         assert model.decoder.bert.encoder.layer[0].crossattention is not None
-        assert not fresh  # EncoderDecoderModel does not report its new cross-attention (load_init)
+        assert fresh and all(n.startswith("decoder.") for n in fresh)  # the new cross-attention and head
+        assert any(".crossattention." in n for n in fresh) and "decoder.cls.predictions.bias" in fresh
+        assert not any("embeddings" in n or ".attention.self." in n for n in fresh)  # pretrained: not fresh
         return
     assert type(model).__name__ == ("BertForMaskedLM" if objective == "mlm" else "BertLMHeadModel")
     assert model.config.is_decoder == (objective == "clm")
@@ -473,7 +475,7 @@ def _scripted_validation(monkeypatch, script, snapshots=None):
 
     script = iter(script)
 
-    def scripted(model, objective, batches, baseline_token):
+    def scripted(model, objective, batches, baseline_token, vocabulary=None):
         if snapshots is not None:
             snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
         loss, accuracy = next(script)
@@ -585,10 +587,16 @@ def test_validation_accuracy_counts_the_judged_tokens_beside_the_unigram_baselin
 
 
 def test_a_validation_curve_that_keeps_falling_trains_the_whole_budget(tmp_path):
+    """The curve differs from process to process (the WordPiece trainer breaks ties in hash-map order, so the
+    vocabulary does), and with it whether the lowest loss or the highest accuracy is kept (mlmh.stopping): the
+    test holds for any vocabulary, as it must under pytest -n 2, where each worker trains its own."""
     card = train(TEXTS, micro("clm", max_steps=12, eval_every=3), tmp_path, validation_texts=TEXTS[:4], threads=1)
-    losses = [p["loss"] for p in card["validation_curve"]]
-    assert not card["stopped_early"] and card["steps_run"] == 12 and len(losses) == 4
-    assert card["step_kept"] == 3 * (1 + losses.index(min(losses))) and card["validation_loss"] == min(losses)
+    curve = card["validation_curve"]
+    losses, accuracies = [p["loss"] for p in curve], [p["accuracy"] for p in curve]
+    assert not card["stopped_early"] and card["steps_run"] == 12 and [p["step"] for p in curve] == [3, 6, 9, 12]
+    kept = next(p for p in curve if p["step"] == card["step_kept"])
+    assert card["validation_loss"] == kept["loss"]
+    assert kept["loss"] == min(losses) or kept["accuracy"] == max(accuracies)
     assert card["heldout_source"] == "validation split" and card["validation_documents"] == 4
 
 

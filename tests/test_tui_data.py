@@ -56,7 +56,7 @@ CONDITIONS = [
 def with_roles(c: dict) -> dict:
     """A condition as a schema-2 run writes it: its metrics scored on unseen documents, seen scores a little
     higher, and the filler and deletion baselines of its masking."""
-    ratio = c["masking_ratio"]
+    ratio = c["masking_ratio"] or 0.2
     baselines = {"filler": {"bleu": {"value": 0.2 - ratio / 10, "ci_low": None, "ci_high": None, "higher_is_better": True}},
                  "deletion": {"bleu": {"value": 0.45 - ratio / 5, "ci_low": None, "ci_high": None, "higher_is_better": True}}}
     seen = {name: {**score, "value": round(score["value"] + 0.05, 3)} for name, score in c["metrics"].items()}
@@ -100,6 +100,44 @@ def write_run(directory: Path, *, samples: bool = True, generations: bool = True
                 for doc in ("d1", "d2"):
                     fh.write(json.dumps({"condition": c["id"], "role": roles[doc], "generation": to_dict(mlm_generation(doc, c["model"])),
                                          "metrics": {"bleu": 0.5}}) + "\n")
+    return directory
+
+
+#: what a real run's samples are named by: a UUID and the chunk of the document (36 + 2 characters)
+UUIDS = ["64669e46-6b66-47ab-bedb-1fd22fe71799-1", "fcea0911-2c3d-4b5e-8f70-a1b2c3d74405-2"]
+WIDE_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore", "stutter", "novelty")
+
+
+def wide_condition(cid: str, model: str, masking: str, base: float) -> dict:
+    """A condition of a real-sized run: eight metrics with CIs, three downstream scores, a fixed-ratio masking."""
+    metrics = {name: {"value": round(base + i / 100, 3), "ci_low": round(base + i / 100 - 0.02, 3),
+                      "ci_high": round(base + i / 100 + 0.02, 3), "higher_is_better": name != "stutter"}
+               for i, name in enumerate(WIDE_METRICS)}
+    scores = {"authorship-verification": {"auc": base, "c@1": base - 0.1, "f1": base - 0.05}}
+    return with_roles({"id": cid, "model": model, "model_kind": "mlm" if "mlm" in model else "clm", "masking": masking,
+                       "masking_ratio": None, "sampler": "mask-predict:steps=4" if "mlm" in model else "clm-infill",
+                       "steps": 3, "seed": 0, "metrics": metrics, "downstream": scores,
+                       "generation": {"forward_passes": 30, "tokens_per_s": 100.0, "seconds": 1.0, "samples": 2}})
+
+
+def write_wide_run(directory: Path) -> Path:
+    """A run as wide as the quick preset's: more columns than 140 terminal columns hold, no masking swept over
+    ratios (so no ratio curve), and samples named by UUIDs."""
+    conditions = [wide_condition(f"{model} | {masking} | {sampler} | seed=0", model, masking, base)
+                  for model, sampler, base in (("trained-mlm:size=tiny,max_steps=40", "mask-predict:steps=4", 0.6),
+                                               ("trained-clm:size=tiny,max_steps=40", "clm-infill", 0.5))
+                  for masking in ("stopwords", "punctuation")]
+    write_run(directory)
+    results = json.loads((directory / "results.json").read_text(encoding="utf-8"))
+    results.update(conditions=conditions, baseline={"authorship-verification": {"auc": 0.8, "c@1": 0.7, "f1": 0.75}})
+    (directory / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    with (directory / "samples.jsonl").open("w", encoding="utf-8") as fh:
+        for c in conditions:
+            for doc, role in zip(UUIDS, ("seen", "unseen")):
+                generation = to_dict(mlm_generation(doc, c["model"]))
+                fh.write(json.dumps({"condition": c["id"], "role": role, "generation": generation,
+                                     "metrics": {"bleu": 0.5}}) + "\n")
+    (directory / "generations.jsonl").unlink()
     return directory
 
 
@@ -179,3 +217,15 @@ def test_labels_shorten_paths_and_numbers():
     assert short_condition("hf-clm:path=/a/very/long/path/to/the/gpt | stopwords | clm-infill | seed=0") == \
         "hf-clm:path=…/the/gpt | stopwords | clm-infill | seed=0"
     assert [number(v) for v in (0.41234, 68.8241, 123.4, -0.5)] == ["0.412", "68.8", "123", "-0.500"]
+
+
+def test_legend_labels_drop_shared_parameters_and_elide_in_the_middle():
+    from mlmh.tui.labels import legend_labels, short_id
+
+    labels = ["trained-mlm:size=tiny,max_steps=40 mask-predict:steps=4", "trained-clm:size=tiny,max_steps=40 clm-infill"]
+    assert legend_labels(labels) == ["trained-mlm mask-predict:steps=4", "trained-clm clm-infill"]
+    assert legend_labels(["trained-mlm:size=tiny one-shot", "trained-mlm:size=small one-shot"]) == [
+        "trained-mlm:size=tiny one-shot", "trained-mlm:size=small one-shot"]  # what differs stays
+    long = legend_labels(["hf-mlm:path=…/checkpoints/a-very-long-name mask-predict:steps=10"], width=20)[0]
+    assert len(long) == 20 and long.startswith("hf-mlm") and long.endswith("steps=10")
+    assert short_id(UUIDS[0]) == "64669e…71799-1" and short_id("d1") == "d1"

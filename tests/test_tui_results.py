@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_tui_data import CONDITIONS, write_run
+from test_tui_data import CONDITIONS, UUIDS, write_run, write_wide_run
 
 from mlmh.tui import create_app
 from mlmh.tui.screens.results import ResultsScreen
@@ -151,7 +151,7 @@ async def test_a_run_without_samples_jsonl_shows_the_texts_of_generations_jsonl(
         assert "2 samples (1 unseen, 1 seen)" in label and "step traces need log_samples = true" in label
         trace = screen.query_one("#res-trace", TraceView)
         assert trace.generation.text == "everything is very fast in football." and trace.frames == []
-        assert trace.title == "hf-mlm" and trace.border_title == "hf-mlm"
+        assert trace.title == "hf-mlm · d1" and trace.border_title == "hf-mlm · d1"  # the model and the whole id
         assert screen.query_one("#res-sample-list").option_count == 2
 
 
@@ -273,3 +273,51 @@ async def test_a_run_that_is_no_sweep_hides_the_crossover_panel(tmp_path):
     async with app.run_test() as pilot:
         await pilot.pause()
         assert not app.screen.query_one("#res-plot-crossover").display
+
+
+async def test_the_sample_list_takes_the_arrows_and_enter_as_soon_as_its_tab_shows(tmp_path):
+    """a (the Samples tab), ↓, enter: the second sample is shown; the list had the keys without a click."""
+    app = create_app(run_dir=str(write_wide_run(tmp_path / "run")))
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        trace = app.screen.query_one("#res-trace", TraceView)
+        assert trace.generation.doc_id == UUIDS[0]
+        await pilot.press("a", "down", "enter")
+        await pilot.pause()
+        assert app.focused is app.screen.query_one("#res-sample-list")
+        assert trace.generation.doc_id == UUIDS[1] and UUIDS[1] in trace.title
+        await pilot.press("up", "enter")
+        await pilot.pause()
+        assert trace.generation.doc_id == UUIDS[0]
+
+
+async def test_every_column_of_a_wide_table_is_reachable_and_the_note_says_how(tmp_path):
+    app = create_app(run_dir=str(write_wide_run(tmp_path / "run")))
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("t")
+        await pilot.pause()
+        table, note = app.screen.query_one(ResultsTable), app.screen.query_one("#res-table-note")
+        hidden = table.columns_out_of_view()
+        assert hidden > 5 and f"→ {hidden} more columns" in str(note.render())
+        await pilot.press("end")  # DataTable: the last row; sideways, → until nothing is left
+        for _ in range(200):
+            if not table.columns_out_of_view():
+                break
+            await pilot.press("right")
+        await pilot.pause()
+        assert table.columns_out_of_view() == 0 and "← back" in str(note.render())
+        assert table.fixed_columns == 3  # the model, masking and sampler of each row stayed in view
+
+
+async def test_an_empty_plot_is_left_out_and_said_in_one_line(tmp_path):
+    app = create_app(run_dir=str(write_wide_run(tmp_path / "run")))
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        screen = app.screen
+        assert not screen.query_one("#res-plot-ratio").display and screen.query_one("#res-plot-downstream").display
+        assert "no masking swept over two or more ratios" in str(screen.query_one("#res-plots-note").render())
+        legend = plain(screen.query_one("#res-plot-downstream").plt.build())
+        assert "trained-mlm mask-predict:steps=4" in legend and "max_steps=40" not in legend  # shared params left out

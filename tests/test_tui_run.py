@@ -75,6 +75,13 @@ async def test_progress_panel_draws_a_bar_per_stage():
         assert generate.has_class("done")
         assert not panel.all_done
         assert len(panel.query(StageRow)) == 2
+        # two models training side by side: a row each, so each row's ETA is measured on its own steps
+        for step in range(1, 6):
+            for model in ("trained-mlm", "trained-clm"):
+                panel.handle(Progress(stage="train", completed=step, total=50, info={"model": model, "step": step}))
+        mlm, clm = panel.row("train:trained-mlm"), panel.row("train:trained-clm")
+        assert mlm is not None and clm is not None and mlm.description == "training trained-mlm"
+        assert mlm.completed == clm.completed == 5 and mlm.eta.base == 1  # never reset by the other's counts
 
 
 @pytest.mark.slow

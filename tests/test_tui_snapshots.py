@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytest_textual_snapshot
-from test_tui_data import TOKENS_FINAL, mlm_generation, write_run
+from test_tui_data import TOKENS_FINAL, mlm_generation, write_run, write_wide_run
 
 from mlmh.events import Message, Progress, RunFinished, RunStarted, SampleGenerated, StageFinished, StageStarted
 from mlmh.tui import create_app
@@ -125,3 +125,28 @@ def test_results_runs_snapshot(snap_compare, tmp_path, monkeypatch):
         write_run(tmp_path / "runs" / name)
         os.utime(tmp_path / "runs" / name / "results.json", (1_700_000_000 - 60 * age,) * 2)
     assert snap_compare(create_app(autorun=False), terminal_size=(80, 24), press=["f3", "ctrl+o", "enter"])
+
+
+# -- a real-sized run at the widths people use: the table reachable, no empty plot, short sample ids ---------
+@pytest.mark.parametrize("width", [100, 140])
+def test_wide_results_table_snapshot(snap_compare, tmp_path, monkeypatch, width):
+    """More columns than fit: the label columns stay, the note says how many lie to the right (→ scrolls)."""
+    monkeypatch.chdir(tmp_path)
+    write_wide_run(tmp_path / "run")
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(width, 24), press=["t", "right", "right"])
+
+
+@pytest.mark.parametrize("width", [100, 140])
+def test_wide_results_plots_snapshot(snap_compare, tmp_path, monkeypatch, width):
+    """No masking swept over ratios: that plot is left out (one dim line says so), the other takes the width."""
+    monkeypatch.chdir(tmp_path)
+    write_wide_run(tmp_path / "run")
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(width, 24), press=["p"])
+
+
+@pytest.mark.parametrize("width", [100, 140])
+def test_wide_results_samples_snapshot(snap_compare, tmp_path, monkeypatch, width):
+    """UUID-named samples on one line each; ↓ shows the second."""
+    monkeypatch.chdir(tmp_path)
+    write_wide_run(tmp_path / "run")
+    assert snap_compare(create_app(run_dir="run"), terminal_size=(width, 24), press=["a", "down"])

@@ -21,6 +21,7 @@ Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``sampl
     limit       = 40                 # documents per condition: N, a fraction 0.x, or 0 for all
     batch_size  = 8
     log_samples = false
+    cost        = {cold_cpu_s = 402, warm_cpu_s = 10, measured = "where"}   # what a run costs (mlmh ls presets)
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from mlmh.runconfig import RunConfig
 #: list keys holding component specs, with the registry kind of each
 COMPONENT_LISTS = {"models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric", "tasks": "task",
                    "trackers": "tracker"}
-KEYS = {"description", "dataset", "data", "seeds", "limit", "batch_size", "log_samples", *COMPONENT_LISTS}
+KEYS = {"description", "dataset", "data", "seeds", "limit", "batch_size", "log_samples", "cost", *COMPONENT_LISTS}
+#: a preset's declared cost: CPU seconds of a cold run (models trained, nothing cached), of a warm rerun, and where
+#: and how they were measured; declared once, in the preset, and shown by ``mlmh ls presets`` and ``eval --help``
+COST_KEYS = ("cold_cpu_s", "warm_cpu_s", "measured")
 REQUIRED_LISTS = ("models", "maskings", "samplers")
 
 
@@ -94,7 +98,44 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     if not isinstance(log, bool):
         raise SpecError(f"{source}: key 'log_samples' must be true or false, got {log!r}")
     config.log_samples = log
+    describe_cost(table, source)
     return config
+
+
+def describe_cost(table: dict[str, Any], source: str) -> str:
+    """A preset's ``cost`` in words ("cold 402 CPU-s, warm 10 CPU-s (measured: ...)"), or "not measured"
+    when it declares none; a malformed one is a SpecError naming the key."""
+    cost = table.get("cost")
+    if cost is None:
+        return "not measured"
+    if not isinstance(cost, dict) or any(key not in COST_KEYS for key in cost):
+        raise SpecError(f"{source}: key 'cost' must be a table of {', '.join(COST_KEYS)}, got {cost!r}")
+    parts = []
+    for key, phase in (("cold_cpu_s", "cold"), ("warm_cpu_s", "warm")):
+        value = cost.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise SpecError(f"{source}: cost key '{key}' must be a number of CPU seconds >= 0, got {value!r}")
+        parts.append(f"{phase} {value:g} CPU-s")
+    if not parts:
+        return "not measured"
+    measured = cost.get("measured")
+    return ", ".join(parts) + (f" (measured: {measured})" if measured else "")
+
+
+def preset_summary(name_or_path: str) -> list[tuple[str, str]]:
+    """(what, which) rows of what a preset runs, for ``mlmh eval --preset NAME --help``."""
+    table, _, source = load_preset(name_or_path)
+    config = from_table(table, name=name_or_path, source=source)
+    rows = [("source", source), ("dataset", config.dataset + (f" (data: {config.data})" if config.data else ""))]
+    for key in COMPONENT_LISTS:
+        specs = getattr(config, key) or ["none"]
+        if key != "trackers" or config.trackers:
+            rows += [(key if i == 0 else "", spec) for i, spec in enumerate(specs)]  # a spec per line, never split
+    rows += [("seeds", ", ".join(map(str, config.seeds))), ("limit", str(config.limit or "all documents")),
+             ("cost", describe_cost(table, source))]
+    return rows
 
 
 def _string(table: dict[str, Any], key: str, source: str, required: bool = False) -> str | None:

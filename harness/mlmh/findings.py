@@ -14,10 +14,11 @@ in :mod:`mlmh.paper_claims`, Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from mlmh import claims as gmlm
 from mlmh import paper_claims
+from mlmh.grounds import annotate, data_line
 from mlmh.paper_claims import Evidence
 from mlmh.results import model_record_of
 from mlmh.types import NOT_TESTED, Finding, RunResults
@@ -72,21 +73,38 @@ def run_findings(results: RunResults, per_document: dict[str, dict[str, dict[str
     ev = Evidence(results, per_document, tasks, seed)
     found = [decide(rule, ev) for rule in paper_claims.rules(results)]
     second = [decide(_gmlm_rule(claim, cells), ev) for claim in gmlm.CLAIMS]
-    return found + (second if any(f.tested for f in second) else [])
+    found += second if any(f.tested for f in second) else []
+    annotate(results, found)
+    return found
 
 
 # -- the answer, as every face states it ---------------------------------------------------------------
-def answer_lines(findings: Sequence[Finding], *, markdown: bool = True) -> list[str]:
-    """One sentence per tested finding, verdict first, then one line naming the claims the run did not test."""
-    lines = []
+def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results: RunResults | None = None) -> list[str]:
+    """One sentence per tested finding, verdict first, each followed by the models it rests on (once while they
+    stay the same); a line naming the claims the run did not test; the documents the answer stands on (with
+    ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.grounds`)."""
+    lines, said = [], None
     for f in findings:
         if f.tested:
             verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
             lines.append(f"{verdict}: {f.statement}")
+            grounds = f.extra.get("rests_on")
+            if grounds and grounds != said:
+                lines.append("Rests on: " + "; ".join(grounds) + ".")
+                said = grounds
     untested = [f for f in findings if not f.tested]
     if untested:
         lines.append("Not tested in this run: " + "; ".join(
             f"{f.text} ({f.extra.get('reason', 'no conditions')})" for f in untested) + ".")
+    documents = data_line(results) if results is not None else ""
+    if documents and lines:
+        lines.append(f"Measured on {documents}.")
+    step: dict[str, Any] = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})
+    if step.get("command"):
+        command = f"`{step['command']}`" if markdown else step["command"]
+        lines.append(f"Next step: {command}: {step.get('why', '')}.")
+    elif step:
+        lines.append(f"Next step: {step.get('why', '')}.")
     return lines
 
 

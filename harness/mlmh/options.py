@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from mlmh.errors import SpecError
+from mlmh.errors import MlmhError, SpecError
 
 #: a piece ``key=value`` whose key is a bare parameter name continues the spec before it
 _PARAMETER = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*=")
@@ -213,6 +213,39 @@ class PresetOption(click.Option):
         names = ", ".join(get_registry().names("preset"))
         self.help = f"{self.base_help} Presets: {names}; or a TOML file (mlmh ls presets)."
         return super().get_help_record(ctx)
+
+
+class PresetHelpCommand(click.Command):
+    """A command whose ``--help`` after ``--preset NAME`` ends with what that preset runs (models, maskings,
+    samplers, metrics, tasks, its declared cost): help is shown before options are processed, so the preset is
+    read from the raw arguments here."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["mlmh.help_preset"] = _preset_argument(args)
+        return super().parse_args(ctx, args)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        name = ctx.meta.get("mlmh.help_preset")
+        if not name:
+            return
+        from mlmh.config import preset_summary
+
+        with formatter.section(f"Preset {name}"):
+            try:
+                formatter.write_dl(preset_summary(name))
+            except MlmhError as exc:
+                formatter.write_text(str(exc))
+
+
+def _preset_argument(args: list[str]) -> str | None:
+    """The value of ``--preset NAME`` or ``--preset=NAME`` among raw command-line ``args``."""
+    for i, arg in enumerate(args):
+        if arg == "--preset" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--preset="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 # -- the same rules for the Python API's arguments (mlmh.api): refused naming the argument --------------

@@ -3,8 +3,10 @@ Generation"), each tested on a run's own conditions as a finding with a paired b
 
 1. MLM beats CLM on generation quality (their Tables 3-5), per quality metric: the best MLM minus the best
    CLM of each masking, per unseen document, averaged over the maskings.
-2. Lower masking ratios give better generations: the slope of per-document quality against the random
-   masking ratio, per model and sampler, averaged.
+2. Lower masking ratios give better generations: the slope, against the random masking ratio, of per-document
+   quality above the stronger trivial baseline (filler or deletion) of the same masking, per model and sampler,
+   averaged; masking more leaves less text to copy, so the raw quality of even the filler falls, and only a
+   fall beyond the baselines' is the models'.
 3. Punctuation masking is best for CLM and worst for MLM: punctuation masking against the best (CLM) and the
    worst (MLM) other masking; both parts must hold.
 4. No strong correlation between generation quality and downstream usefulness (their section 5): Spearman's
@@ -12,6 +14,10 @@ Generation"), each tested on a run's own conditions as a finding with a paired b
 5. Even at very high masking the synthetic data still trains a useful downstream model: the downstream
    model trained on the regenerations of the highest masking ratio (0.5 or more), per test item, against the
    model that had no training data (chance) and beside the one trained on the real documents.
+
+Claims 4 and 5 judge synthetic text by a downstream model; they are decided only when that model, trained on
+the real documents, beats no training data beyond its CI (:func:`real_data_gain`), and are "not comparable"
+otherwise.
 
 Statistics are computed on the **unseen** documents (quality) or the real test items (downstream), and every
 arm of one claim is resampled with the same indices, so each CI is that of a paired comparison. The
@@ -32,8 +38,8 @@ from mlmh.analysis import STRONG
 from mlmh.results import main_metrics
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
-from mlmh.verdicts import (FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined, correlation_verdict,
-                           describe_ci, not_tested, number, verdict)
+from mlmh.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
+                           correlation_verdict, describe_ci, not_tested, number, verdict)
 
 SOURCE = "arXiv 2405.12630"
 #: the paper's quality metrics as this project names them; claim 1 is tested on each the run scored
@@ -64,6 +70,20 @@ class Evidence:
             return False
         return True
 
+    def downstream_learns(self, task: str, score: str) -> bool:
+        """Whether ``task``'s model trained on the real documents beats no training data beyond its CI on ``score``
+        (:func:`real_data_gain`); a caveat that rules the task out is kept in ``left_out``."""
+        value, low, high, n = real_data_gain(self, task, score)
+        if low is not None and low > 0:
+            return True
+        if self.strict:
+            said = ("has no per-item scores beside a chance level to tell" if value is None else
+                    f"scores {number(value, 3)} {score} against no training data ({describe_ci(low, high, 3)}, {n} "
+                    "test items)")
+            self.left_out.append(Caveat(DOWNSTREAM, task, f"the {task} model trained on the real documents {said}, "
+                                        "so it cannot tell useful synthetic text from useless"))
+        return not self.strict
+
     def values(self, condition: str, metric: str) -> dict[str, float]:
         return {d: v for d, v in self.per_document.get(condition, {}).get(metric, {}).items() if v is not None}
 
@@ -89,6 +109,37 @@ def paired(ev: Evidence, arms: Sequence[str], metric: str,
     value = statistic(np.arange(len(docs)))
     low, high = resample_ci(len(docs), statistic, seed=ev.seed)
     return value, low, high, len(docs)
+
+
+def real_data_gain(ev: Evidence, task: str, score: str) -> tuple[float | None, float | None, float | None, int]:
+    """(gain, ci_low, ci_high, items): the downstream model trained on the real documents minus one with no
+    training data, per test item, with its bootstrap CI; (None, None, None, 0) without per-item scores."""
+    real = ev.tasks.get("real", {}).get(task, {}).get(score)
+    chance = ev.tasks.get("chance", {}).get(task, {}).get(score)
+    if not real or not chance or len(real) != len(chance):
+        return None, None, None, 0
+    gains = np.asarray(real, dtype=float) - np.asarray(chance, dtype=float)
+    low, high = resample_ci(len(gains), lambda rows: float(gains[rows].mean()), seed=ev.seed)
+    return float(gains.mean()), low, high, len(gains)
+
+
+def baseline_arm(name: str, masking: str, seed: int) -> str:
+    """The name per-document scores of a trivial baseline ("filler", "deletion") of one masking and seed go by
+    beside the conditions' ids (claim 2 measures quality above them)."""
+    return f"{name} baseline|{masking}|{seed}"
+
+
+def _stronger_baseline(ev: Evidence, row: ConditionResult, metric: str) -> str | None:
+    """The arm of the better-scoring trivial baseline of ``row``'s masking and seed on unseen ``metric``, or None
+    when neither has per-document scores."""
+    block = row.unseen
+    found = []
+    for name in ("filler", "deletion"):
+        arm = baseline_arm(name, row.masking, row.seed)
+        score = getattr(block, name, {}).get(metric) if block is not None else None
+        if ev.values(arm, metric) and score is not None and score.value is not None:
+            found.append((ev.sign(metric) * score.value, arm))
+    return max(found)[1] if found else None
 
 
 def _difference(means: np.ndarray) -> float:
@@ -170,7 +221,8 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
 
 # -- claim 2 ---------------------------------------------------------------------------------------------
 def lower_ratio_better(ev: Evidence, metric: str) -> Finding:
-    """The slope of unseen quality against the random masking ratio, per model and sampler, averaged."""
+    """The slope of unseen quality above the stronger trivial baseline against the random masking ratio, per
+    model and sampler, averaged (the raw slope where the run kept no per-document baseline scores)."""
     claim, text = "paper-2", f"(2) Lower masking ratios give better generations ({metric})"
     series: dict[tuple[str, str, int], list[ConditionResult]] = defaultdict(list)
     for row in ev.results.conditions:
@@ -182,31 +234,39 @@ def lower_ratio_better(ev: Evidence, metric: str) -> Finding:
     if not series:
         return not_tested(claim, SOURCE, text, "the run has no model and sampler scored at two or more random "
                           f"masking ratios with {metric}")
+    baselines = {r.id: _stronger_baseline(ev, r, metric) for rows in series.values() for r in rows}
+    relative = all(baselines.values())
     arms: list[str] = []
-    slopes: list[tuple[int, int, np.ndarray]] = []  # (first arm, last arm, ratios)
+    slopes: list[tuple[int, int, np.ndarray]] = []  # (first arm, last arm, ratios); arms (row, baseline) pairs if relative
     parts = []
     for (model, sampler, _), rows in series.items():
         ratios = np.asarray([r.masking_ratio for r in rows], dtype=float)
-        value, low, high, n = paired(ev, [r.id for r in rows], metric, _slope(ratios))
+        own = [a for r in rows for a in ((r.id, baselines[r.id]) if relative else (r.id,))]
+        value, low, high, n = paired(ev, own, metric, _slope(ratios, relative))  # type: ignore[arg-type]  # relative: all set
         parts.append(_part(f"{model} / {sampler}", value, low, high, -1, ratios=ratios.tolist(), documents=n))
-        slopes.append((len(arms), len(arms) + len(rows), ratios))
-        arms += [r.id for r in rows]
+        slopes.append((len(arms), len(arms) + len(own), ratios))
+        arms += own  # type: ignore[arg-type]  # relative: every baseline is set
 
     def mean_slope(means: np.ndarray) -> float:
-        return float(np.mean([_slope(x)(means[a:b]) for a, b, x in slopes]))
+        return float(np.mean([_slope(x, relative)(means[a:b]) for a, b, x in slopes]))
 
     value, low, high, n = paired(ev, arms, metric, mean_slope)
     result = verdict(low, high, -1)
     swept = sorted({r for _, _, x in slopes for r in x})
-    statement = (f"{text}: unseen {metric} changes by {number(value)} {_unit(metric)} per +0.1 of masking ratio "
+    what = (f"unseen {metric} above the stronger of the filler and deletion of each masking" if relative else
+            f"unseen {metric} (no per-document baseline scores: raw quality, which the trivial filler loses too)")
+    statement = (f"{text}: {what} changes by {number(value)} {_unit(metric)} per +0.1 of masking ratio "
                  f"({describe_ci(low, high)}, {n} documents; ratios {', '.join(f'{r:g}' for r in swept)}; mean over "
-                 f"{len(parts)} model x sampler series). So the claim {_said(result)}; masking more leaves less text to "
-                 "copy, so the trivial filler falls too: see the baselines under Findings.")
+                 f"{len(parts)} model x sampler series). So the claim {_said(result)}.")
     return _finding(claim, text, result, statement, value, low, high, f"{_unit(metric)} per +0.1 masking ratio", n,
-                    arms, ev, parts, metric=metric)
+                    [a for a in arms if a in baselines], ev, parts, metric=metric, above_baseline=relative)
 
 
-def _slope(ratios: np.ndarray) -> Callable[[np.ndarray], float]:
+def _slope(ratios: np.ndarray, relative: bool = False) -> Callable[[np.ndarray], float]:
+    """Quality per +0.1 of ratio from the arms' means: one per ratio, or (condition, baseline) pairs when
+    ``relative``, whose differences it fits."""
+    if relative:
+        return lambda means: 0.1 * float(np.polyfit(ratios, means[0::2] - means[1::2], 1)[0])
     return lambda means: 0.1 * float(np.polyfit(ratios, means, 1)[0])
 
 
@@ -253,6 +313,8 @@ def no_strong_correlation(ev: Evidence, metric: str) -> Finding:
     if entry is None:
         return not_tested(claim, SOURCE, text, f"the run has no correlation of {metric} with a downstream score "
                           f"(it needs a downstream task and at least three conditions)")
+    if not ev.downstream_learns(entry.task, _item_score(ev, entry.task, entry.score)):
+        return not_tested(claim, SOURCE, text, f"its {entry.task} model does not learn from the real documents")
     low, high = entry.spearman_ci[:2] if entry.spearman_ci else (None, None)
     result = correlation_verdict(low, high, STRONG)
     statement = (f"{text}: across {entry.n} conditions, Spearman's rho of seen {metric} with {entry.task} "
@@ -278,6 +340,8 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
     if task is None or score is None:  # both or neither
         return not_tested(claim, SOURCE, text, "no downstream task of the run reports per-item scores beside a "
                           "chance level")
+    if not ev.downstream_learns(task, score):
+        return not_tested(claim, SOURCE, text, f"its {task} model does not learn from the real documents")
     rows = [r for r in ev.results.conditions if _random(r) and r.masking_ratio == top and r.downstream
             and task in ev.tasks.get(r.id, {}) and ev.usable(r, None)]  # only a model that never learned is left out
     if not rows:
@@ -296,17 +360,17 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
 
     value = gain(np.arange(n))
     low, high = resample_ci(n, gain, seed=ev.seed)
-    real_gain = float(matrix[2].mean() - matrix[0].mean())
+    real_gain, real_low, real_high, _ = real_data_gain(ev, task, score)
     share: float | None = None
     share_low = share_high = None
-    if real_gain > 0:  # a share of a gain the real documents do not give is no share
+    if real_low is not None and real_low > 0:  # a share of a gain not beyond its CI is no share
         share = retained(np.arange(n))
         share_low, share_high = resample_ci(n, retained, seed=ev.seed)
         kept = (f"keeps {share:.0%} of what the real documents give"
                 f" ({'no CI' if share_low is None else f'95% CI {share_low:.0%} to {share_high:.0%}'})")
     else:
         kept = (f"the model trained on the real documents scores {number(real_gain, 3)} against no training data "
-                f"itself, so no share of its gain is given")
+                f"itself ({describe_ci(real_low, real_high, 3)}), so no share of its gain is given")
     result = verdict(low, high, +1)
     statement = (f"{text}: trained on the regenerations at masking ratio {top:g} ({len(rows)} condition(s), averaged), "
                  f"{task} scores {number(value, 3)} {score} above a model with no training data ({describe_ci(low, high, 3)}, "
@@ -314,6 +378,14 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
     return _finding(claim, text, result, statement, value, low, high, f"{task} {score} above chance", n,
                     [r.id for r in rows], ev, [_part("share of the real data's gain kept", share, share_low, share_high, +1)],
                     task=task, score=score, ratio=top, metric=metric)
+
+
+def _item_score(ev: Evidence, task: str, score: str) -> str:
+    """``score`` where the task reports it per item beside a chance level, else the first score it does."""
+    real, chance = ev.tasks.get("real", {}).get(task, {}), ev.tasks.get("chance", {}).get(task, {})
+    if score in real and score in chance:
+        return score
+    return next((s for s in real if s in chance), score)
 
 
 def paper_metrics(results: RunResults) -> list[str]:
@@ -333,4 +405,4 @@ def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
                   for rule in (lower_ratio_better, punctuation_extremes, no_strong_correlation, useful_at_high_masking)]
 
 
-__all__ = ["Evidence", "PAPER_METRICS", "SOURCE", "rules", "paired", "paper_metrics"]
+__all__ = ["Evidence", "PAPER_METRICS", "SOURCE", "baseline_arm", "paired", "paper_metrics", "real_data_gain", "rules"]

@@ -10,12 +10,15 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
+from mlmh.eta import Eta, duration, eta_text
 from mlmh.events import Message, Progress, RunEvent, StageFinished, StageStarted
 
 #: a plain progress line at every this fraction of a stage's total (and at its end)
 STEP = 0.1
 #: without a total, a plain progress line at most this often (seconds)
 QUIET_SECONDS = 30.0
+#: a bar's progress info (loss, condition) in at most this many characters, elided in the middle
+INFO_WIDTH = 60
 
 
 def progress_listener(stream: TextIO | None = None) -> "RichListener | PlainListener":
@@ -29,10 +32,10 @@ def progress_listener(stream: TextIO | None = None) -> "RichListener | PlainList
     return PlainListener(stream)
 
 
-def _key(event: Progress) -> tuple[str, str]:
+def progress_key(event: Progress) -> tuple[str, str]:
     """The bar or line of an event: one per stage, and one per model while training."""
-    if event.stage == "train":
-        model = str(event.info.get("model", ""))
+    model = str(event.info.get("model") or "")
+    if event.stage == "train" and model:
         return f"train:{model}", "training " + model
     return event.stage, event.stage
 
@@ -40,15 +43,17 @@ def _key(event: Progress) -> tuple[str, str]:
 class RichListener:
     """Progress bar per stage with counts and ETA; training shows its loss; messages print above, unwrapped."""
 
-    def __init__(self, console: Any = None) -> None:
+    def __init__(self, console: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bars, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bars, TextColumn, TimeElapsedColumn
 
         self.console = console or Console(stderr=True)
+        self.clock = clock
         self.bars = Bars(TextColumn("[bold]{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
+                         TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[info]}"),
                          console=self.console, transient=False)
         self.tasks: dict[str, Any] = {}
+        self.etas: dict[str, Eta] = {}
 
     def __enter__(self) -> "RichListener":
         self.bars.start()
@@ -59,7 +64,8 @@ class RichListener:
 
     def _task(self, stage: str, description: str | None = None, total: int | None = None) -> Any:
         if stage not in self.tasks:
-            self.tasks[stage] = self.bars.add_task(description or stage, total=total, info="")
+            self.tasks[stage] = self.bars.add_task(description or stage, total=total, info="", eta="")
+            self.etas[stage] = Eta()
         return self.tasks[stage]
 
     def __call__(self, event: RunEvent) -> None:
@@ -67,24 +73,35 @@ class RichListener:
             task = self._task(event.stage, event.description or event.stage, event.total)
             self.bars.update(task, total=event.total)
         elif isinstance(event, Progress):
-            key, label = _key(event)
+            key, label = progress_key(event)
             task = self._task(key, label if event.stage == "train" else None, event.total)
-            self.bars.update(task, completed=event.completed, total=event.total, info=_info(event.info))
+            eta = self.etas[key]
+            eta.observe(event.completed, event.total, self.clock(), restart=bool(event.info.get("cached")))
+            self.bars.update(task, completed=event.completed, total=event.total, eta=eta_text(eta.remaining()),
+                             info=elide(_info(event.info), INFO_WIDTH))
         elif isinstance(event, StageFinished):
             if event.stage in self.tasks:
-                self.bars.update(self.tasks[event.stage], info=f"{event.seconds:.1f}s")
+                self.bars.update(self.tasks[event.stage], eta="", info=f"{event.seconds:.1f}s")
         elif isinstance(event, Message):
             style = {"warning": "yellow", "error": "red"}.get(event.level, "cyan")
             self.console.print(f"[{style}]{event.text}[/]", highlight=False, soft_wrap=True)
 
 
+def elide(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, shortened in the middle so that both ends of a spec stay."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
 class _Line:
-    """What a plain line of one stage needs: when and where it started, and what was printed last."""
+    """What a plain line of one stage needs: when it started, its ETA, and what was printed last."""
 
     def __init__(self, label: str, now: float) -> None:
         self.label = label
         self.started = now
-        self.base = (now, 0)  # (time, count) the ETA's rate counts from: past what came from the cache
+        self.eta = Eta()
         self.printed_step = -1
         self.printed_at = now
 
@@ -115,17 +132,15 @@ class PlainListener:
             total = f" ({event.total} to do)" if event.total else ""
             self._print(f"[{event.stage}] started{total}")
         elif isinstance(event, Progress):
-            key, label = _key(event)
+            key, label = progress_key(event)
             line = self.lines.get(key)
-            if line is None:  # a stage without a start event (training): its rate counts from here
+            if line is None:  # a stage without a start event (training)
                 line = self.lines[key] = _Line(label, now)
-                line.base = (now, event.completed)
-            if event.info.get("cached"):
-                line.base = (now, event.completed)
+            line.eta.observe(event.completed, event.total, now, restart=bool(event.info.get("cached")))
             if self._due(line, event, now):
                 self._print(self._progress_line(key, line, event, now))
         elif isinstance(event, StageFinished):
-            self._print(f"[{event.stage}] done in {_duration(event.seconds)}")
+            self._print(f"[{event.stage}] done in {duration(event.seconds)}")
         elif isinstance(event, Message):
             prefix = "" if event.level == "info" else f"{event.level}: "
             self._print(prefix + event.text)
@@ -147,38 +162,14 @@ class PlainListener:
     def _progress_line(self, key: str, line: _Line, event: Progress, now: float) -> str:
         count = f"{event.completed}/{event.total} ({100 * event.completed / event.total:.0f}%)" if event.total \
             else str(event.completed)
-        parts = [f"[{key}] {count}", f"elapsed {_duration(now - line.started)}"]
-        eta = _eta(line, event, now)
-        if eta is not None:
-            parts.append(f"eta {_duration(eta)}")
+        parts = [f"[{key}] {count}", f"elapsed {duration(now - line.started)}"]
+        eta = line.eta.remaining()
+        if eta:  # none yet, or 0 at the end, where it says nothing
+            parts.append(f"eta {duration(eta)}")
         info = _info(event.info)
         if info:
             parts.append(info)
         return "  ".join(parts)
-
-
-def _eta(line: _Line, event: Progress, now: float) -> float | None:
-    """Time left at the stage's rate so far; work that came from the cache, done at once, does not count."""
-    if not event.total:
-        return None
-    if event.completed >= event.total:
-        return 0.0
-    since, count = line.base
-    done = event.completed - count
-    if done <= 0 or now <= since:
-        return None
-    return (event.total - event.completed) * (now - since) / done
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, rest = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes}m{rest:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def _info(info: dict[str, Any]) -> str:
@@ -188,5 +179,5 @@ def _info(info: dict[str, Any]) -> str:
     if info.get("cached"):
         parts.append(f"{info['cached']} cached")
     if "condition" in info:
-        parts.append(str(info["condition"])[:60])
+        parts.append(str(info["condition"]))
     return "  ".join(parts)

@@ -64,6 +64,14 @@ def full_passes_only(model: Any) -> None:
     _READERS[model] = None
 
 
+def forget(model: Any) -> None:
+    """Drop ``model``'s reader: its output layer was swapped (:mod:`mlmh.training_vocabulary`), so the next read
+    hooks the layer it names then."""
+    reader = _READERS.pop(model, None)
+    if reader is not None:
+        reader.detach()
+
+
 def output_at(model: Any, index: Any, **inputs: Any) -> tuple[Any, bool]:
     """``model(**inputs)`` with its output layer fed only the flat (batch x length) rows ``index`` (a long
     tensor on the model's device); returns (output, read): ``read`` says whether ``output.logits`` are

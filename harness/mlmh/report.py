@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings import answer_lines
-from mlmh.results import (as_results, best_conditions, better, format_number, format_score, higher_is_better,
+from mlmh.results import (as_results, model_record_of, best_conditions, better, format_number, format_score, higher_is_better,
                           main_metrics, metric_names, roles)
 from mlmh.rundir import RunDir
 from mlmh.types import ConditionResult, RunResults, Score
-from mlmh.verdicts import caveats_of, never_learned, summarise
+from mlmh.verdicts import caveats_of, memorised, never_learned, summarise
 
 if TYPE_CHECKING:
     from mlmh.plots import FigureStore
@@ -117,11 +117,15 @@ def memorization_findings(results: RunResults) -> list[str]:
             by_model[row.model].append(row)
     lines = []
     for model, rows in by_model.items():
-        flagged = [r for r in rows if r.gap[metric].extra.get("significant")]
+        flagged = [r for r in rows if memorised(results, r, metric)]
         worst = max(rows, key=lambda r: r.gap[metric].value or 0.0)
         g = worst.gap[metric]
         recall = _recall_pair(worst)
-        if flagged:
+        if never_learned(model, model_record_of(results, model)):
+            lines.append(f"**{model}** never beat the best constant predictor on held-out text: its seen - unseen "
+                         f"{metric} gap (largest {format_score(g)}{recall}) is read as the unigram plateau, not as "
+                         "memorization.")
+        elif flagged:
             lines.append(f"**{model}** scores {metric} higher on seen than on unseen documents beyond the CI in "
                          f"{len(flagged)} of {len(rows)} conditions (largest gap {format_score(g)} in "
                          f"{worst.masking} / {worst.sampler}{recall}): flagged as memorization.")
@@ -284,6 +288,10 @@ def training_section(results: RunResults) -> list[str]:
             facts.append(f"mask schedule {card['mask_schedule']}{ratio}")
         if card.get("budget"):
             facts.append(f"budget matched on {card['budget']}")
+        if card.get("head_warmup_steps"):
+            facts.append(f"fresh parameters warmed up alone for {card['head_warmup_steps']:,} steps")
+        if card.get("init") and card.get("output_vocabulary"):
+            facts.append(f"output layer cut to the corpus's {card['output_vocabulary']:,} tokens while training")
         for key, label in (("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
                            ("steps_run", "steps run"), ("step_kept", "step kept"),
                            ("validation_loss", "validation loss at the step kept"),
@@ -385,7 +393,7 @@ def human_section(results: RunResults) -> list[str]:
 
 def answer_section(results: RunResults) -> list[str]:
     """What report.md opens with: one sentence per finding (verdict, CI, caveat), then where to look."""
-    answer = answer_lines(results.findings)
+    answer = answer_lines(results.findings, results=results)
     if not answer:
         return []
     lines = ["## Answer", "", "The claims of arXiv 2405.12630 (and of Li et al., ICML 2024, where the run has their "

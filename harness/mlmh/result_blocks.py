@@ -69,16 +69,21 @@ class DatasetInfo(Block):
     train_documents: int = 0
     validation_documents: int = 0
     test_documents: int = 0
+    validation_groups: int = field(default=0, metadata=OMIT_EMPTY)  # the groups validation holds (mlmh.splits)
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
 @dataclass
 class DocumentSet(Block):
-    """A document set the run regenerated (``seen``, ``unseen``): the split it came from, its size and ids."""
+    """A document set the run regenerated (``seen``, ``unseen``): the split it came from, its size and ids, how
+    many groups (authors, patients, sources: :mod:`mlmh.splits`) its documents come from and how many were cut to
+    the narrowest model window: what a finding on the set can stand for."""
 
     split: str = ""
     documents: int = 0
     ids: list[str] = field(default_factory=list)
+    groups: int = field(default=0, metadata=OMIT_EMPTY)
+    cut: int = field(default=0, metadata=OMIT_EMPTY)
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
@@ -89,7 +94,8 @@ TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_
                   "approx_train_flops", "validation_loss", "final_loss", "heldout_accuracy",
                   "unigram_baseline_accuracy", "best_constant_accuracy", "beats_constant", "accuracy_at_ratio", "train_curve", "validation_curve", "heldout_source",
                   "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters", "init",
-                  "init_path", "learning_rate", "fresh_parameters", "fresh_learning_rate", "architecture", "device",
+                  "init_path", "learning_rate", "fresh_parameters", "fresh_learning_rate", "head_warmup_steps",
+                  "output_vocabulary", "architecture", "device",
                   "precision", "train_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from mlmh.events import Progress, StageStarted
 from mlmh.run_state import ROLES, SPLIT_OF_ROLE, RunLog, RunState
+from mlmh.splits import group_key
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Crossover, DatasetInfo, DocumentSet, Finding, Generation,
                         GenerationRow, MetricResult, ModelRecord, RunResults, SampleRow, Score, Versions)
 
@@ -71,9 +72,12 @@ class ResultsStage:
             dataset=DatasetInfo(name=self.config.dataset, source=corpus.source if corpus else "",
                                 train_documents=len(corpus.split("train")) if corpus else 0,
                                 validation_documents=len(corpus.split("validation")) if corpus else 0,
-                                test_documents=len(test.documents) if test else 0),
+                                test_documents=len(test.documents) if test else 0,
+                                validation_groups=len({group_key(d) for d in corpus.split("validation")}) if corpus else 0),
             documents={role: DocumentSet(split=SPLIT_OF_ROLE[role], documents=len(self.state.documents.get(role, [])),
-                                         ids=[d.id for d in self.state.documents.get(role, [])]) for role in ROLES},
+                                         ids=[d.id for d in self.state.documents.get(role, [])],
+                                         groups=len({group_key(d) for d in self.state.documents.get(role, [])}),
+                                         cut=self.state.cut.get(role, 0)) for role in ROLES},
             headline=headline,
             filler_word=self.state.filler_word,
             n_samples=sum(len(docs) for docs in self.state.documents.values()),  # per condition, seen + unseen
@@ -132,16 +136,21 @@ class ResultsStage:
             return None
 
     def _unseen_per_document(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """condition -> metric -> unseen document -> its score (the metrics' per-sample values)."""
+        """condition -> metric -> unseen document -> its score (the metrics' per-sample values); the filler and
+        deletion baselines of each masking and seed under :func:`mlmh.paper_claims.baseline_arm`'s names."""
+        from mlmh.paper_claims import baseline_arm
+
+        arms = [(c.id, self.state.metric_results.get(c.id, []), self.state.generations.get(c.id, []))
+                for c in self.conditions]
+        arms += [(baseline_arm(name, masking, seed), results, generations)
+                 for (name, masking, seed), (results, generations) in self.state.baseline_results.items()]
         per_document: dict[str, dict[str, dict[str, Any]]] = {}
-        for condition in self.conditions:
-            scored = [g for g in self.state.generations.get(condition.id, [])
-                      if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
-            by_doc = _per_sample(self.state.metric_results.get(condition.id, []), scored)
-            per_document[condition.id] = {}
-            for doc, values in by_doc.items():
+        for arm, results, generations in arms:
+            scored = [g for g in generations if g.masked_words and self.state.role_of.get(g.doc_id) == "unseen"]
+            per_document[arm] = {}
+            for doc, values in _per_sample(results, scored).items():
                 for metric, value in values.items():
-                    per_document[condition.id].setdefault(metric, {})[doc] = value
+                    per_document[arm].setdefault(metric, {})[doc] = value
         return per_document
 
     def _findings(self, results: RunResults) -> list[Finding]:

@@ -35,6 +35,7 @@ class RunState:
     corpus: Corpus | None = None  # data
     documents: dict[str, list[Document]] = field(default_factory=dict)  # data, cut to the windows by mask: role -> docs
     role_of: dict[str, str] = field(default_factory=dict)  # data: doc id -> role
+    cut: dict[str, int] = field(default_factory=dict)  # mask: role -> documents cut to the narrowest model window
     headline: str = "seen"  # data, decided once: the set the comparison leads with (unseen when there is a test split)
     test: Corpus | None = None  # data: the real test split the downstream tasks test on
     models: dict[str, LoadedModel] = field(default_factory=dict)  # models: spec -> loaded
@@ -45,6 +46,8 @@ class RunState:
     # metrics: condition -> role -> quality, the baselines of its masking and seed beside it
     quality: dict[str, dict[str, RoleQuality]] = field(default_factory=dict)
     metric_results: dict[str, list[MetricResult]] = field(default_factory=dict)  # metrics: condition -> headline set's
+    # metrics: (baseline name, masking, seed) -> the headline set's results and the generations they score, in order
+    baseline_results: dict[tuple[str, str, int], tuple[list[MetricResult], list[Generation]]] = field(default_factory=dict)
     downstream: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # downstream: condition -> scores
     baseline: dict[str, dict[str, float | None]] = field(default_factory=dict)  # downstream: task -> scores on the real train split
     correlations: list[Correlation] = field(default_factory=list)  # correlation

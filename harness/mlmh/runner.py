@@ -300,6 +300,7 @@ class Runner(ResultsStage):
         for role in ROLES:
             fitted, cut = fit_to_windows(self.state.documents[role], [m.adapter for m in self.state.models.values()])
             self.state.documents[role] = fitted
+            self.state.cut[role] = cut
             if cut:
                 self._note(f"{cut} of {len(fitted)} {role} documents were cut after the last word that fits every "
                            f"model's window{self._window()}, so no masked word goes ungenerated and no unseen text "
@@ -411,8 +412,9 @@ class Runner(ResultsStage):
         for name, word in baselines.items():
             for key in keys:
                 generations = filler_generations(self.state.items[key], word)
-                scored = self._score_roles(generations, key[1], f"{name} baseline", scoring, filler=True)[0]
+                scored, raw = self._score_roles(generations, key[1], f"{name} baseline", scoring, filler=True)
                 scored_baselines.setdefault(name, {})[key] = {role: block.metrics for role, block in scored.items()}
+                self.state.baseline_results[(name, *key)] = (raw, generations)
         for condition in self.running:
             quality, headline = self._score_roles(self.state.generations[condition.id], condition.seed, condition.id,
                                                   scoring)

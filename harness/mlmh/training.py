@@ -58,6 +58,7 @@ well under a second for the ``tiny`` models.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -74,7 +75,8 @@ from mlmh.stopping import SELECTION, EarlyStopping, Validation
 
 # The recipe, the models, the data and validation are modules of their own; mlmh.training gives every name
 # it gave before they moved, so callers import them from here as they always did.
-from mlmh.training_config import (BUDGETS, EVALUATIONS_PER_BUDGET, FRESH_LEARNING_RATE, INFERENCE_RATIOS,
+from mlmh.training_config import (BUDGETS, EVALUATIONS_PER_BUDGET, FRESH_LEARNING_RATE, HEAD_WARMUP_SHARE,
+                                  INFERENCE_RATIOS,
                                   INIT_LEARNING_RATE, KEEPS, MASK_RATIO, MASK_SCHEDULES, MAX_BUDGET_SCALE,
                                   MDLM_MIN_T, MEAN_SPAN, MIN_EVAL_EVERY, MINILM, MLM_MASK_RATIO, OBJECTIVES,
                                   PATIENCE_TOKENS, POSITIONS, RECIPE_VERSION, SIZES, SPECIAL_TOKENS, TOKENIZER_VERSION,
@@ -89,6 +91,8 @@ from mlmh.training_validation import (evaluate, final_metrics, most_frequent_tok
 
 if TYPE_CHECKING:
     import torch
+
+    from mlmh.training_vocabulary import OutputVocabulary
 
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -209,8 +213,13 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         )
         steps, budget_note = budget_steps(config, token_steps, len(tokenizer))
         eval_every = config.eval_every or max(MIN_EVAL_EVERY, token_steps // EVALUATIONS_PER_BUDGET)
-        run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, started,
-                          fresh)
+        vocabulary = output_vocabulary(model, config, train_blocks)
+        with vocabulary or contextlib.nullcontext():
+            run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, fresh,
+                              vocabulary)
+        with autocast(config):  # the whole model again: the cut tokens masked (mlmh.training_vocabulary)
+            run["validation_block_losses"] = validation_block_losses(model, config.objective,
+                                                                     run.pop("validation_batches"))
         train_seconds = time.perf_counter() - started
         card_metrics = final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
         model.to("cpu")  # saved weights load anywhere
@@ -269,6 +278,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "learning_rate": config.learning_rate,
             "fresh_parameters": sorted(fresh),  # absent from the pretrained start; they learn at the rate below
             "fresh_learning_rate": FRESH_LEARNING_RATE if fresh else None,
+            "head_warmup_steps": run["head_warmup_steps"],  # fresh parameters alone (LP-FT), before the whole model
+            "output_vocabulary": len(vocabulary.kept) if vocabulary is not None else len(tokenizer),
             "final_loss": run["final_loss"],
             **card_metrics,
             "train_curve": run["train_curve"],
@@ -287,12 +298,29 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         torch.set_num_threads(previous_threads)
 
 
+def output_vocabulary(model: Any, config: TrainingConfig, train_blocks: Blocks) -> "OutputVocabulary | None":
+    """The output layer cut to the train blocks' tokens for a pretrained start (:mod:`mlmh.training_vocabulary`);
+    None from scratch, whose vocabulary is the corpus's already."""
+    from mlmh.training_vocabulary import OutputVocabulary
+
+    if not config.init:
+        return None
+    return OutputVocabulary.fitted(model, {t for row in train_blocks.ids for t in row}, train_blocks.special_ids)
+
+
+def head_warmup_steps(steps: int, fresh: frozenset[str]) -> int:
+    """Steps that train the ``fresh`` parameters alone before the whole model moves (LP-FT, Kumar et al. 2022: a
+    random head fine-tuned together with its pretrained body distorts the body's features)."""
+    return max(1, round(HEAD_WARMUP_SHARE * steps)) if fresh else 0
+
+
 def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
-                steps: int, eval_every: int, progress: ProgressFn | None, started: float,
-                fresh: frozenset[str] = frozenset()) -> dict[str, Any]:
+                steps: int, eval_every: int, progress: ProgressFn | None,
+                fresh: frozenset[str] = frozenset(), vocabulary: "OutputVocabulary | None" = None) -> dict[str, Any]:
     """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), fed to
     :class:`mlmh.stopping.EarlyStopping`, which says when to stop and which weights to keep (held in memory
-    and restored at the end). Returns the counters and curves of the card."""
+    and restored at the end); the first :func:`head_warmup_steps` train the fresh parameters alone. Returns the
+    counters and curves of the card, and the validation batches."""
     import numpy as np
     import torch
     from transformers import get_linear_schedule_with_warmup
@@ -319,6 +347,10 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
     validation_curve: list[dict[str, Any]] = []
     rule = EarlyStopping(config.patience_tokens)
     best_state = None
+    warmup = head_warmup_steps(steps, fresh)
+    body = [p for n, p in model.named_parameters() if n not in fresh and p.requires_grad]
+    for p in body if warmup else ():
+        p.requires_grad_(False)
     tokens_seen = targets_seen = 0
     stopped_early = False
     step = 0
@@ -327,9 +359,12 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
             order.extend(order_rng.permutation(len(train_blocks.ids)).tolist())
         rows = [train_blocks.ids[i] for i in order[: shape.batch_size]]
         del order[: shape.batch_size]
+        if step == warmup + 1:
+            for p in body:
+                p.requires_grad_(True)
         batch = on_device(maker(rows), device)
         with autocast(config):
-            summed, count = loss_terms(model, config.objective, batch)
+            summed, count = loss_terms(model, config.objective, batch, vocabulary)
         loss = summed.float() / max(count, 1)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -347,7 +382,7 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
             since_eval = []
             if validation_batches:
                 with autocast(config):
-                    current = validate(model, config.objective, validation_batches, baseline)
+                    current = validate(model, config.objective, validation_batches, baseline, vocabulary)
                 validation_curve.append({"step": step, "tokens": tokens_seen, "loss": current.loss,
                                          "accuracy": current.accuracy})
                 event["validation_loss"] = current.loss
@@ -355,8 +390,7 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 stopped_early = step < steps and rule.should_stop()
         if progress is not None:
-            elapsed = time.perf_counter() - started
-            progress({**event, "eta": elapsed / step * (steps - step)})
+            progress(event)  # each face measures its own ETA from these steps (mlmh.eta)
         if stopped_early:
             break
     if best_state is not None and config.keep == "best":
@@ -366,15 +400,15 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
     else:  # the last weights: asked for (keep=last), or nothing to select on
         step_kept, tokens_at_kept = step, tokens_seen
         kept_point = validation_curve[-1] if validation_curve else {}
-    with autocast(config):
-        block_losses = validation_block_losses(model, config.objective, validation_batches)
+    for p in body:
+        p.requires_grad_(True)  # a budget spent within the warm-up leaves no parameter frozen
     return {
         "steps_run": step, "step_kept": step_kept, "stopped_early": stopped_early,
         "stop_reason": rule.stop_reason(stopped_early, bool(validation_batches)),
         "left_plateau_at_step": rule.left_plateau_at,
         "best_validation_loss": kept_point.get("loss"),  # the kept weights' (keep=last: the last)
         "validation_accuracy_at_kept_step": kept_point.get("accuracy"),
-        "validation_block_losses": block_losses,
+        "validation_batches": validation_batches, "head_warmup_steps": min(warmup, step),
         "tokens_seen": tokens_seen, "supervised_targets": targets_seen, "tokens_at_kept_step": tokens_at_kept,
         "final_loss": sum(losses[-20:]) / len(losses[-20:]),
         "train_curve": train_curve, "validation_curve": validation_curve,

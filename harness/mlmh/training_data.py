@@ -10,6 +10,7 @@ from mlmh.span_corruption import SPAN_CORRUPTION, corruption_for, sentinel_ids, 
 from mlmh.training_config import MDLM_MIN_T, MEAN_SPAN
 
 if TYPE_CHECKING:
+    from mlmh.training_vocabulary import OutputVocabulary
     import numpy as np
     import torch
 
@@ -204,20 +205,24 @@ def supervised_targets(objective: str, batch: dict[str, "torch.Tensor"]) -> int:
     return int((labels != -100).sum())
 
 
-def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"]) -> tuple["torch.Tensor", int]:
+def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"],
+               vocabulary: "OutputVocabulary | None" = None) -> tuple["torch.Tensor", int]:
     """(summed loss, normaliser) of one batch, so losses over several batches average exactly.
 
     Cross-entropy summed over the supervised tokens and their count; for ``mdlm`` batches the masked
     tokens' cross-entropy weighted by 1/t, over the count of maskable tokens (MDLM's per-token ELBO).
     The MLM's logits are computed at its supervised positions only (:func:`mlmh.readout.logits_at`):
-    the loss is the same, and the output layer's share of a step shrinks to the masked tokens'.
+    the loss is the same, and the output layer's share of a step shrinks to the masked tokens'. With a
+    ``vocabulary`` cut (:mod:`mlmh.training_vocabulary`) the softmax runs over the cut's tokens.
     """
-    summed, count, _, _ = loss_and_predictions(model, objective, batch)
+    summed, count, _, _ = loss_and_predictions(model, objective, batch, vocabulary)
     return summed, count
 
 
-def loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Tensor"]):
-    """:func:`loss_terms` plus the (predicted, gold) ids of the tokens the objective is judged on."""
+def loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Tensor"],
+                         vocabulary: "OutputVocabulary | None" = None):
+    """:func:`loss_terms` plus the (predicted, gold) ids of the tokens the objective is judged on (positions in
+    the ``vocabulary`` cut when there is one; a target outside it is left out)."""
     import torch
 
     if objective == "mlm":
@@ -225,12 +230,21 @@ def loss_and_predictions(model: Any, objective: str, batch: dict[str, "torch.Ten
         where = (labels != -100).flatten().nonzero().flatten()
         logits = logits_at(model, where, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         gold = labels.flatten().index_select(0, where)
-        nll = torch.nn.functional.cross_entropy(logits, gold, reduction="none")
-        predictions = (logits.detach().argmax(-1), gold)
+        if vocabulary is not None:
+            gold = vocabulary.labels(gold)
+        nll = torch.nn.functional.cross_entropy(logits, gold, reduction="none", ignore_index=-100)
+        judged = gold != -100
+        predictions = (logits.detach().argmax(-1)[judged], gold[judged])
         if "loss_weight" not in batch:
-            return nll.sum(), len(where), *predictions
+            return nll.sum(), int(judged.sum()), *predictions
         weights = batch["loss_weight"].repeat_interleave(labels.shape[1]).index_select(0, where)  # 1/t of each row
         return (nll * weights).sum(), int(batch["loss_tokens"]), *predictions
+    if vocabulary is not None:
+        logits, labels = vocabulary.logits_and_labels(objective, batch)
+        kept = labels != -100
+        summed = torch.nn.functional.cross_entropy(logits[kept], labels[kept], reduction="sum")
+        judged = kept & batch["hidden"] if objective == "seq2seq" else kept
+        return summed, int(kept.sum()), logits.detach().argmax(-1)[judged], labels[judged]
     out = model(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
     count = supervised_targets(objective, batch)
     summed = out.loss * count if count else out.logits.sum() * 0.0

@@ -227,9 +227,8 @@ def init_fingerprint(init: str) -> str:
 def load_init(init: str, objective: str):
     """``(model, tokenizer, fresh)`` to fine-tune ``init`` with ``objective``: one pretrained start for every
     objective; ``fresh`` names the parameters the checkpoint did not hold (initialised at random here, e.g. an
-    MLM head on a bare encoder), which train at ``FRESH_LEARNING_RATE``. The seq2seq warm start names none:
-    transformers' ``EncoderDecoderModel`` does not report which of its parameters are new (its decoder's
-    cross-attention), so they learn at the checkpoint's rate, as before.
+    MLM head on a bare encoder, or the warm-started decoder's cross-attention), which train at
+    ``FRESH_LEARNING_RATE`` and alone for the first steps (:func:`mlmh.training.head_warmup_steps`).
 
     A checkpoint trained with the objective continues as it is. An encoder (a masked LM, or a bare encoder
     such as the packaged MiniLM) also starts the other two, as in the paper (one pretrained checkpoint
@@ -266,6 +265,7 @@ def load_init(init: str, objective: str):
         missing: Sequence[str] = ()
         if objective == "seq2seq" and built_for == "mlm":
             model = _warm_started_seq2seq(source, tokenizer)
+            missing = [n for n, _ in model.named_parameters() if _fresh_in_warm_start(n)]
         elif objective == "clm" and built_for == "mlm":
             model, info = _model_for("clm").from_pretrained(source, is_decoder=True, trust_remote_code=False,
                                                             output_loading_info=True)
@@ -284,6 +284,12 @@ def load_init(init: str, objective: str):
     # a tied output layer is listed missing but trains as the (pretrained) input embedding it is
     fresh = frozenset(name for name, _ in model.named_parameters()) & frozenset(missing)
     return model, tokenizer, fresh
+
+
+def _fresh_in_warm_start(name: str) -> bool:
+    """Whether parameter ``name`` of an encoder-decoder warm-started from an encoder starts fresh: the decoder's
+    cross-attention and its output head's transform and bias (the encoder has neither)."""
+    return name.startswith("decoder.") and (".crossattention." in name or ".cls.predictions." in name)
 
 
 def _warm_started_seq2seq(source: Path, tokenizer: Any):

@@ -15,6 +15,8 @@ from mlmh.training_data import (MODEL_INPUTS, BatchMaker, Blocks, loss_and_predi
 if TYPE_CHECKING:
     import torch
 
+    from mlmh.training_vocabulary import OutputVocabulary
+
 
 def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float, seed: int,
              batch_size: int, baseline_token: int | None) -> dict[str, Any]:
@@ -47,15 +49,18 @@ def most_frequent_token(blocks: Blocks) -> int | None:
 
 
 def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]],
-             baseline_token: int | None) -> Validation:
-    """The training objective's loss and accuracy over fixed validation batches, in eval mode (no dropout)."""
+             baseline_token: int | None, vocabulary: "OutputVocabulary | None" = None) -> Validation:
+    """The training objective's loss and accuracy over fixed validation batches, in eval mode (no dropout); with
+    a ``vocabulary`` cut, over its tokens (:mod:`mlmh.training_vocabulary`)."""
     import torch
 
+    if vocabulary is not None and baseline_token is not None:
+        baseline_token = int(vocabulary.position[baseline_token])
     total, count, tally = 0.0, 0, TargetTally(baseline_token)
     model.eval()
     with torch.inference_mode():
         for batch in batches:
-            summed, weight, predicted, gold = loss_and_predictions(model, objective, batch)
+            summed, weight, predicted, gold = loss_and_predictions(model, objective, batch, vocabulary)
             total, count = total + float(summed), count + weight
             tally.add(predicted, gold)
     model.train()

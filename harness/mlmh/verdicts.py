@@ -6,7 +6,10 @@ claim would decide on are checked for three caveats (:func:`caveats_of`), and a 
 out of the claim: a model that never beat the best constant predictor on held-out text (it never left the
 unigram plateau), a condition that scores no better than filling every mask with one word or deleting the
 masked words (the trivial baselines), and a model whose seen - unseen gap lies outside its CI (it recites its
-training set). When nothing is left, the finding is "not comparable" and says why.
+training set). The downstream claims check their judge the same way: a downstream model that does not beat
+no training data when trained on the real documents (beyond its CI) cannot tell useful synthetic text from
+useless, so those claims are "not comparable" on it. When nothing is left, the finding is "not comparable"
+and says why.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from mlmh.stopping import beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
                         RunResults)
 
-__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "verdict", "correlation_verdict",
-           "combined", "caveats_of", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
+__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict", "correlation_verdict",
+           "combined", "caveats_of", "memorised", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
 def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
@@ -69,11 +72,14 @@ def describe_ci(low: float | None, high: float | None, digits: int = 2) -> str:
 
 # -- caveats ------------------------------------------------------------------------------------------
 PLATEAU, BASELINE, MEMORISED = "plateau", "baseline", "memorised"
+#: a downstream model that does not learn from the real documents cannot judge synthetic ones
+DOWNSTREAM = "downstream"
 
 
 @dataclass(frozen=True)
 class Caveat:
-    """Why one condition cannot decide a claim: ``kind`` (:data:`PLATEAU`, :data:`BASELINE`, :data:`MEMORISED`),
+    """Why one condition cannot decide a claim: ``kind`` (:data:`PLATEAU`, :data:`BASELINE`, :data:`MEMORISED`,
+    :data:`DOWNSTREAM` for a downstream task whose model does not learn from the real documents),
     whom it is about, and the full sentence (kept in the finding's ``caveats``)."""
 
     kind: str
@@ -95,6 +101,7 @@ def summarise(caveats: Sequence[Caveat]) -> str:
     memorised = list(dict.fromkeys(c.subject for c in caveats if c.kind == MEMORISED))
     if memorised:
         parts.append(f"{len(memorised)} condition(s) memorised: seen - unseen gap outside its CI (e.g. {memorised[0]})")
+    parts += [c.text for c in caveats if c.kind == DOWNSTREAM]
     return "; ".join(parts)
 
 
@@ -137,11 +144,32 @@ def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = N
                 found.append(Caveat(BASELINE, f"{row.model} / {row.sampler} / {row.masking}",
                                     f"{row.model} with {row.sampler} under {row.masking} scores no better than {name} "
                                     f"on {metric} ({score.value:.3g} vs {baseline.value:.3g})"))
-    gap = row.gap.get(metric)
-    if gap is not None and gap.extra.get("significant"):
-        found.append(Caveat(MEMORISED, f"{row.model} / {row.masking}", f"{row.model} under {row.masking} memorised: "
-                            f"its seen - unseen {metric} gap {gap.value:+.3g} lies outside its CI"))
+    why = memorised(results, row, metric)
+    if why:
+        found.append(Caveat(MEMORISED, f"{row.model} / {row.masking}", why))
     return found
+
+
+def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | None:
+    """The one memorisation rule, as every face states it: ``row`` scores ``metric`` better on the documents its
+    model trained on than on unseen ones, beyond the gap's CI, and its model learned something (a model still on
+    the unigram plateau is reported as that: its gap is noise about a constant, not recall). The sentence says
+    which evidence fired: the quality gap, and the verbatim recall of masked words beside it when the run has it."""
+    gap = row.gap.get(metric)
+    if gap is None or gap.value is None or not gap.extra.get("significant"):
+        return None
+    score = next((b.metrics[metric] for b in (row.unseen, row.seen) if b is not None and metric in b.metrics), None)
+    better_on_seen = -gap.value if score is not None and score.higher_is_better is False else gap.value
+    if better_on_seen <= 0 or never_learned(row.model, model_record_of(results, row.model)):
+        return None
+    seen = row.seen.verbatim_recall if row.seen else None
+    unseen = row.unseen.verbatim_recall if row.unseen else None
+    recall = ""
+    if seen is not None and unseen is not None and seen.value is not None and unseen.value is not None:
+        recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} unseen"
+                  + ("" if seen.value > unseen.value else " (recall alone would not flag it)"))
+    return (f"{row.model} under {row.masking} memorised: its seen - unseen {metric} gap {gap.value:+.3g} lies "
+            f"outside its CI (quality gap){recall}")
 
 
 # -- findings without a statistic -----------------------------------------------------------------

@@ -11,8 +11,9 @@
   the top are groups of their own), and no row fields apply.
 
 Each row's ``text_field`` is the document; ``group_field`` (optional) names who or what it belongs to (an
-author, a patient, a source) and ``label_field`` (optional) its label or list of labels, which the
-``text-classification`` task predicts. Split rule: a seeded ``test_fraction`` of whole groups is the test
+author, a patient, a source), ``label_field`` (optional) its label or list of labels, which the
+``text-classification`` task predicts, and ``id_field`` (optional) its id, kept as given in every result
+(without it a row is ``row-N``); ids must be unique and non-empty. Split rule: a seeded ``test_fraction`` of whole groups is the test
 split (:func:`mlmh.splits.hold_out`), so no group sits in train and test, and validation is carved out of
 train by whole groups too; without a group field each document is its own group.
 
@@ -56,6 +57,8 @@ class TextDataset(Dataset):
         Param("group_field", str, "", "the field naming each document's group (author, patient, source), kept in one "
               "split; empty: each document is a group (in a folder of .txt files, the subfolder is the group)", headline=True),
         Param("label_field", str, "", "the field holding each document's label or list of labels, for text-classification"),
+        Param("id_field", str, "", "the field holding each document's id, kept in results.json, generations.jsonl and "
+              "the DataFrames; unique and non-empty; empty: row-N"),
         *split_params(0.2),
     )
 
@@ -79,14 +82,16 @@ class TextDataset(Dataset):
 
     # -- rows of a file ----------------------------------------------------------------------------
     def _fields(self) -> dict[str, str]:
-        """role -> field name, for the roles in use ("text", and "group"/"label" when given)."""
-        named = {"text": self.params["text_field"], "group": self.params["group_field"], "label": self.params["label_field"]}
+        """role -> field name, for the roles in use ("text", and "group"/"label"/"id" when given)."""
+        named = {"text": self.params["text_field"], "group": self.params["group_field"], "label": self.params["label_field"],
+                 "id": self.params["id_field"]}
         return {role: field for role, field in named.items() if field}
 
     def _documents(self, path: Path, rows: Iterator[tuple[str, Row]]) -> list[Document]:
         """Documents of ``rows`` (id, (where, fields)); every field checked as it is read."""
         fields = self._fields()
         kinds: dict[str, tuple[str, str]] = {}  # field -> (type seen first, where)
+        id_seen: dict[str, str] = {}  # the user's id -> where it first was
         documents = []
         for doc_id, (where, row) in rows:
             values = {}
@@ -97,6 +102,12 @@ class TextDataset(Dataset):
                 value = row[field]
                 _same_type(field, value, where, kinds)
                 values[role] = _checked(role, field, value, where)
+            if "id" in values:
+                doc_id = values["id"]
+                first = id_seen.setdefault(doc_id, where)
+                if first != where:
+                    raise DataError(f"{where}: id '{doc_id}' (field '{fields['id']}') is also the id at {first}; "
+                                    "every document needs its own")
             meta = {k: row[k] for k in ("original_split",) if k in row}
             group = values.get("group")
             documents.append(Document(id=doc_id, text=values["text"], labels=values.get("label", []), group=group,
@@ -107,9 +118,10 @@ class TextDataset(Dataset):
 
     def _text_folder(self, root: Path, notes: list[str]) -> list[Document]:
         """One document per ``.txt`` file under ``root``; its subfolder (relative to ``root``) is its group."""
-        if self.params["label_field"]:
-            raise DataError(f"{root}: a folder of .txt files has no fields, so label_field "
-                            f"'{self.params['label_field']}' cannot be read; use a .jsonl, .csv or .parquet file for labels")
+        for param in ("label_field", "id_field"):
+            if self.params[param]:
+                raise DataError(f"{root}: a folder of .txt files has no fields, so {param} '{self.params[param]}' "
+                                "cannot be read (each file's id is its path); use a .jsonl, .csv or .parquet file")
         files = sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p.relative_to(root)))
         texts = [p for p in files if p.suffix.lower() == ".txt"]
         if not texts:
@@ -258,9 +270,9 @@ def _checked(role: str, field: str, value: Any, where: str) -> Any:
         if not isinstance(value, str):
             raise DataError(f"{where}: field '{field}' is {_kind(value)}, expected the text as a string")
         return value
-    if role == "group":
+    if role in ("group", "id"):
         if not _scalar(value):
-            raise DataError(f"{where}: field '{field}' is {_kind(value)}, expected a string or a number naming the group")
+            raise DataError(f"{where}: field '{field}' is {_kind(value)}, expected a string or a number naming the {role}")
         return str(value).strip()
     items = value if isinstance(value, list) else [value]
     if not all(_scalar(item) for item in items):

@@ -10,13 +10,16 @@ import click
 @click.command(name="doctor")
 @click.option("--fix", is_flag=True, help="Try to fix what is not ready (e.g. assemble WordNet offline).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def doctor(fix: bool, as_json: bool) -> None:
+@click.option("--problems", is_flag=True,
+              help="Show only the checks that are not ready (one line when all are): what make setup and make demo print.")
+def doctor(fix: bool, as_json: bool, problems: bool) -> None:
     """Check what is installed and ready offline, with the fix for each problem.
 
     \b
     Examples:
       mlmh doctor
       mlmh doctor --fix
+      mlmh doctor --fix --problems
     """
     from mlmh.doctor import run_checks, run_fixes
     from mlmh.errors import MlmhError
@@ -25,18 +28,21 @@ def doctor(fix: bool, as_json: bool) -> None:
         for line in run_fixes():
             click.echo(line, err=True)
     results = run_checks()
-    if as_json:
-        click.echo(json.dumps([r.__dict__ for r in results], indent=2))
+    shown = [r for r in results if not r.ok] if problems else results
+    if problems and not shown and not as_json:
+        click.echo(f"mlmh doctor: all {len(results)} checks ready", err=True)
+    elif as_json:
+        click.echo(json.dumps([r.__dict__ for r in shown], indent=2))
     else:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title="mlmh doctor")
+        table = Table(title="mlmh doctor" + (f": {len(shown)} of {len(results)} checks not ready" if problems else ""))
         table.add_column("check", style="bold")
         table.add_column("status")
         table.add_column("detail")
         table.add_column("fix", style="yellow")
-        for r in results:
+        for r in shown:
             table.add_row(r.name, "[green]ready[/green]" if r.ok else "[red]not ready[/red]", r.detail, r.fix)
         Console().print(table)
     if not all(r.ok for r in results):

@@ -13,7 +13,7 @@ from mlmh import options
 from mlmh.executors import BACKENDS
 
 
-@click.command(name="eval")
+@click.command(name="eval", cls=options.PresetHelpCommand)
 @click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME|FILE.toml", help="Preset to run.")
 @click.option("--dataset", callback=options.dataset, metavar="SPEC",
               help="Override the dataset: a registered dataset with its parameters (text:group_field=author).")
@@ -64,13 +64,14 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset quick                      # one-minute smoke run, offline
       mlmh eval --preset pan                        # the paper's PAN setting (bundled sample)
       mlmh eval --preset mpst --data ~/mpst --limit 200
-      mlmh eval --preset quick --dataset text:group_field=author --data reviews.jsonl   # your own corpus
+      mlmh eval --preset pan --dataset text:group_field=author,id_field=id --data reviews.jsonl   # your own corpus
       mlmh eval --preset pan --model trained-mlm --model trained-clm \\
                 --masking random:ratio=0.3 --sampler mask-predict:steps=10 --sampler clm-infill
       mlmh eval --preset quick --metric bleu,rouge --seed 0,1   # comma lists = repeated options
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
       mlmh eval --resume --output-path runs/X       # continue that run as it was configured
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
+      mlmh eval --preset paper --help               # what a preset runs and what it costs
       mlmh eval --preset crossover --sweep-epochs 1,4 --sweep-tokens 8000   # where masked overtakes causal
       mlmh eval --preset quick --workers 2          # generate on two local worker processes
       mlmh eval --preset quick --backend ray        # generate on a local Ray (or --ray-address ADDR)
@@ -147,7 +148,7 @@ def print_summary(results: Any, out: Any) -> None:
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
         console = Console(width=200)
     console.print(summary_table(results, console.width))
-    answer = answer_lines(results.findings, markdown=False)
+    answer = answer_lines(results.findings, markdown=False, results=results)
     if answer:
         console.print("[bold]Answer[/] (findings on unseen documents, paired bootstrap 95% CIs; details in report.md):")
         for line in answer:

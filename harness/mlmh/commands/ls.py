@@ -46,6 +46,10 @@ def ls(kind: str | None, as_json: bool) -> None:
             row["model_kinds"] = sorted(item.model_kinds)
         if singular == "model":
             row["model_kind"] = item.model_kind
+        if singular == "preset":
+            from mlmh.config import describe_cost
+
+            row["cost"] = describe_cost(item.config, item.source)
         if singular == "tracker" and item.extra:
             row["installed"] = library_installed(item.library)
             row["install"] = f"pip install 'mlmh[{item.extra}]'"
@@ -60,7 +64,7 @@ def ls(kind: str | None, as_json: bool) -> None:
     table = Table(title=f"{kind} ({len(rows)})", show_lines=False)
     table.add_column("name", style="bold cyan", no_wrap=True)
     table.add_column("description")
-    table.add_column("parameters")
+    table.add_column("cost (CPU seconds)" if kind == "presets" else "parameters")
     table.add_column("plugin", style="dim")
     for row in rows:
         params = "\n".join(
@@ -76,7 +80,8 @@ def ls(kind: str | None, as_json: bool) -> None:
             extra = f" [dim]({row['model_kind']})[/dim]"
         if row.get("installed") is False:
             extra = f" [yellow](needs: {escape(row['install'])})[/yellow]"
-        table.add_row(row["name"], row["description"] + extra, params or "-", row["plugin"])
+        third = escape(row["cost"]) if "cost" in row else params or "-"
+        table.add_row(row["name"], row["description"] + extra, third, row["plugin"])
     Console().print(table)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
@@ -143,12 +144,15 @@ class _ProgressBar:
 
     def __init__(self, title: str) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from mlmh.eta import Eta
 
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
+                                 TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[eta]}"),
                                  console=Console(stderr=True), transient=False)
-        self.task = self.progress.add_task(title, total=None, loss="-")
+        self.task = self.progress.add_task(title, total=None, loss="-", eta="")
+        self.eta = Eta()
 
     def __enter__(self) -> "_ProgressBar":
         self.progress.start()
@@ -158,7 +162,11 @@ class _ProgressBar:
         self.progress.stop()
 
     def update(self, event: dict[str, Any]) -> None:
-        self.progress.update(self.task, completed=event["step"], total=event["total"], loss=f"{event['loss']:.3f}")
+        from mlmh.eta import eta_text
+
+        self.eta.observe(event["step"], event["total"], time.monotonic())
+        self.progress.update(self.task, completed=event["step"], total=event["total"], loss=f"{event['loss']:.3f}",
+                             eta=eta_text(self.eta.remaining()))
 
 
 def _print_card(card: dict[str, Any]) -> None:

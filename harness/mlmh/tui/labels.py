@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from mlmh.progress import elide
 from mlmh.results import format_number
+
+#: a plot legend's entry at most this wide (plotext draws the legend inside the plot)
+LEGEND_WIDTH = 34
+#: a document id in the sample list at most this wide (a UUID is 36)
+ID_WIDTH = 14
 
 
 def _short_path(value: str, keep: int) -> str:
@@ -30,3 +36,31 @@ def number(value: float) -> str:
     """Enough digits for a score on a 0-1 scale (0.412) or a 0-100 scale (68.8), no more: the report's
     rounding (:func:`mlmh.results.format_number`) in its compact form."""
     return format_number(value, compact=True)
+
+
+def legend_labels(labels: list[str], width: int = LEGEND_WIDTH) -> list[str]:
+    """Legend entries that fit: the ``key=value`` parameters every label of two or more shares are left out
+    (they tell no line apart), then each is shortened in the middle, so both its model and its sampler show."""
+    split = [label.split() for label in labels]
+    common = set.intersection(*(set(_parameters(words)) for words in split)) if len(split) > 1 else set()
+    out = []
+    for words in split:
+        kept = [_without(word, common) for word in words]
+        out.append(elide(" ".join(kept), width))
+    return out
+
+
+def _parameters(words: list[str]) -> list[str]:
+    return [p for word in words for p in word.partition(":")[2].split(",") if "=" in p]
+
+
+def _without(word: str, common: set[str]) -> str:
+    name, colon, params = word.partition(":")
+    kept = [p for p in params.split(",") if p and p not in common]
+    return name + (":" + ",".join(kept) if colon and kept else "")
+
+
+def short_id(doc_id: str, width: int = ID_WIDTH) -> str:
+    """A document id that fits the sample list: shortened in the middle, so its start and its end (a chunk's
+    ``-N``) stay; the whole id is in the trace's title."""
+    return elide(doc_id, width)

@@ -21,35 +21,44 @@ from mlmh.findings import answer_lines
 from mlmh.results import document_counts, roles
 from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.host import TuiScreen
-from mlmh.tui.labels import short_condition, short_spec
+from mlmh.tui.labels import short_condition, short_id, short_spec
 from mlmh.tui.run_files import RunFiles, Sample, load_run
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
 from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
 from mlmh.tui.widgets.trace_view import TraceView
-from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding, RunResults
 
 VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
 ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
+#: the widget each tab gives the keys to, so arrows and enter work as soon as a tab shows
+TAB_FOCUS = {"tab-findings": "#res-findings-box", "tab-table": "#res-table", "tab-plots": "#res-metric",
+             "tab-samples": "#res-sample-list"}
 
 
-def findings_text(findings: Sequence[Finding]) -> Text:
-    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer_lines`), each verdict in its colour."""
+def findings_text(findings: Sequence[Finding], results: RunResults | None = None) -> Text:
+    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer_lines`), each verdict in its colour
+    and what it rests on dimmed."""
     if not findings:
         return Text("This run tested no claims: results.json has no findings.", style="dim")
-    lines = answer_lines(findings, markdown=False)
-    tested = [f for f in findings if f.tested]
+    styles = {verdict.upper(): style for verdict, style in VERDICT_STYLES.items()}
     text = Text()
-    for finding, line in zip(tested, lines):
+    for line in answer_lines(findings, markdown=False, results=results):
         verdict, _, statement = line.partition(": ")
-        text.append(verdict, style=VERDICT_STYLES.get(finding.verdict, "bold"))
-        text.append(f": {statement}\n\n")
-    for line in lines[len(tested):]:
-        text.append(line, style="dim")
+        if verdict in styles:
+            text.append(verdict, style=styles[verdict])
+            text.append(f": {statement}\n")
+        else:
+            text.append(line + "\n\n", style="dim")
     return text
 
 
+def trace_title(sample: Sample) -> str:
+    """The trace pane's title: the model and the sample's whole document id."""
+    return f"{short_spec(sample.generation.model)} · {sample.generation.doc_id}"
+
+
 def sample_label(index: int, sample: Sample) -> Text:
-    text = Text(f"{sample.generation.doc_id}", style="bold")
+    text = Text(short_id(sample.generation.doc_id), style="bold")
     if sample.role:
         text.append(f" {sample.role}", style="cyan" if sample.role == "unseen" else "magenta")
     scores = [f"{k} {v:.2f}" for k, v in list(sample.metrics.items())[:2] if isinstance(v, (int, float))]
@@ -77,6 +86,7 @@ class ResultsScreen(TuiScreen):
         self.run_files: RunFiles | None = None
         self.condition: str | None = None
         self.role: str | None = None
+        self.table_note = Text()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -95,6 +105,7 @@ class ResultsScreen(TuiScreen):
                 with Horizontal(classes="form-row"):
                     yield Select([], prompt="metric", compact=True, id="res-metric")
                     yield Select([], prompt="downstream", compact=True, id="res-downstream")
+                yield Label("", id="res-plots-note")  # what is not plotted, and why
                 with Horizontal(id="res-plots"):
                     yield MetricByRatioPlot(id="res-plot-ratio")
                     yield QualityDownstreamPlot(id="res-plot-downstream")
@@ -156,7 +167,7 @@ class ResultsScreen(TuiScreen):
         status.update(f"{results.config.get('preset', '?')}: {len(run.conditions)} conditions × "
                       f"{counts or results.n_samples} documents; {len(run.samples)} samples"
                       + (" with step traces" if run.traced else " (texts only)"))
-        self.query_one("#res-findings", Static).update(findings_text(results.findings))
+        self.query_one("#res-findings", Static).update(findings_text(results.findings, results))
         self._show_table()
         metrics = [c.label for c in self.query_one(ResultsTable).table_columns if c.key.startswith("metric:")]
         metric_select = self.query_one("#res-metric", Select)
@@ -191,6 +202,19 @@ class ResultsScreen(TuiScreen):
             note.append(f" · u: {others[0]}", style="dim")
         if baselines:
             note.append(" · last rows: baselines", style="dim")
+        self.table_note = note
+        self._note_hidden_columns()
+
+    @on(ResultsTable.ColumnsMoved)
+    def _note_hidden_columns(self) -> None:
+        """The table's note, with how many columns lie beyond its right edge and how to reach them."""
+        table = self.query_one(ResultsTable)
+        hidden, moves = table.columns_out_of_view(), []
+        if hidden:
+            moves.append(f"→ {hidden} more column{'s' if hidden > 1 else ''}")
+        if table.scroll_x > 0:
+            moves.append("← back")
+        note = Text(" · ".join(moves) + " · " if moves else "", style="bold yellow") + self.table_note
         self.query_one("#res-table-note", Label).update(note)
 
     def action_switch_role(self) -> None:
@@ -212,9 +236,17 @@ class ResultsScreen(TuiScreen):
         downstream = self.query_one("#res-downstream", Select).value
         if not isinstance(metric, str):
             return
-        self.query_one(MetricByRatioPlot).show(self.run_files.results, metric)
-        self.query_one(QualityDownstreamPlot).show(self.run_files.results, metric,
-                                                   downstream if isinstance(downstream, str) else "")
+        ratio, quality = self.query_one(MetricByRatioPlot), self.query_one(QualityDownstreamPlot)
+        ratio.display = ratio.show(self.run_files.results, metric)  # an empty plot is left out, its reason noted
+        quality.display = quality.show(self.run_files.results, metric, downstream if isinstance(downstream, str) else "")
+        missing = []
+        if not ratio.display:
+            missing.append(f"no masking swept over two or more ratios, so no {metric}-by-ratio curve")
+        if not quality.display:
+            missing.append(f"no condition with both {metric} and a downstream score")
+        note = self.query_one("#res-plots-note", Label)
+        note.display = bool(missing)
+        note.update(Text("not plotted: " + "; ".join(missing), style="dim"))
 
     def _show_crossover(self) -> None:
         block = self.run_files.results.crossover if self.run_files else None
@@ -254,20 +286,22 @@ class ResultsScreen(TuiScreen):
         options.clear_options()
         options.add_options([Option(sample_label(i, s), id=str(i)) for i, s in enumerate(samples)])
         trace = self.query_one("#res-trace", TraceView)
-        trace.title = short_spec(samples[0].generation.model) if samples else ""
+        trace.title = trace_title(samples[0]) if samples else ""
         trace.load(samples[0].generation if samples else None, at_end=True)
         if samples:
             options.highlighted = 0
 
     @on(OptionList.OptionHighlighted, "#res-sample-list")
-    def _sample_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    @on(OptionList.OptionSelected, "#res-sample-list")
+    def _sample_picked(self, event: OptionList.OptionHighlighted | OptionList.OptionSelected) -> None:
+        """The sample under the cursor is the one shown: arrows move through them, enter picks one."""
         if self.run_files is None or self.condition is None or event.option.id is None:
             return
         sample = self.run_files.samples_of(self.condition)[int(event.option.id)]
         trace = self.query_one("#res-trace", TraceView)
         if trace.generation is sample.generation:  # already shown (and maybe stepped back already)
             return
-        trace.title = short_spec(sample.generation.model)
+        trace.title = trace_title(sample)
         trace.load(sample.generation, at_end=True)
 
     def action_step(self, delta: int) -> None:
@@ -275,8 +309,15 @@ class ResultsScreen(TuiScreen):
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#res-tabs", TabbedContent).active = tab
-        if tab == "tab-table":
-            self.query_one(ResultsTable).focus()
+        self._focus_tab(tab)
+
+    @on(TabbedContent.TabActivated, "#res-tabs")
+    def _tab_clicked(self, event: TabbedContent.TabActivated) -> None:
+        self._focus_tab(event.pane.id or "")
+
+    def _focus_tab(self, tab: str) -> None:
+        if tab in TAB_FOCUS:
+            self.query_one(TAB_FOCUS[tab]).focus()
 
     def action_focus_runs(self) -> None:
         self.query_one("#res-runs", Select).focus()

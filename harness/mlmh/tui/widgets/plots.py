@@ -10,7 +10,7 @@ from typing import Mapping
 
 from textual_plotext import PlotextPlot
 
-from mlmh.tui.labels import short_spec
+from mlmh.tui.labels import legend_labels, short_spec
 from mlmh.types import ConditionResult, RunResults
 
 
@@ -56,23 +56,26 @@ def _short_label(label: str) -> str:
 class MetricByRatioPlot(PlotextPlot):
     """``metric`` against masking ratio, one line per model (and sampler)."""
 
-    def show(self, results: RunResults, metric: str) -> None:
+    def show(self, results: RunResults, metric: str) -> bool:
+        """Draw the plot; False (nothing drawn) when no masking was swept over two or more ratios."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
         series = ratio_series(results, metric)
-        for label, points in series.items():
-            plt.plot([x for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
+        for label, points in zip(legend_labels(list(series)), series.values()):
+            plt.plot([x for x, _ in points], [y for _, y in points], label=label, marker="braille")
             plt.scatter([x for x, _ in points], [y for _, y in points], marker="dot")
-        plt.title(f"{metric} vs masking ratio" if series else f"{metric}: no masking swept over ratios")
+        plt.title(f"{metric} vs masking ratio")
         plt.xlabel("masking ratio")
         self.refresh()
+        return bool(series)
 
 
 class QualityDownstreamPlot(PlotextPlot):
     """Text quality (``metric``) against downstream score (``task:metric``); the real-data baseline as a line."""
 
-    def show(self, results: RunResults, metric: str, downstream: str) -> None:
+    def show(self, results: RunResults, metric: str, downstream: str) -> bool:
+        """Draw the plot; False (nothing drawn) when no condition has both scores."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -81,15 +84,16 @@ class QualityDownstreamPlot(PlotextPlot):
             x, y = condition.value(metric), downstream_value(condition.downstream, downstream)
             if x is not None and y is not None:
                 groups[series_label(condition)].append((x, y))
-        for label, points in groups.items():
-            plt.scatter([x for x, _ in points], [y for _, y in points], label=label[:28])
+        for label, points in zip(legend_labels(list(groups)), groups.values()):
+            plt.scatter([x for x, _ in points], [y for _, y in points], label=label)
         base = downstream_value(results.baseline, downstream)
         if base is not None:
             plt.horizontal_line(base, color="gray")
-        title = f"{downstream.rpartition(':')[2] or 'downstream'} vs {metric}" + ("" if groups else " (no data)")
+        title = f"{downstream.rpartition(':')[2] or 'downstream'} vs {metric}"
         plt.title(title + (f" · base {base:.3f}" if base is not None else ""))
         plt.xlabel(metric)
         self.refresh()
+        return bool(groups)
 
 
 def sweep_series(results: RunResults, measure: str = "validation loss (nats/token)") -> dict[str, list[tuple[float, float]]]:
@@ -110,8 +114,8 @@ class CrossoverPlot(PlotextPlot):
         plt.clear_data()
         plt.clear_figure()
         series = sweep_series(results, measure)
-        for label, points in series.items():  # epochs double along a sweep: drawn on a log2 axis, labelled in epochs
-            plt.plot([math.log2(x) for x, _ in points], [y for _, y in points], label=label[:28], marker="braille")
+        for label, points in zip(legend_labels(list(series)), series.values()):  # epochs double: a log2 axis
+            plt.plot([math.log2(x) for x, _ in points], [y for _, y in points], label=label, marker="braille")
         epochs = sorted({x for points in series.values() for x, _ in points})
         if epochs:
             plt.xticks([math.log2(e) for e in epochs], [f"{e:g}" for e in epochs])

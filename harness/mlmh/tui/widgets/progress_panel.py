@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, ProgressBar
 
+from mlmh.eta import Eta, eta_text
 from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
+from mlmh.progress import progress_key
 
 
 #: progress info the bar itself already shows (or that is noise in one line)
@@ -30,12 +34,14 @@ def _info_text(info: dict) -> str:
 
 
 class StageRow(Horizontal):
-    """Label, bar, ETA and the latest progress info (e.g. training loss) of one stage."""
+    """Label, bar, ETA (:class:`mlmh.eta.Eta`, the rule of every face) and the latest progress info
+    (e.g. training loss) of one stage."""
 
     DEFAULT_CLASSES = "stage-row"
 
     def __init__(self, stage: str, description: str, total: int | None) -> None:
         super().__init__()
+        self.eta = Eta()
         self.stage = stage
         self.description = description or stage
         self.total = total
@@ -45,7 +51,8 @@ class StageRow(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label(self.description, classes="stage-label")
-        yield ProgressBar(total=self.total, show_eta=True, show_percentage=True)
+        yield ProgressBar(total=self.total, show_eta=False, show_percentage=True)
+        yield Label("", classes="stage-eta")
         yield Label("", classes="stage-info")
 
     def on_mount(self) -> None:
@@ -55,6 +62,7 @@ class StageRow(Horizontal):
         self.completed = completed
         self.total = total if total is not None else self.total
         self.info = info
+        self.eta.observe(completed, self.total, time.monotonic(), restart=bool(info.get("cached")))
         self._apply()
 
     def finish(self, seconds: float) -> None:
@@ -69,10 +77,12 @@ class StageRow(Horizontal):
         if self.finished is not None:
             total = self.total or bar.total or 1
             bar.update(total=total, progress=total)
+            self.query_one(".stage-eta", Label).update("")
             self.query_one(".stage-info", Label).update(Text(f"done {self.finished:.1f} s", style="green"))
             self.add_class("done")
             return
         bar.update(total=self.total, progress=self.completed)
+        self.query_one(".stage-eta", Label).update(eta_text(self.eta.remaining()) if self.total else "")
         self.query_one(".stage-info", Label).update(_info_text(self.info))
 
 
@@ -111,7 +121,8 @@ class ProgressPanel(VerticalScroll):
                 existing.remove()
             self._add(event.stage, event.description, event.total)
         elif isinstance(event, Progress):
-            row = self.row(event.stage) or self._add(event.stage, event.stage, event.total)
+            key, label = progress_key(event)  # a row per model while training, as the other faces have
+            row = self.row(key) or self._add(key, label, event.total)
             row.advance_to(event.completed, event.total, dict(event.info))
         elif isinstance(event, StageFinished):
             finished = self.row(event.stage)

@@ -2,7 +2,8 @@
 each column starred, and below them the baselines of each masking (every mask filled with the filler word;
 the masked words deleted), as report.md's quality table has them. A click on a column header (or ``s``)
 sorts the conditions by it, again to reverse; the baselines stay last. Which cells are best and whether a
-metric is better high or low are :mod:`mlmh.results`' answers, so the table stars what report.md puts in bold."""
+metric is better high or low are :mod:`mlmh.results`' answers, so the table stars what report.md puts in bold.
+Wider than the screen, it scrolls sideways (→ and ←) with the model, masking and sampler columns kept in view."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable
 
 from mlmh.results import best_keys, higher_is_better
@@ -121,8 +124,19 @@ class ResultsTable(DataTable):
         Binding("r", "sort_reverse", "Reverse sort"),
     ]
 
+    class ColumnsMoved(Message):
+        """The table was laid out, resized or scrolled sideways: :meth:`columns_out_of_view` may have changed."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.ColumnsMoved())
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        self.post_message(self.ColumnsMoved())
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.fixed_columns = len(LABEL_COLUMNS)  # which condition a row is stays in view while scrolling sideways
         self.conditions: list[ConditionResult] = []
         self.baselines: list[BaselineRow] = []
         self.role: str | None = None
@@ -179,6 +193,18 @@ class ResultsTable(DataTable):
             self.add_column(label, key=column.key, width=width)
         for key, cells in rows:
             self.add_row(*cells, key=key)
+
+    def columns_out_of_view(self) -> int:
+        """How many columns end beyond the right edge at the current sideways scroll (0 before layout)."""
+        view = self.scrollable_content_region.width
+        if not view:
+            return 0
+        edge, hidden = 0, 0
+        for index, column in enumerate(self.ordered_columns):
+            edge += column.get_render_width(self)
+            shift = self.scroll_x if index >= self.fixed_columns else 0  # the label columns never scroll
+            hidden += edge - shift > view
+        return hidden
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()

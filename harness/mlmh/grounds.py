@@ -1,0 +1,104 @@
+"""What an answer rests on: the models a finding compares (held-out accuracy against the best constant
+predictor, and the budget each got), the documents it was measured on, and the next command when a claim
+could not be compared. Decided when the findings are (:func:`mlmh.findings.run_findings` keeps them in each
+finding's ``extra``), so every face states the same grounds; the faces only format them (:func:`data_line`).
+
+A reader must be able to tell from the answer alone whether the models were good enough to judge."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from mlmh.results import model_record_of
+from mlmh.types import NOT_COMPARABLE, Finding, ModelRecord, RunResults
+from mlmh.verdicts import DOWNSTREAM, MEMORISED, PLATEAU, never_learned
+
+#: the preset whose models start from a pretrained encoder: the next step when scratch models cannot learn a corpus
+PRETRAINED_PRESET = "paper"
+
+
+def model_line(model: str, record: ModelRecord | None) -> str:
+    """One line on ``model``: its held-out accuracy against the best constant predictor (and the ratio), and
+    the budget it trained on; a model mlmh did not train is named as such."""
+    training = record.training if record is not None else {}
+    accuracy = training.get("heldout_accuracy")
+    if accuracy is None:
+        return f"{model}: not trained by mlmh (no held-out check against the best constant predictor)"
+    constant = training.get("best_constant_accuracy", training.get("unigram_baseline_accuracy"))
+    learned = "beats" if never_learned(model, record) is None else "does not beat"
+    against = (f"against {constant:.3f} for the best constant ({accuracy / constant:.1f}x; {learned} it)"
+               if constant else f"({learned} the best constant)")
+    budget = training.get("budget")
+    spent = [f"{training['steps_run']:,} of {training['steps']:,} steps" if "steps_run" in training and "steps" in training
+             else "", f"{training['epochs']:g} epochs" if training.get("epochs") else "",
+             f"{training['tokens_seen']:,} tokens" if training.get("tokens_seen") else "",
+             f"{training['supervised_targets']:,} targets" if training.get("supervised_targets") else "",
+             f"budget: {budget}" if budget else "", "stopped early" if training.get("stopped_early") else ""]
+    spent_text = ", ".join(s for s in spent if s)
+    return f"{model}: held-out accuracy {accuracy:.3f} {against}" + (f"; trained {spent_text}" if spent_text else "")
+
+
+def rests_on(results: RunResults, finding: Finding) -> list[str]:
+    """:func:`model_line` of every model whose conditions the finding compares, in their order."""
+    models = dict.fromkeys(row.model for row in results.conditions if row.id in set(finding.conditions))
+    return [model_line(model, model_record_of(results, model)) for model in models]
+
+
+def next_step(results: RunResults, findings: Sequence[Finding]) -> dict[str, str]:
+    """The command to try when a claim was not comparable (``command``, "" when the advice is not one command)
+    and why (``why``); {} when every claim could be compared."""
+    blocked = [f for f in findings if f.verdict == NOT_COMPARABLE]
+    if not blocked:
+        return {}
+    text = " ".join(c for f in blocked for c in f.caveats) + " ".join(f.statement for f in blocked)
+    scratch = [m for m, record in results.models.items() if record.training and not record.training.get("init")]
+    config = results.config
+    where = (f" --dataset {config['dataset']}" if config.get("dataset") else "") + \
+            (f" --data {config['data']}" if config.get("data") else "")
+    if config.get("preset") != PRETRAINED_PRESET and scratch and (_mentions(text, PLATEAU) or _mentions(text, MEMORISED)):
+        return {"command": f"mlmh eval --preset {PRETRAINED_PRESET}{where}",
+                "why": "models trained from scratch could not learn this corpus without memorising it or staying on "
+                       "the unigram plateau; that preset fine-tunes one pretrained start as MLM, CLM and seq2seq "
+                       "(its cost: mlmh ls presets)"}
+    if _mentions(text, DOWNSTREAM):
+        return {"command": "", "why": "a downstream task whose model learns from the real documents: more labelled "
+                                      "training documents (--limit, or a larger --data), or another task (--task)"}
+    return {"command": "", "why": "more unseen documents narrow the CIs (--limit N), and longer training lets models "
+                                  "leave the baselines behind (trained-*:max_steps=N, patience_tokens=N)"}
+
+
+def _mentions(text: str, kind: str) -> bool:
+    """Whether caveat sentences of ``kind`` are in ``text`` (by the words :func:`mlmh.verdicts.summarise` uses)."""
+    words = {PLATEAU: "unigram plateau", MEMORISED: "memorised", DOWNSTREAM: "cannot tell useful synthetic text"}
+    return words[kind] in text
+
+
+def data_line(results: RunResults) -> str:
+    """The documents the findings stand on: each set's size, the groups it comes from and the documents cut to
+    the model window, and the groups validation held; "" for results written before these were kept."""
+    parts = []
+    for role in ("unseen", "seen"):
+        block = results.documents.get(role)
+        if block is None or not block.documents or not block.groups:
+            continue
+        cut = f", {block.cut} cut to the model window" if block.cut else ""
+        parts.append(f"{role}: {block.documents} documents from {block.groups} group(s){cut}")
+    if results.dataset.validation_groups:
+        parts.append(f"validation: {results.dataset.validation_documents} documents from "
+                     f"{results.dataset.validation_groups} group(s)")
+    return "; ".join(parts)
+
+
+def annotate(results: RunResults, findings: Sequence[Finding]) -> None:
+    """Keep each compared finding's grounds (``rests_on``) and, on the first not comparable one, the next step."""
+    for finding in findings:
+        if finding.tested:  # decided, or not comparable
+            lines = rests_on(results, finding)
+            if lines:
+                finding.extra["rests_on"] = lines
+    step = next_step(results, findings)
+    if step:
+        next(f for f in findings if f.verdict == NOT_COMPARABLE).extra["next_step"] = step
+
+
+__all__ = ["PRETRAINED_PRESET", "annotate", "data_line", "model_line", "next_step", "rests_on"]
