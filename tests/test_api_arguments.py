@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from mlmh import api
+from mlmh.config import resolve
 from mlmh.errors import SpecError
 
 MODEL = "trained-mlm:size=tiny,max_steps=3"
@@ -33,13 +34,12 @@ class _Executor:
 
 def _valid(tmp_path):
     """Arguments each public function accepts (the work itself is replaced by Reached)."""
-    config = api.configuration("quick")
+    config = resolve("quick")
     return {
         "evaluate": {"preset": "quick", "output_path": str(tmp_path / "run-e"), "progress": None, "resume": False,
                      "use_cache": True, "workers": 1, "backend": "local", "ray_address": None,
                      "cancel": threading.Event()},
-        "configuration": {"preset": "quick", "overrides": {}, "resume": False, "output_path": None,
-                          "sweep_epochs": None, "sweep_tokens": None},
+        "place_run": {"checked": api.plan("quick"), "output_path": str(tmp_path / "run-p"), "resume": False},
         "plan": {"preset": "quick", "overrides": {}, "resume": False, "output_path": None, "sweep_epochs": None,
                  "sweep_tokens": None},
         "run_directory": {"config": config, "output_path": str(tmp_path / "run-d"), "resume": False},
@@ -75,7 +75,7 @@ def no_work(monkeypatch):
 
 
 def test_the_walk_knows_every_public_function():
-    assert set(_public_functions()) == {"evaluate", "configuration", "plan", "run_directory", "run", "generate",
+    assert set(_public_functions()) == {"evaluate", "place_run", "plan", "run_directory", "run", "generate",
                                         "generate_from_dataset", "compare"}
 
 
@@ -86,9 +86,9 @@ def test_every_argument_of_a_wrong_type_is_one_spec_error_naming_it(name, tmp_pa
     valid = _valid(tmp_path)[name]
     parameters = [p for p in inspect.signature(function).parameters.values() if p.kind is not p.VAR_KEYWORD]
     assert {p.name for p in parameters} == set(valid), f"the walk's valid arguments for {name} are out of date"
-    with pytest.raises(Reached):  # the valid call gets to the work (configuration, plan, run_directory return)
+    with pytest.raises(Reached):  # the valid call gets to the work (plan, place_run, run_directory return)
         function(**valid)
-        if name in ("configuration", "plan", "run_directory"):
+        if name in ("plan", "place_run", "run_directory"):
             raise Reached
     for parameter in parameters:
         wrong = WRONG + ([None] if "None" not in str(parameter.annotation) else [])

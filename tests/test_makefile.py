@@ -45,3 +45,8 @@ def test_make_judge_adds_the_judge_extra_and_shows_the_doctor(tmp_path):
     plan = planned(tmp_path, "judge")
     assert "pip install --quiet -e '.[judge]'" in plan and "[test" not in plan
     assert plan.rstrip().splitlines()[-1].startswith(f"{tmp_path / 'venv'}/bin/mlmh doctor --fix --problems ||")
+
+
+def test_make_test_type_checks_before_the_suite(tmp_path):
+    plan = planned(tmp_path, "test")
+    assert "python -m mypy" in plan and plan.index("python -m mypy") < plan.index("python -m pytest")

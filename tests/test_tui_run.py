@@ -123,6 +123,23 @@ async def test_cancel_a_running_preset(preset):
         assert not screen.query_one("#run-start").disabled and screen.query_one("#run-cancel").disabled
 
 
+async def test_the_run_screen_refuses_a_missing_checkpoint_before_any_folder_is_made(monkeypatch, tmp_path):
+    """mlmh eval's checks (mlmh.api.place_run): a preset whose hub checkpoints the offline cache lacks is refused
+    at Start in one notice naming them, and no run or model folder is made."""
+    monkeypatch.chdir(tmp_path)
+    said: list[str] = []
+    monkeypatch.setattr(RunScreen, "notify", lambda self, message, **kwargs: said.append(str(message)))
+    app = create_app(preset="paper-hub")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await wait_until(pilot, lambda: bool(said), 60, "the refusal")
+        assert len(said) == 1 and "checkpoints are not cached" in said[0], said
+        assert all(name in said[0] for name in ("bert-base-uncased", "roberta-base", "gpt2", "facebook/bart-base"))
+        assert not screen.running
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "models").exists()
+
+
 async def test_the_run_screen_runs_through_mlmh_api(preset, monkeypatch, tmp_path):
     """The screen plans, places and runs through mlmh.api, the path of mlmh eval: swapped out, the API
     is what the screen reaches, with the TUI's overrides, the plan it checked and its listener."""

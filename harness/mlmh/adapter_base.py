@@ -179,7 +179,7 @@ class BaseAdapter:
             for n, encoding in zip(missing, self._encode_fresh([pairs[n] for n in missing])):
                 found[n] = kept[keys[n]] = encoding
                 self._encoded_tokens += len(encoding.ids)
-        return [hit.copy() for hit in found]  # type: ignore[union-attr]
+        return [hit.copy() for hit in found]  # type: ignore[union-attr]  # each miss was encoded above
 
     def _encode_fresh(self, pairs: Sequence[tuple[Words, MaskPlan]]) -> list[Encoding]:
         """The encodings of ``pairs``, made from the text.
@@ -232,7 +232,7 @@ class BaseAdapter:
         if not texts:
             return []
         tok = self.tokenizer
-        backend = getattr(tok, "backend_tokenizer", None)
+        backend: Any = getattr(tok, "backend_tokenizer", None)  # read only when _direct_backend says it is there
         if self._direct_backend and backend.truncation is None and backend.padding is None and \
                 backend.encode_special_tokens == bool(getattr(tok, "split_special_tokens", False)):
             if len(texts) < _PARALLEL_BATCH:  # small batches: the thread pool's hand-off costs more than it saves
@@ -321,7 +321,7 @@ class BaseAdapter:
                 out[n] = text
                 if len(token_lists[n]) == 1:
                     known[int(token_lists[n][0])] = text
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # each None was decoded above
 
     def _decode_lists(self, lists: list[list[int]]) -> list[str]:
         if self._direct_backend:  # the wrapper's batch_decode is this call plus Python per text
@@ -370,10 +370,8 @@ class BaseAdapter:
         """Token strings of ``ids`` through a table built once: step traces call this once per step."""
         table = self.token_table
         size = len(table)
-        out = [table[i] if 0 <= i < size else None for i in ids]
-        if None in out:  # ids beyond the tokenizer (padding rows of the embedding): ask the tokenizer
-            out = [t if t is not None else self.tokenizer.convert_ids_to_tokens(int(i)) for t, i in zip(out, ids)]
-        return out
+        # ids beyond the tokenizer (padding rows of the embedding): ask the tokenizer
+        return [table[i] if 0 <= i < size else self.tokenizer.convert_ids_to_tokens(int(i)) for i in ids]
 
 
 class MaskedLMAdapter(BaseAdapter):

@@ -128,7 +128,7 @@ class CausalLMAdapter(_IncrementalAdapter):
     kind = "clm"
 
     @cached_property
-    def supports_holes(self) -> bool:  # type: ignore[override]
+    def supports_holes(self) -> bool:  # type: ignore[override]  # cached: a protocol attribute
         """Whether the model's forward takes position ids (asked of the model, so its weights are read)."""
         return "position_ids" in inspect.signature(self.model.forward).parameters
 

@@ -92,7 +92,7 @@ def load_adapter(
     def read_weights(config: Any = None) -> Any:
         with _model_errors(kind, name, local):
             model = from_pretrained(auto, name, what=what, dtype=getattr(torch, dtype),
-                                    use_safetensors=_has_safetensors(local) if is_local else None,
+                                    use_safetensors=_has_safetensors(local) if local is not None else None,
                                     **({"config": config} if config is not None else {}), **common)
         model.to(device)
         return model
@@ -118,7 +118,7 @@ def _model_errors(kind: str, name: str, local: Path | None) -> Iterator[None]:
     except ModelError as exc:
         text = str(exc)
         if "Unrecognized configuration class" in text or "Unrecognized model" in text:
-            model_type = _model_type(local) if is_local else "?"
+            model_type = _model_type(local) if local is not None else "?"
             others = [k for k in MODEL_KINDS if k != kind]
             raise ModelError(
                 f"model '{name}' (type {model_type}) does not support the {kind} objective; "

@@ -121,18 +121,18 @@ def correlate(rows: Iterable[dict[str, Any]], *, seed: int = 0) -> list[Correlat
                     x_values.append(x)
                     y_values.append(y)
             entry = Correlation(metric=metric, task=task, score=score, n=len(x_values))
-            x, y = np.array(x_values), np.array(y_values)
-            if len(x) < MIN_CONDITIONS:
-                entry.summary = verdict(None, None, len(x))
-            elif np.ptp(x) == 0 or np.ptp(y) == 0:
-                which = metric if np.ptp(x) == 0 else f"{task} {score}"
-                entry.summary = f"not enough conditions: {which} is the same in all {len(x)}"
+            xs, ys = np.array(x_values), np.array(y_values)
+            if len(xs) < MIN_CONDITIONS:
+                entry.summary = verdict(None, None, len(xs))
+            elif np.ptp(xs) == 0 or np.ptp(ys) == 0:
+                which = metric if np.ptp(xs) == 0 else f"{task} {score}"
+                entry.summary = f"not enough conditions: {which} is the same in all {len(xs)}"
             else:
                 from mlmh.seeding import sample_seed
 
-                entry.spearman, entry.spearman_p, entry.pearson, entry.pearson_p = _statistics(x, y)
-                cis = bootstrap_ci(x, y, sample_seed(seed, "correlate", f"{metric}|{task}|{score}"))
+                entry.spearman, entry.spearman_p, entry.pearson, entry.pearson_p = _statistics(xs, ys)
+                cis = bootstrap_ci(xs, ys, sample_seed(seed, "correlate", f"{metric}|{task}|{score}"))
                 entry.spearman_ci, entry.pearson_ci = cis["spearman"], cis["pearson"]
-                entry.summary = verdict(entry.spearman, cis["spearman"], len(x))
+                entry.summary = verdict(entry.spearman, cis["spearman"], len(xs))
             out.append(entry)
     return out

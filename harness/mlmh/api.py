@@ -64,28 +64,19 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
                          ray_address=ray_address, cancel=cancel)
     checked = plan(preset, overrides, resume=resume, output_path=output_path)
-    checked.require_checkpoints()
-    out = run_directory(checked.config, output_path, resume=resume)
+    out = place_run(checked, output_path, resume=resume)
     return run(checked, out, progress=progress, resume=resume, use_cache=use_cache, workers=workers,
                backend=backend, ray_address=ray_address, cancel=cancel)
-
-
-def configuration(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
-                  output_path: str | Path | None = None, sweep_epochs: str | None = None,
-                  sweep_tokens: str | None = None) -> "RunConfig":
-    """The checked configuration of a run: ``preset`` with ``overrides`` (keys left None are not set), or,
-    to resume a run directory with no preset named, the configuration that run saved. ``sweep_epochs`` and
-    ``sweep_tokens`` ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained
-    sweep (:func:`mlmh.crossover.expand_models`)."""
-    return plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
-                sweep_tokens=sweep_tokens).config
 
 
 def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume: bool = False,
          output_path: str | Path | None = None, sweep_epochs: str | None = None,
          sweep_tokens: str | None = None) -> "RunPlan":
-    """The configuration of :func:`configuration`, checked by building its plan (:func:`mlmh.plan.build_plan`):
-    the plan :func:`run` runs, so a run builds its components once (a sweep included)."""
+    """The checked plan of a run: ``preset`` with ``overrides`` (keys left None are not set), or, to resume a run
+    directory with no preset named, the configuration that run saved. ``sweep_epochs`` and ``sweep_tokens``
+    ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained sweep
+    (:func:`mlmh.crossover.expand_models`). Building the plan (:func:`mlmh.plan.build_plan`) is the check, and
+    it is the plan :func:`run` runs, so a run builds its components once (a sweep included)."""
     from mlmh.config import resolve
     from mlmh.plan import build_components, build_plan
     from mlmh.registry import get_registry
@@ -117,13 +108,25 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         epochs = parse_axis(sweep_epochs, float, "--sweep-epochs")
         tokens = parse_axis(sweep_tokens, int, "--sweep-tokens")
         if not any(parse_spec(spec)[0] in SWEPT for spec in config.models):
-            given = " and ".join(f for f, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens))
+            flags = " and ".join(f for f, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens))
                                  if v is not None)
-            raise SpecError(f"{given}: the run has no {' or '.join(SWEPT)} model to sweep (models: "
+            raise SpecError(f"{flags}: the run has no {' or '.join(SWEPT)} model to sweep (models: "
                             f"{', '.join(config.models) or 'none'})")
         config.models = expand_models(config.models, epochs=epochs, tokens=tokens)
         config.overridden = sorted({*config.overridden, "models"})
     return build_plan(config)
+
+
+def place_run(checked: "RunPlan", output_path: str | Path | None = None, *, resume: bool = False) -> Path:
+    """The last checks before anything is made, then where the run writes: checkpoints the offline hub lacks
+    are refused in one line (:meth:`mlmh.plan.RunPlan.require_checkpoints`) before :func:`run_directory`
+    places the run. Every face calls it between its plan and its run: :func:`evaluate`, ``mlmh eval`` and the
+    TUI's run screen."""
+    from mlmh.plan import expect_plan
+
+    expect_plan(checked, "mlmh.api.place_run: checked")
+    checked.require_checkpoints()
+    return run_directory(checked.config, output_path, resume=resume)
 
 
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:
@@ -132,7 +135,7 @@ def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume
     from mlmh.config import RunConfig
     from mlmh.rundir import latest_unfinished, new_run_path
 
-    options.check_instance(config, "config", RunConfig, "a RunConfig (mlmh.api.configuration(preset))")
+    options.check_instance(config, "config", RunConfig, "a RunConfig (mlmh.config.resolve(preset))")
     output_path = options.check_path(output_path, "output_path")
     options.check_flag(resume, "resume")
     if output_path:
@@ -156,7 +159,7 @@ def run(checked: "RunPlan", out: Path, *, progress: "Listener | None" = None, re
     from mlmh.runner import run_experiment
 
     expect_plan(checked, "mlmh.api.run: checked")
-    out = Path(options.check_path(out, "out", optional=False))  # type: ignore[arg-type]
+    out = Path(options.check_path(out, "out", optional=False))  # type: ignore[arg-type]  # optional=False: never None
     _check_run_arguments(progress=progress, resume=resume, use_cache=use_cache, workers=workers, backend=backend,
                          ray_address=ray_address, cancel=cancel)
     options.check_has(executor, "executor", ("run", "close"), "an executor (mlmh.executors.make_executor)",
@@ -248,7 +251,7 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
 
 def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "random:ratio=0.15", seed: int = 0,
             dataset: str = TEXT_TRAINING_DATASET, load: "Callable[[Model], Adapter] | None" = None,
-            on_generation: "Callable[[int, Generation], None] | None" = None,
+            on_generation: "Callable[[int, Generation], object] | None" = None,
             cancel: threading.Event | None = None) -> list["Generation"]:
     """Mask ``text`` once and let each ``(model, sampler)`` spec pair of ``sides`` regenerate the same masked
     words, in order, as the TUI playground does; ``on_generation(side, generation)`` hears each as it ends.
@@ -347,9 +350,10 @@ def _regenerate(components: tuple[Any, Any, Any], documents: Sequence["Document"
     adapter = model.load(context)
     from mlmh.plan import many_steps
 
-    for note in [*getattr(adapter, "notes", ()), many_steps(sampler)] if progress is not None else ():
-        if note:
-            progress({"note": note})
+    if progress is not None:
+        for note in [*getattr(adapter, "notes", ()), many_steps(sampler)]:
+            if note:
+                progress({"note": note})
     # cut to the window as a run cuts its documents, so every masked word is one the model writes
     documents, _ = fit_to_windows(list(documents), [adapter])
     items = prepare_items(documents, masking, seed)  # the items a run with this seed generates

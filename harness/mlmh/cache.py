@@ -42,15 +42,26 @@ import types
 import typing
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from mlmh.errors import MlmhError
 from mlmh.types import Generation, from_dict, to_dict
 
-if TYPE_CHECKING:
-    from mlmh.components import Cached
-
 R = TypeVar("R")
+
+
+class CachedComponent(Protocol):
+    """A metric or task that mixes in :class:`mlmh.components.Cached`: its kind and spec name its results."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def spec(self) -> str: ...
+
+    def cache_identity(self) -> str | None: ...
+
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 #: bump when the stored Generation, MetricResult or TaskResult layout or a key recipe changes
@@ -270,7 +281,7 @@ class SampleCache:
             raise MlmhError(self._failure(exc, "cannot be written")) from None
 
 
-def _check_shape(cls: type, data: Any) -> None:
+def _check_shape(cls: Any, data: Any) -> None:
     """Raise ValueError unless ``data`` is a dict whose keys are fields of dataclass ``cls`` (every
     field without a default present) and whose values have the fields' declared types, nested lists,
     dicts and dataclasses included (the checks :func:`~mlmh.types.from_dict` leaves to chance)."""
@@ -311,7 +322,7 @@ def _scalar_types(hint: Any) -> frozenset[type] | None:
         return frozenset(_SCALARS[hint])
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         parts = [_scalar_types(arg) for arg in typing.get_args(hint)]
-        return None if None in parts else frozenset().union(*parts)
+        return None if None in parts else frozenset().union(*(part for part in parts if part is not None))
     return None
 
 
@@ -370,7 +381,7 @@ class ResultLookup:
         self.found = 0
         self._identities: dict[str, str] = {}
 
-    def key(self, component: "Cached", seed: int, content: str) -> str | None:
+    def key(self, component: CachedComponent, seed: int, content: str) -> str | None:
         """The result key of ``component`` on the input whose :func:`content_digest` is ``content``,
         or None when it is not cacheable."""
         from mlmh.implementation import implementation_id, library_versions
@@ -386,7 +397,7 @@ class ResultLookup:
 
     def get(self, key: str | None) -> list[Any] | None:
         self.asked += 1
-        found = self.cache.get_results(key, self.cls) if key else None
+        found: list[Any] | None = self.cache.get_results(key, self.cls) if key else None
         self.found += found is not None
         return found
 

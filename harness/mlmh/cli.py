@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as exc:
         from mlmh.environment import printable
 
-        exc.message = printable(exc.message)
+        setattr(exc, "message", printable(exc.message))  # click declares it final; an echoed name is escaped here
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:

@@ -6,14 +6,14 @@ Each kind names the one method the runner calls; everything else is the plugin's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Sequence, TypeVar, cast
 
 from mlmh.params import Component
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from mlmh.events import RunEvent
+    from mlmh.events import RunEvent, RunFinished
     from mlmh.toolkit import Adapter
     from mlmh.tracking import TrackedRun
     from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, Words
@@ -73,13 +73,17 @@ class Model(Component):
         return ()
 
 
-class Sampler(Component):
+#: the adapter protocol a sampler takes (``Sampler[MaskedLM]``): the run hands it only adapters of its ``model_kinds``
+AdapterT = TypeVar("AdapterT", bound="Adapter")
+
+
+class Sampler(Component, Generic[AdapterT]):
     """Regenerates the masked words of a batch of items with one adapter."""
 
     kind: ClassVar[str] = "sampler"
     model_kinds: ClassVar[frozenset[str]] = frozenset()
 
-    def generate(self, adapter: "Adapter", items: Sequence["MaskedItem"]) -> list["Generation"]:
+    def generate(self, adapter: AdapterT, items: Sequence["MaskedItem"]) -> list["Generation"]:
         """The items' generations; ``adapter`` is one of :mod:`mlmh.toolkit`'s protocols by its ``kind``
         (:class:`~mlmh.toolkit.MaskedLM`, :class:`~mlmh.toolkit.Decoder`, :class:`~mlmh.toolkit.Seq2Seq`)."""
         raise NotImplementedError
@@ -179,7 +183,8 @@ class Tracker(Component):
         if event.kind == "run_started" and self.library:
             check_library(self.library, self.extra)
         elif event.kind == "run_finished":
-            self.log(tracked_run(event.results, event.output_path))
+            finished = cast("RunFinished", event)
+            self.log(tracked_run(finished.results, finished.output_path))
 
     def log(self, run: "TrackedRun") -> None:
         """Log a finished run: its configuration, scores, training curves, findings and files."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mlmh import bounds
 from mlmh.errors import SpecError
@@ -85,7 +85,8 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
             raise SpecError(unknown_message("override", key, KEYS))
         if value is not None:
             merged[key] = value
-    config = RunConfig(preset=name, source=source, dataset=_string(merged, "dataset", source, required=True))
+    dataset = cast(str, _string(merged, "dataset", source, required=True))  # required: never None
+    config = RunConfig(preset=name, source=source, dataset=dataset)
     config.overridden = sorted(k for k, v in (overrides or {}).items() if v is not None)
     config.description = _string(merged, "description", source) or ""
     config.data = _string(merged, "data", source)

@@ -70,12 +70,13 @@ def expand_models(models: Sequence[str], *, epochs: Sequence[float] | None = Non
             bases.append(base)
     given = {"unique_tokens": [str(int(u)) for u in tokens] if tokens else None,
              "epochs": [f"{float(e):g}" for e in epochs] if epochs else None}
-    values = {axis: given[axis] if given[axis] is not None else seen_values[axis] for axis in AXES}
+    values: dict[str, Sequence[str | None]] = {
+        axis: chosen if (chosen := given[axis]) is not None else seen_values[axis] for axis in AXES}
     expanded: list[str] = []
-    for name, params in bases:
+    for name, kept in bases:
         for u in values["unique_tokens"] or [None]:
             for e in values["epochs"] or [None]:
-                swept = [*params, *((("unique_tokens", u),) if u is not None else ()), *((("epochs", e),) if e is not None else ())]
+                swept = [*kept, *((("unique_tokens", u),) if u is not None else ()), *((("epochs", e),) if e is not None else ())]
                 expanded.append(f"{name}:" + ",".join(f"{k}={v}" for k, v in swept) if swept else name)
     return out[:at] + expanded + out[at:] if at is not None else out
 

@@ -130,8 +130,13 @@ def _all_checks() -> list[Check]:
         except Exception as exc:
             failed = CheckResult(f"plugin {label}", False,
                                  f"plugin '{label}' failed in register_checks: {type(exc).__name__}: {exc}")
-            found.append(Check(failed.name, lambda failed=failed: failed))
+            found.append(Check(failed.name, _known(failed)))
     return found
+
+
+def _known(result: CheckResult) -> Callable[[], CheckResult]:
+    """A check whose result is already decided (a plugin that failed to register its checks)."""
+    return lambda: result
 
 
 def run_checks() -> list[CheckResult]:

@@ -97,7 +97,7 @@ class EventBus:
     """Fans one event out to every listener, to plugins' ``mlmh_run_event`` hooks and to the trackers the
     run enabled (:class:`mlmh.components.Tracker`, set by the runner from the run's plan)."""
 
-    def __init__(self, *listeners: Listener, plugins: bool = True) -> None:
+    def __init__(self, *listeners: Listener | None, plugins: bool = True) -> None:
         self.listeners = [listener for listener in listeners if listener is not None]
         self.plugins = plugins
         self.trackers: Sequence[Any] = ()
@@ -128,5 +128,6 @@ def _notify_plugins(event: RunEvent) -> None:
     if _failed_observers[0] is not pm or event.kind == "run_started":
         _failed_observers = (pm, set())
     for impl in pm.hook.mlmh_run_event.get_hookimpls():
-        notify(f"observer plugin '{plugin_label(impl.plugin_name)}'", lambda e, f=impl.function: f(event=e), event,
+        observe = impl.function  # pluggy passes hook arguments by name
+        notify(f"observer plugin '{plugin_label(impl.plugin_name)}'", lambda e: observe(event=e), event,
                _failed_observers[1])

@@ -15,7 +15,7 @@ gen-ppl), Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the verdict and caveat 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from mlmh import claims as gmlm
 from mlmh import fluency, paper_claims
@@ -100,7 +100,7 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     documents = data_line(results) if results is not None else ""
     if documents and lines:
         lines.append(f"Measured on {documents}.")
-    step = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})
+    step: dict[str, Any] = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})
     if step.get("command"):
         command = f"`{step['command']}`" if markdown else step["command"]
         lines.append(f"Next step: {command}: {step.get('why', '')}.")

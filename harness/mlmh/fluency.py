@@ -34,13 +34,25 @@ def judged(results: RunResults) -> bool:
 def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
     """The fluency check as a rule over a run's :class:`~mlmh.paper_claims.Evidence`, where the run has gen-ppl."""
     overlap = [m for m in paper_metrics(results) if m not in (JUDGED, FLOOR)]
-    return [lambda ev, metric=overlap[0]: fluency_beside_claim_1(ev, metric)] if overlap and judged(results) else []
+    if not overlap or not judged(results):
+        return []
+    metric = overlap[0]
+
+    def rule(ev: Evidence) -> Finding:
+        return fluency_beside_claim_1(ev, metric)
+
+    return [rule]
+
+
+def _mean_of(values: np.ndarray) -> Callable[[np.ndarray], float]:
+    """The statistic of a resample: the mean of ``values`` at its rows."""
+    return lambda rows: float(values[rows].mean())
 
 
 def _overlap_winner(ev: Evidence, rows: Sequence[ConditionResult], metric: str) -> ConditionResult | None:
     """The usable condition of ``rows`` best on unseen ``metric`` that also has the judge's figures."""
     scored = [r for r in rows if r.value(metric, "unseen") is not None and ev.values(r.id, JUDGED) and ev.usable(r, metric)]
-    return max(scored, key=lambda r: ev.sign(metric) * r.value(metric, "unseen"), default=None)  # type: ignore[operator]
+    return max(scored, key=lambda r: ev.sign(metric) * r.scored(metric, "unseen"), default=None)
 
 
 def _ratio(row: ConditionResult, figures: dict) -> float | None:
@@ -76,7 +88,7 @@ def fluency_beside_claim_1(ev: Evidence, metric: str) -> Finding:
         if not docs:
             continue
         gap = np.asarray([math.log(b[d]) - math.log(a[d]) for d in docs])  # nats per token: log ppl = mean NLL
-        low, high = resample_ci(len(docs), lambda rows_, gap=gap: float(gap[rows_].mean()), seed=ev.seed)
+        low, high = resample_ci(len(docs), _mean_of(gap), seed=ev.seed)
         unseen_mlm, unseen_clm = mlm.unseen, clm.unseen
         parts.append({"label": masking + (f" (seed {seed})" if seed else ""), "statistic": float(gap.mean()),
                       "ci_low": low, "ci_high": high, "verdict": verdict(low, high, +1), "mlm": mlm.id, "clm": clm.id,

@@ -90,10 +90,11 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
     by_condition: dict[str, list[GenerationRow]] = defaultdict(list)
     originals: dict[str, str] = {}
     for row in rows:
-        by_condition[row.condition].append(row)  # type: ignore[index]
-        originals.setdefault(row.doc_id, row.original)  # type: ignore[arg-type]
+        by_condition[row.checked("condition")].append(row)
+        originals.setdefault(row.checked("doc_id"), row.checked("original"))
     pools = {ORIGINAL: [{"doc_id": d, "text": t} for d, t in sorted(originals.items())]}
-    pools.update({c: [{"doc_id": r.doc_id, "text": r.text} for r in rs] for c, rs in by_condition.items()})
+    pools.update({c: [{"doc_id": r.checked("doc_id"), "text": r.checked("text")} for r in rs]
+                  for c, rs in by_condition.items()})
     rng = np.random.default_rng(seed)
     queues = {c: [pool[i] for i in rng.permutation(len(pool))] for c, pool in pools.items()}
     chosen: list[tuple[str, dict[str, Any]]] = []
@@ -177,12 +178,12 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
         for item, scores in ratings.items():
             for criterion, value in scores.items():
                 per_condition[key[item]["condition"]][criterion].append(value)
-    for condition, scores in sorted(per_condition.items()):
+    for condition, by_criterion in sorted(per_condition.items()):
         conditions[condition] = {}
         for criterion in CRITERIA:
-            mean, low, high = mean_ci(scores.get(criterion, []), seed=seed)
+            mean, low, high = mean_ci(by_criterion.get(criterion, []), seed=seed)
             conditions[condition][criterion] = {"value": mean, "ci_low": low, "ci_high": high,
-                                                "n": len(scores.get(criterion, [])), "higher_is_better": True}
+                                                "n": len(by_criterion.get(criterion, [])), "higher_is_better": True}
     agreement: dict[str, float | None] = {}
     for criterion in CRITERIA:
         matrix = np.array([[raters[r].get(i, {}).get(criterion, np.nan) for i in items] for r in raters], dtype=float)

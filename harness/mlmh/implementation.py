@@ -48,7 +48,7 @@ def library_versions() -> tuple[tuple[str, str | None], ...]:
     """``(distribution, version or None)`` of each of :data:`LIBRARIES`."""
     from importlib import metadata
 
-    found = []
+    found: list[tuple[str, str | None]] = []
     for dist in LIBRARIES:
         try:
             found.append((dist, metadata.version(dist)))
@@ -94,6 +94,7 @@ def _reachable(module_name: str) -> set[str]:
         if module is None:
             continue
         for value in vars(module).values():
+            target: str | None
             if isinstance(value, types.ModuleType):
                 target = value.__name__
             else:
@@ -151,7 +152,7 @@ def _packages_distributions() -> dict[str, list[str]]:
         for file in dist.files or []:
             if file.suffix != ".pth":
                 continue
-            pth = Path(dist.locate_file(file))
+            pth = Path(str(dist.locate_file(file)))
             try:
                 lines = pth.read_text(encoding="utf-8").splitlines()
             except (OSError, UnicodeDecodeError):

@@ -9,7 +9,7 @@ import gzip
 import json
 import zlib
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from mlmh.errors import DataError
 from mlmh.inputs import check_input_file
@@ -61,7 +61,7 @@ def parse_object(path: Path, number: int, line: str, *, finite: bool = False) ->
     return row
 
 
-def numbered_lines(path: Path, handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+def numbered_lines(path: Path, handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of an open file; a damaged or fake ``.gz`` stops with one DataError naming the
     file and the line the data stops being readable at, never a Python error (the one rule of every reader)."""
     lines, number = iter(handle), 0

@@ -57,18 +57,18 @@ def gap(seen: Score | None, unseen: Score | None) -> Score | None:
     if seen is None or unseen is None or seen.value is None or unseen.value is None:
         return None
     value = float(seen.value) - float(unseen.value)
-    ses = [_se(score) for score in (seen, unseen)]
-    if any(se is None for se in ses):
+    seen_se, unseen_se = _se(seen), _se(unseen)
+    if seen_se is None or unseen_se is None:
         return Score(value=value, extra={"significant": None})
-    se = math.sqrt(sum(s * s for s in ses))  # type: ignore[operator]
+    se = math.sqrt(seen_se * seen_se + unseen_se * unseen_se)
     low, high = value - Z95 * se, value + Z95 * se
     return Score(value=value, ci_low=low, ci_high=high, extra={"significant": bool(low > 0 or high < 0)})
 
 
 def _se(score: Score) -> float | None:
-    if not score.has_ci:
+    if score.ci_low is None or score.ci_high is None:
         return None
-    return (float(score.ci_high) - float(score.ci_low)) / (2 * Z95)  # type: ignore[arg-type]
+    return (float(score.ci_high) - float(score.ci_low)) / (2 * Z95)
 
 
 def filler_word(documents: Sequence[Document]) -> str:

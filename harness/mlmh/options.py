@@ -179,6 +179,7 @@ class Number(click.ParamType):
                 flag: str | None = None) -> Any:
         """``value`` checked; refused naming ``flag`` (default: the click option's, for the Python API the
         argument's name)."""
+        raw: str | int | float
         if isinstance(value, bool) or value is None:
             raw, text = "", repr(value)
         elif isinstance(value, (int, float)):
@@ -355,7 +356,7 @@ def check_pairs(value: Any, name: str, what: str) -> list[tuple[str, str]]:
             raise SpecError(f"{name}[{n}] {pair!r}: expected a pair {what}, not {_kind(pair)}")
         for item in pair:
             check_text(item, f"{name}[{n}]")
-    return [tuple(pair) for pair in value]  # type: ignore[misc]
+    return [tuple(pair) for pair in value]
 
 
 def _kind(value: Any) -> str:

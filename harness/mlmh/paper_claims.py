@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -152,7 +153,7 @@ def _pairs_mean(means: np.ndarray) -> float:
 
 def _best(ev: Evidence, rows: Sequence[ConditionResult], metric: str) -> ConditionResult | None:
     scored = [r for r in rows if r.value(metric, "unseen") is not None and ev.usable(r, metric)]
-    return max(scored, key=lambda r: ev.sign(metric) * r.value(metric, "unseen"), default=None)  # type: ignore[operator]
+    return max(scored, key=lambda r: ev.sign(metric) * r.scored(metric, "unseen"), default=None)
 
 
 def _random(row: ConditionResult) -> bool:
@@ -166,7 +167,7 @@ def _unit(metric: str) -> str:
 
 
 def _part(label: str, value: float | None, low: float | None, high: float | None, direction: int,
-          **more: object) -> dict[str, object]:
+          **more: object) -> dict[str, Any]:
     return {"label": label, "statistic": value, "ci_low": low, "ci_high": high,
             "verdict": verdict(low, high, direction), **more}
 
@@ -228,7 +229,7 @@ def lower_ratio_better(ev: Evidence, metric: str) -> Finding:
         if _random(row) and row.value(metric, "unseen") is not None:
             if ev.usable(row, metric):
                 series[(row.model, row.sampler, row.seed)].append(row)
-    series = {k: sorted(v, key=lambda r: r.masking_ratio) for k, v in series.items()  # type: ignore[arg-type, return-value]
+    series = {k: sorted(v, key=lambda r: r.masking_ratio) for k, v in series.items()  # type: ignore[arg-type, return-value]  # _random rows have a ratio
               if len({r.masking_ratio for r in v}) >= 2}
     if not series:
         return not_tested(claim, SOURCE, text, "the run has no model and sampler scored at two or more random "
@@ -241,21 +242,21 @@ def lower_ratio_better(ev: Evidence, metric: str) -> Finding:
     for (model, sampler, _), rows in series.items():
         ratios = np.asarray([r.masking_ratio for r in rows], dtype=float)
         own = [a for r in rows for a in ((r.id, baselines[r.id]) if relative else (r.id,))]
-        value, low, high, n = paired(ev, own, metric, _slope(ratios, relative))  # type: ignore[arg-type]
+        value, low, high, n = paired(ev, own, metric, _slope(ratios, relative))  # type: ignore[arg-type]  # relative: all set
         parts.append(_part(f"{model} / {sampler}", value, low, high, -1, ratios=ratios.tolist(), documents=n))
         slopes.append((len(arms), len(arms) + len(own), ratios))
-        arms += own  # type: ignore[arg-type]
+        arms += own  # type: ignore[arg-type]  # relative: every baseline is set
 
     def mean_slope(means: np.ndarray) -> float:
         return float(np.mean([_slope(x, relative)(means[a:b]) for a, b, x in slopes]))
 
     value, low, high, n = paired(ev, arms, metric, mean_slope)
     result = verdict(low, high, -1)
-    ratios = sorted({r for _, _, x in slopes for r in x})
+    swept = sorted({r for _, _, x in slopes for r in x})
     what = (f"unseen {metric} above the stronger of the filler and deletion of each masking" if relative else
             f"unseen {metric} (no per-document baseline scores: raw quality, which the trivial filler loses too)")
     statement = (f"{text}: {what} changes by {number(value)} {_unit(metric)} per +0.1 of masking ratio "
-                 f"({describe_ci(low, high)}, {n} documents; ratios {', '.join(f'{r:g}' for r in ratios)}; mean over "
+                 f"({describe_ci(low, high)}, {n} documents; ratios {', '.join(f'{r:g}' for r in swept)}; mean over "
                  f"{len(parts)} model x sampler series). So the claim {_said(result)}.")
     return _finding(claim, text, result, statement, value, low, high, f"{_unit(metric)} per +0.1 masking ratio", n,
                     [a for a in arms if a in baselines], ev, parts, metric=metric, above_baseline=relative)
@@ -286,7 +287,7 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
         if punct is None or not others:
             continue
         sign = ev.sign(metric)
-        other = pick(others, key=lambda m: sign * by_masking[m].value(metric, "unseen"))  # type: ignore[operator]
+        other = pick(others, key=lambda m: sign * by_masking[m].scored(metric, "unseen"))
         value, low, high, n = paired(ev, [by_masking[other].id, by_masking[punct].id], metric, _difference)
         parts.append(_part(f"{kind.upper()}: punctuation minus {'best' if pick is max else 'worst'} other masking "
                            f"({other})", value, low, high, direction, documents=n))
@@ -296,11 +297,11 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
         return not_tested(claim, SOURCE, text, "the run needs punctuation masking and at least one other masking "
                           f"for both a usable MLM and a usable CLM, scored with {metric}")
     result = combined(results)
-    said = "; ".join(f"{p['label']}: {number(p['statistic'])} {describe_ci(p['ci_low'], p['ci_high'])}, "  # type: ignore[arg-type]
+    said = "; ".join(f"{p['label']}: {number(p['statistic'])} {describe_ci(p['ci_low'], p['ci_high'])}, "
                      f"{p['verdict']}" for p in parts)
     statement = (f"{text}: on unseen documents, {said}. So the claim {_said(result)} (both parts must hold; the "
                  "maskings hide different shares of the words, as in the paper).")
-    return _finding(claim, text, result, statement, None, None, None, _unit(metric), min(p["documents"] for p in parts),  # type: ignore[type-var]
+    return _finding(claim, text, result, statement, None, None, None, _unit(metric), min(p["documents"] for p in parts),
                     arms, ev, parts, metric=metric)
 
 
@@ -314,7 +315,7 @@ def no_strong_correlation(ev: Evidence, metric: str) -> Finding:
                           f"(it needs a downstream task and at least three conditions)")
     if not ev.downstream_learns(entry.task, _item_score(ev, entry.task, entry.score)):
         return not_tested(claim, SOURCE, text, f"its {entry.task} model does not learn from the real documents")
-    low, high = (entry.spearman_ci or [None, None])[:2]
+    low, high = entry.spearman_ci[:2] if entry.spearman_ci else (None, None)
     result = correlation_verdict(low, high, STRONG)
     statement = (f"{text}: across {entry.n} conditions, Spearman's rho of seen {metric} with {entry.task} "
                  f"{entry.score} is {number(entry.spearman)} ({describe_ci(low, high)}); 'strong' means "
@@ -328,14 +329,15 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
     """Downstream per-item scores of the regenerations at the highest ratio against chance and the real data."""
     claim = "paper-5"
     text = "(5) Even at very high masking the synthetic data still trains a useful downstream model"
-    ratios = [r.masking_ratio for r in ev.results.conditions if _random(r) and r.downstream]
+    ratios = [r.masking_ratio for r in ev.results.conditions
+              if _random(r) and r.masking_ratio is not None and r.downstream]  # (_random implies a ratio)
     top = max(ratios, default=None)
     if top is None or top < HIGH_RATIO:
         return not_tested(claim, SOURCE, text, f"the run has no downstream scores at a masking ratio of {HIGH_RATIO:g} "
                           "or more")
     real, chance = ev.tasks.get("real", {}), ev.tasks.get("chance", {})
     task, score = next(((t, s) for t, scores in real.items() for s in scores if s in chance.get(t, {})), (None, None))
-    if task is None:
+    if task is None or score is None:  # both or neither
         return not_tested(claim, SOURCE, text, "no downstream task of the run reports per-item scores beside a "
                           "chance level")
     if not ev.downstream_learns(task, score):
@@ -398,8 +400,8 @@ def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
     if not metrics:
         return []
     first = metrics[0]
-    out: list[Callable[[Evidence], Finding]] = [lambda e, m=m: mlm_beats_clm(e, m) for m in metrics]  # type: ignore[misc]
-    return out + [lambda e, rule=rule: rule(e, first)  # type: ignore[misc]
+    out: list[Callable[[Evidence], Finding]] = [partial(mlm_beats_clm, metric=m) for m in metrics]
+    return out + [lambda e, rule=rule: rule(e, first)
                   for rule in (lower_ratio_better, punctuation_extremes, no_strong_correlation, useful_at_high_masking)]
 
 

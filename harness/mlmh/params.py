@@ -42,6 +42,7 @@ class Param:
             if self.default is None:
                 return None
             raise SpecError(f"{where} must not be empty")
+        out: Any
         try:
             if self.type is bool and isinstance(value, str):
                 low = value.strip().lower()

@@ -21,7 +21,7 @@ A work unit is one condition x one batch of documents: the grain the executors d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.contracts import describe_error
 from mlmh.errors import SpecError
@@ -165,7 +165,7 @@ class RunPlan:
                             f"(models: {', '.join(m.short_spec for m in self.models)}; "
                             f"samplers: {', '.join(s.short_spec for s in self.samplers)})")
 
-    def units(self, items: dict[tuple[str, int], Sequence["MaskedItem"]], batch_size: int,
+    def units(self, items: Mapping[tuple[str, int], Sequence["MaskedItem"]], batch_size: int,
               skip: Iterable[tuple[str, str]] = ()) -> list[WorkUnit]:
         """The work units of every condition, in grid order; ``items[(masking spec, seed)]`` are the
         masked documents, and ``skip`` holds (condition id, doc id) pairs already generated (cached)."""
@@ -204,8 +204,8 @@ class RunPlan:
     # -- fail fast -----------------------------------------------------------------------------
     def require_checkpoints(self) -> None:
         """Refuse the run in one line when the hub is offline and checkpoints its models read are not cached
-        (every one named): not one of those models could train or load. ``mlmh eval`` and
-        :func:`mlmh.evaluate` ask before they make the run directory; :meth:`check` asks on every run path."""
+        (every one named): not one of those models could train or load. Every face asks before the run directory
+        is made (:func:`mlmh.api.place_run`); :meth:`check` asks on every run path."""
         from mlmh.checkpoints import uncached
 
         missing = uncached(name for model in self.models for name in getattr(model, "checkpoints", tuple)())
@@ -309,8 +309,8 @@ def build_plan(config: "RunConfig") -> RunPlan:
     from mlmh.options import check_instance
     from mlmh.registry import get_registry
 
-    check_instance(config, "config", RunConfig, "a RunConfig (mlmh.api.configuration(preset))")
-    lists = {key: build_components(config, key) for key in KINDS}
+    check_instance(config, "config", RunConfig, "a RunConfig (mlmh.config.resolve(preset))")
+    lists: dict[str, Any] = {key: build_components(config, key) for key in KINDS}
     plan = RunPlan(config=config, dataset=lists.pop("dataset")[0], **lists)
     registry = get_registry()
     plan.warnings.extend(registry.errors)

@@ -124,9 +124,9 @@ def _place(row: ConditionResult, key: str, swept: set[str], make: Any, point_val
            by_ratio: dict[str, Series], by_masking: dict[str, Series]) -> None:
     """The one rule of where a point goes: a swept family on the ratio axis, any other masking in its own column."""
     family = _family(row.masking)
-    if family in swept:
+    if family in swept and row.masking_ratio is not None:
         label = key if family == "random" else f"{key} / {family}"
-        by_ratio.setdefault(label, make(label)).points.append(Point(float(row.masking_ratio), *point_value))  # type: ignore[arg-type]
+        by_ratio.setdefault(label, make(label)).points.append(Point(float(row.masking_ratio), *point_value))
     else:
         by_masking.setdefault(key, make(key)).points.append(Point(row.masking, *point_value))
 
@@ -161,7 +161,7 @@ def steps_data(results: RunResults, metric: str, role: str | None = None) -> Pan
             continue
         label = _series_key(row, several_seeds, sampler_family=True, with_masking=True)
         target = series.setdefault(label, _series(label, row, style[label], _family(row.masking)))
-        target.points.append(Point(int(row.steps), *point_value))  # type: ignore[arg-type]
+        target.points.append(Point(int(row.steps), *point_value))  # type: ignore[arg-type]  # rows with steps only
     kept = [s for s in series.values() if len({p.x for p in s.points}) >= 2]
     for s in kept:
         s.points.sort(key=lambda p: p.x)

@@ -187,7 +187,7 @@ def entry_point_table() -> list[list[Any]]:
 
     rows = [[ep.dist.name if ep.dist else ep.name, ep.dist.version if ep.dist else None, ep.name, ep.value]
             for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
-    table = sorted(rows, key=lambda row: (not _is_builtin(row[0]), row[0], row[2]))
+    table = sorted(rows, key=lambda row: (not _is_builtin(str(row[0])), row[0], row[2]))
     try:
         from mlmh.paths import private_dir
 

@@ -195,8 +195,8 @@ def _child_main(index: int, job: TrainingJob, env: dict[str, str], path: list[st
 
     events.put((index, "progress", {"stage": "train", "state": "started", "step": 0, "total": None}))
     try:
-        path, built = job.ensure(forward)
-        card = json.loads((path / CARD_NAME).read_text(encoding="utf-8"))
+        folder, built = job.ensure(forward)
+        card = json.loads((folder / CARD_NAME).read_text(encoding="utf-8"))
     except BaseException as exc:  # reported; the driver's own load trains it again and raises there
         events.put((index, "failed", {"stage": "train", "state": "failed", "error": describe_error(exc)}))
         return

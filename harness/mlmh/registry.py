@@ -18,7 +18,7 @@ import pluggy
 
 from mlmh.components import KINDS, Preset
 from mlmh.errors import SpecError
-from mlmh.params import parse_spec, unknown_message
+from mlmh.params import Component, parse_spec, unknown_message
 
 HOOK_OF_KIND = {
     "model": "register_models",
@@ -79,7 +79,7 @@ class Registry:
         if kind == "preset":
             obj = _make_preset(obj, source, owner)
         else:
-            base = KINDS[kind]
+            base: type[Component] = KINDS[kind]  # a preset is made above
             if isinstance(obj, type) and issubclass(obj, base):
                 obj = obj()
             if not isinstance(obj, base):

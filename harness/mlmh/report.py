@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings import answer_lines
 from mlmh.results import (as_results, model_record_of, best_conditions, better, format_number, format_score, higher_is_better,
@@ -37,14 +37,15 @@ def kind_comparison(results: RunResults, metric: str, kind_a: str = "mlm", kind_
             continue
         slot = groups[(row.masking, row.seed)]
         best = slot.get(row.model_kind)
-        if best is None or better(results, metric, value, best.value(metric, role)):  # type: ignore[arg-type]
+        best_value = None if best is None else best.value(metric, role)  # a kept row has a value
+        if best_value is None or better(results, metric, value, best_value):
             slot[row.model_kind] = row
     out = []
     for (masking, seed), slot in groups.items():
         if kind_a not in slot or kind_b not in slot:
             continue
         a, b = slot[kind_a].quality(role)[metric], slot[kind_b].quality(role)[metric]
-        winner = None if a.value == b.value else kind_a if better(results, metric, a.value, b.value) else kind_b  # type: ignore[arg-type]
+        winner = None if a.value == b.value else kind_a if better(results, metric, a.value, b.value) else kind_b  # type: ignore[arg-type]  # kept rows have values
         out.append({"masking": masking, "seed": seed, "a": slot[kind_a], "b": slot[kind_b], "winner": winner,
                     "overlapping": a.overlaps(b)})
     return out
@@ -158,7 +159,7 @@ def filler_findings(results: RunResults) -> list[str]:
         for masking, rows in by_masking.items():
             block = getattr(rows[0], role)
             sign = 1 if higher_is_better(results, metric) else -1
-            best = max(rows, key=lambda r: sign * r.value(metric, role))  # type: ignore[operator]
+            best = max(rows, key=lambda r: sign * r.scored(metric, role))
             value = best.value(metric, role)
             line = (f"{metric}, {masking}: the best condition ({best.model} / {best.sampler}) scores "
                     f"{format_score(best.quality(role)[metric])}; filling every mask with \"{results.filler_word}\" "
@@ -166,10 +167,10 @@ def filler_findings(results: RunResults) -> list[str]:
             deletion = block.deletion.get(metric)
             if deletion is not None and deletion.value is not None:
                 line += f", deleting the masked words {format_score(deletion)}"
-                if sign * (deletion.value - value) >= 0:  # type: ignore[operator]
+                if sign * (deletion.value - value) >= 0:
                     line += " — no better than deletion"
             filler = block.filler[metric].value
-            if filler is not None and sign * (filler - value) >= 0:  # type: ignore[operator]
+            if filler is not None and sign * (filler - value) >= 0:
                 line += " — no better than the filler"
             lines.append(line + ".")
     return lines
@@ -360,7 +361,7 @@ def downstream_table(results: RunResults) -> list[str]:
     return _table(["train data", "masking", "sampler", *[f"{t} {m}" for t, m in cols]], rows)
 
 
-def _cell(scores: dict[str, dict[str, float]], column: tuple[str, str]) -> str:
+def _cell(scores: Mapping[str, Mapping[str, float | None]], column: tuple[str, str]) -> str:
     value = scores.get(column[0], {}).get(column[1])
     return "n/a" if value is None else format_number(value)
 
@@ -470,12 +471,12 @@ def _comparison(results: RunResults, role: str) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> str:
+def render_markdown(results: RunResults | dict[str, Any], plots: Sequence[str | Path]) -> str:
     results = as_results(results)
     present = roles(results)
     lines = _header(results) + answer_section(results) + ["## Findings", ""]
-    for role in present:
-        lines += _comparison(results, role)
+    for compared in present:
+        lines += _comparison(results, compared)
     if len(present) == 2:
         disagree = disagreements(results)
         lines += ["Where seen and unseen documents disagree:", ""]
@@ -495,7 +496,8 @@ def render_markdown(results: RunResults | dict[str, Any], plots: list[str]) -> s
     lines += [""] + claims_section(results) + crossover_section(results)
     lines += ["## Generation quality", "", "Bold: best per column. Brackets: bootstrap 95% CI over documents. "
               "Verbatim recall: share of masked words regenerated exactly.", ""]
-    for role in present or [None]:  # type: ignore[list-item]
+    shown: Sequence[str | None] = present or [None]
+    for role in shown:
         metrics = main_metrics(results, role)
         rest = [m for m in metric_names(results, role) if m not in metrics]
         if role:

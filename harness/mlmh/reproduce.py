@@ -70,7 +70,7 @@ def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
     if document is None:
         raise SpecError(f"--sample {sample}: document {recorded.doc_id!r} is not in dataset {config.dataset} "
                         f"({corpus.source})")
-    document = _as_generated(document, recorded.original)  # type: ignore[arg-type]
+    document = _as_generated(document, recorded.checked("original"))
     adapter = condition.model.load(load_context(config, corpus))
     (item,) = prepare_items([document], condition.masking, condition.seed)
     (generation,) = generate(adapter, condition.sampler, [item], batch_size=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 B = TypeVar("B", bound="Block")
 
@@ -24,10 +24,12 @@ class Block:
     from a file that lacked some of its keys (an older writer's) writes them back absent, not as defaults."""
 
     _absent: frozenset[str] = frozenset()  # the fields the object read had no key for
+    if TYPE_CHECKING:  # every Block is a dataclass: what dataclasses.fields takes
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     @classmethod
     def from_dict(cls: type[B], data: dict[str, Any]) -> B:
-        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+        fields = dataclasses.fields(cls)
         flat = next((f.name for f in fields if f.metadata.get("flat")), None)
         named = {f.name for f in fields if not f.metadata.get("flat")}
         values: dict[str, Any] = {k: v for k, v in data.items() if k in named}
@@ -40,7 +42,7 @@ class Block:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.metadata.get("flat"):
                 out |= value

@@ -141,6 +141,6 @@ def format_score(score: Score | None, with_ci: bool = True) -> str:
     if score is None or score.value is None:
         return "n/a"
     text = format_number(score.value)
-    if with_ci and score.has_ci:
-        text += f" [{format_number(score.ci_low)}, {format_number(score.ci_high)}]"  # type: ignore[arg-type]
+    if with_ci and score.ci_low is not None and score.ci_high is not None:
+        text += f" [{format_number(score.ci_low)}, {format_number(score.ci_high)}]"
     return text

@@ -34,8 +34,14 @@ class ResultsStage:
     config: Any  # mlmh.runconfig.RunConfig
     run_dir: Any  # mlmh.rundir.RunDir
     bus: Any  # mlmh.events.EventBus
-    conditions: list[Any]
-    running: list[Any]
+
+    @property
+    def conditions(self) -> list[Any]:
+        raise NotImplementedError
+
+    @property
+    def running(self) -> list[Any]:
+        raise NotImplementedError
 
     def _note(self, text: str, level: str = "info", emit: bool = True) -> None:
         raise NotImplementedError
@@ -98,7 +104,8 @@ class ResultsStage:
         gaps: dict[str, Score] = {}
         if "seen" in quality and "unseen" in quality:
             seen, unseen = quality["seen"], quality["unseen"]
-            pairs = [(name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
+            pairs: list[tuple[str, Score | None, Score | None]] = [
+                (name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
             pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
             for name, a, b in pairs:
                 found = gap(a, b)

@@ -288,8 +288,8 @@ class Runner(ResultsStage):
 
     def _window(self) -> str:
         """The narrowest model window in tokens and how to widen it, for the note on cut documents."""
-        windows = {m.component.short_spec: m.adapter.max_length for m in self.state.models.values()
-                   if isinstance(getattr(m.adapter, "max_length", None), int)}
+        windows = {m.component.short_spec: window for m in self.state.models.values()
+                   if isinstance(window := getattr(m.adapter, "max_length", None), int)}
         if not windows:
             return ""
         model, tokens = min(windows.items(), key=lambda kv: kv[1])
@@ -308,6 +308,7 @@ class Runner(ResultsStage):
                            f"model's window{self._window()}, so no masked word goes ungenerated and no unseen text "
                            "pads the scores")
         # the real-text baseline of the downstream tasks trains on the same (cut) documents as the synthetic corpora
+        assert self.state.corpus is not None  # the data stage ran
         self.state.train = subcorpus(self.state.corpus, self.state.documents["seen"])
         documents = [d for role in ROLES for d in self.state.documents[role]]
         pairs = [(m, seed) for m in self.plan.maskings for seed in self.config.seeds]
@@ -400,6 +401,7 @@ class Runner(ResultsStage):
         from mlmh.cache import ResultLookup
         from mlmh.memorization import baseline_words, filler_generations, filler_word
 
+        assert self.state.corpus is not None  # the data stage ran
         self.state.filler_word = filler_word(self.state.corpus.split("train"))
         baselines = baseline_words(self.state.filler_word)
         keys = list(self.state.items)
@@ -407,8 +409,8 @@ class Runner(ResultsStage):
         scoring = Scoring(ResultLookup(cache, MetricResult),
                           (len(self.conditions) + len(keys) * len(baselines)) * len(self.plan.metrics) * roles)
         self.bus.emit(StageStarted(stage="metrics", total=scoring.total, description="scoring"))
-        # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> scores
-        scored_baselines: dict[str, dict[tuple[str, int], dict[str, dict[str, Score]]]] = {}
+        # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> metric -> Score
+        scored_baselines: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
         for name, word in baselines.items():
             for key in keys:
                 generations = filler_generations(self.state.items[key], word)
@@ -523,7 +525,7 @@ class Runner(ResultsStage):
         seed = self.config.seeds[0]
         for task in tasks:
             self._check_cancel()
-            self.state.baseline[task.name] = self._task_scores(task, train, test, seed, REAL_TRAIN, lookup)
+            self.state.baseline[task.name] = dict(self._task_scores(task, train, test, seed, REAL_TRAIN, lookup))
             done += 1
             self.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
         for condition in self.running:

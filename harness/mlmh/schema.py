@@ -142,7 +142,7 @@ def _walk(value: Any, finite: bool) -> str | None:
             return f"{at}: must be a finite number, not {item}"
         if isinstance(item, (dict, list)):
             if depth >= MAX_DEPTH:
-                top = re.match(r"\$(\.[^.\[]+|\[\d+\])?", at).group(0)  # type: ignore[union-attr]
+                top = re.match(r"\$(\.[^.\[]+|\[\d+\])?", at).group(0)  # type: ignore[union-attr]  # a path starts with $
                 return f"{top}: nested deeper than {MAX_DEPTH} levels"
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             children = [(v, f"{at}.{k}" if isinstance(item, dict) else f"{at}[{k}]", depth + 1) for k, v in pairs]

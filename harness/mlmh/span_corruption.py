@@ -66,7 +66,7 @@ def spans_to_fit(spans: Sequence[tuple[int, int]], limit: int) -> list[tuple[int
         gaps = [merged[i + 1][0] - merged[i][1] for i in range(len(merged) - 1)]
         i = gaps.index(min(gaps))
         merged[i: i + 2] = [(merged[i][0], merged[i + 1][1])]
-    return merged  # type: ignore[return-value]
+    return merged  # type: ignore[return-value]  # pairs built from the spans' own int bounds
 
 
 def random_segmentation(items: int, segments: int, rng: "np.random.Generator") -> list[int]:

@@ -150,7 +150,8 @@ def _groups(corpus: Corpus, train: Sequence[Document], link_pairs: bool) -> list
 def _take_groups(groups: list[tuple[str, ...]], wanted: int, total: int) -> set[str]:
     """Groups in hash order, each taken while it brings the moved count closer to ``wanted`` (none over
     twice ``wanted`` unless every group is); at least one train document stays."""
-    moved = _fill(sorted(groups, key=_group_rank), wanted, total, largest=2 * wanted)
+    ordered: list[tuple[str, ...]] = sorted(groups, key=_group_rank)
+    moved = _fill(ordered, wanted, total, largest=2 * wanted)
     if not moved:  # every group is large: the smallest one that leaves train a document
         smallest = min((g for g in groups if len(g) < total), key=lambda g: (len(g), _group_rank(g)), default=())
         moved.update(smallest)

@@ -50,10 +50,10 @@ def sample_items(texts: Sequence[str] | Sequence[Document], masking: Masking | s
     from mlmh.generation import prepare_items
     from mlmh.registry import get_registry
 
-    docs = [t if isinstance(t, Document) else Document(id=f"d{i}", text=t) for i, t in enumerate(texts)]
-    if isinstance(masking, str):
-        masking = get_registry().build("masking", masking)
-    return prepare_items(docs, masking, seed)
+    given: Sequence[str | Document] = texts
+    docs = [t if isinstance(t, Document) else Document(id=f"d{i}", text=t) for i, t in enumerate(given)]
+    chosen: Masking = get_registry().build("masking", masking) if isinstance(masking, str) else masking
+    return prepare_items(docs, chosen, seed)
 
 
 def scoring_items(generations: Sequence[Generation]) -> list[ScoringItem]:
@@ -101,6 +101,8 @@ def build_tiny_model(kind: str, out: Path, seed: int = 0) -> Path:
     tok = build_tokenizer(out)
     vocab = len(tok)
     torch.manual_seed(seed)
+    config: Any
+    model: Any
     if kind == "mlm":
         config = BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=128, pad_token_id=tok.pad_token_id)
@@ -219,7 +221,7 @@ def _check_generation(sampler: Sampler, adapter: Adapter, item: MaskedItem, gen:
             f"{where}: the last step still has masked positions {gen.steps[-1].masked if gen.steps else []}")
     _expect(isinstance(gen.forward_passes, int) and gen.forward_passes >= 0, sampler,
             f"{where}: forward_passes must be a count, got {gen.forward_passes!r}")
-    _expect(expected or gen.forward_passes == 0, sampler, f"{where}: nothing masked but {gen.forward_passes} forward passes")
+    _expect(bool(expected) or gen.forward_passes == 0, sampler, f"{where}: nothing masked but {gen.forward_passes} forward passes")
 
 
 # -- maskings -----------------------------------------------------------------------------------------
@@ -285,8 +287,9 @@ def check_metric(metric: Metric, items: Sequence[ScoringItem], seed: int = 0) ->
         _expect(isinstance(result.higher_is_better, bool), metric, f"{where}: higher_is_better must be a bool")
         problem = metric_problem(result, len(items))  # the rule the runner and mlmh score hold metrics to
         _expect(problem is None, metric, f"{where}: {problem}")
-        bounds = (result.ci_low, result.ci_high)
-        _expect(bounds == (None, None) or (all(_finite(b) for b in bounds) and bounds[0] <= bounds[1]), metric,
+        low, high = bounds = (result.ci_low, result.ci_high)
+        _expect(bounds == (None, None) or (low is not None and high is not None and _finite(low) and _finite(high)
+                                           and low <= high), metric,
                 f"{where}: CI {bounds} must be both None or low <= high")
     again = score(seed, 2)
     _expect([to_dict(r) for r in again] == [to_dict(r) for r in results], metric,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, TypeAlias, overload, runtime_checkable
 
 from mlmh.adapters import MASK_MARKER, Encoding, PrefixState, Seq2SeqEncoding
 from mlmh.params import Param
@@ -126,6 +126,7 @@ def choose_tokens(logits: "torch.Tensor", uniforms: "torch.Tensor | None", tempe
         # than torch's indexed reduction, and than an argmax over the logits (often a strided view)
         ids = row_argmax(probs)
         return ids, picked(probs, ids)
+    assert uniforms is not None, "sampling at a temperature above 0 draws from the given uniforms"
     scaled = logits if temperature == 1.0 else logits / temperature  # x / 1.0 is x: no copy (Gibbs burn-in)
     if top_k and top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, top_k, dim=-1).values[:, -1:]
@@ -152,7 +153,7 @@ _SMALL_CHOICE = 1 << 17
 CHOICE_CHUNK = 256
 
 
-def choose_at(flat_logits: "torch.Tensor", index: "torch.Tensor | Sequence[int]", uniforms: "torch.Tensor | None",
+def choose_at(flat_logits: "torch.Tensor", index: "torch.Tensor | list[int] | range", uniforms: "torch.Tensor | None",
               temperature: float, top_k: int, top_p: float) -> tuple["torch.Tensor", "torch.Tensor"]:
     """:func:`choose_tokens` on rows ``index`` (ascending, unique; a tensor, a list or a range) of ``flat_logits``
     (rows, vocab), a chunk at a time; a contiguous run of rows is read in place.
@@ -163,7 +164,7 @@ def choose_at(flat_logits: "torch.Tensor", index: "torch.Tensor | Sequence[int]"
     """
     import torch
 
-    def rows(part: "torch.Tensor | Sequence[int]") -> "torch.Tensor":
+    def rows(part: "torch.Tensor | list[int] | range") -> "torch.Tensor":
         first, last = (int(v) for v in ((part[0], part[-1]) if isinstance(part, (list, range)) else part[[0, -1]].tolist()))
         if last - first + 1 == len(part):  # ascending and unique: a contiguous run, no copy
             return flat_logits[first:last + 1]
@@ -252,7 +253,22 @@ def item_generators(items: Sequence[MaskedItem]) -> ItemGenerators:
     return ItemGenerators([item.seed for item in items])
 
 
-def draw_uniforms(generators: "Sequence[torch.Generator] | ItemGenerators", rows: Sequence[int], counts: Sequence[int],
+_Generators: TypeAlias = "Sequence[torch.Generator] | ItemGenerators"  # what draw_uniforms draws from
+
+
+@overload
+def draw_uniforms(generators: _Generators, rows: Sequence[int], counts: Sequence[int],
+                  needed: Literal[True]) -> "torch.Tensor":
+    ...
+
+
+@overload
+def draw_uniforms(generators: _Generators, rows: Sequence[int], counts: Sequence[int],
+                  needed: bool) -> "torch.Tensor | None":
+    ...
+
+
+def draw_uniforms(generators: _Generators, rows: Sequence[int], counts: Sequence[int],
                   needed: bool) -> "torch.Tensor | None":
     """Uniforms for ``counts[i]`` picks of item ``rows[i]``, drawn from that item's generator; None when
     not ``needed`` (greedy choice draws nothing)."""

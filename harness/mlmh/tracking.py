@@ -196,9 +196,9 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
             for key, value in values.items():
                 _add_value(condition.scores, f"downstream/{safe_name(task)}.{safe_name(key)}", value)
         run.scores |= {run.name_of(condition, short): value for short, value in condition.scores.items()}
-    for task, values in results.baseline.items():
-        for key, value in values.items():
-            _add_value(run.scores, f"downstream/real train split/{safe_name(task)}.{safe_name(key)}", value)
+    for task, measured in results.baseline.items():
+        for key, number in measured.items():
+            _add_value(run.scores, f"downstream/real train split/{safe_name(task)}.{safe_name(key)}", number)
     for spec, facts in results.models.items():
         card = facts.training
         for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss")):

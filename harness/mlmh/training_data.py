@@ -154,6 +154,7 @@ class BatchMaker:
         if self.objective == "clm":
             ids, mask = _pad(rows, pad)
             return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
+        assert self.ratio is not None  # the seq2seq objectives hide a share of each block
         if self.span_corruption:
             sources, rows, hidden = zip(*(span_corruption_example(r, self.blocks.start_id, self.blocks.end_id,
                                                                   self.sentinels, self.ratio, self.rng) for r in rows))

@@ -100,7 +100,7 @@ def model_config(objective: str, shape: SizeSpec, tokenizer: Any, positions: str
     rotary = positions == "rotary"
     if objective == "mlm":
         config_class = RoFormerConfig if rotary else BertConfig
-        extra = {"embedding_size": shape.hidden} if rotary else {}
+        extra: dict[str, Any] = {"embedding_size": shape.hidden} if rotary else {}
         return config_class(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
                             num_attention_heads=shape.heads, intermediate_size=shape.ffn,
                             max_position_embeddings=shape.seq_len, pad_token_id=pad, **extra)
@@ -108,7 +108,8 @@ def model_config(objective: str, shape: SizeSpec, tokenizer: Any, positions: str
         # GPT-2's layer order (pre-LN, attention then MLP, tied embeddings), positions by rotation
         return GPTNeoXConfig(vocab_size=vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
                              num_attention_heads=shape.heads, intermediate_size=shape.ffn,
-                             max_position_embeddings=shape.seq_len, rotary_pct=1.0, use_parallel_residual=False,
+                             max_position_embeddings=shape.seq_len, use_parallel_residual=False,
+                             rotary_pct=1.0,  # type: ignore[call-arg]  # read from **kwargs, not in the signature
                              tie_word_embeddings=True, hidden_dropout=0.1, attention_dropout=0.1,
                              bos_token_id=cls, eos_token_id=sep, pad_token_id=pad)
     if objective == "clm":
@@ -121,7 +122,8 @@ def model_config(objective: str, shape: SizeSpec, tokenizer: Any, positions: str
                       decoder_attention_heads=shape.heads, encoder_ffn_dim=shape.seq2seq_ffn or shape.ffn,
                       decoder_ffn_dim=shape.seq2seq_ffn or shape.ffn,
                       max_position_embeddings=shape.seq_len, pad_token_id=pad, bos_token_id=cls, eos_token_id=sep,
-                      decoder_start_token_id=sep, forced_eos_token_id=sep, mask_token_id=tokenizer.mask_token_id)
+                      decoder_start_token_id=sep, forced_eos_token_id=sep,
+                      mask_token_id=tokenizer.mask_token_id)  # type: ignore[call-arg]  # kept from **kwargs, not in the signature
 
 
 def _model_class(objective: str, positions: str = "rotary"):

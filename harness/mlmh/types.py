@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator, TypeVar, cast
 
 from mlmh.errors import MlmhError
 # the results' blocks besides conditions and findings, typed where RunResults is and importable from here
@@ -188,8 +188,9 @@ def to_dict(value: Any) -> Any:
     """JSON-ready form of any of the dataclasses above (tuples become lists); one with a ``to_dict`` of its own
     (the results' blocks) is written by it."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if callable(getattr(value, "to_dict", None)):
-            return value.to_dict()
+        own = getattr(value, "to_dict", None)
+        if callable(own):
+            return own()
         return {f.name: to_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): to_dict(v) for k, v in value.items()}
@@ -204,19 +205,20 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
         data = dict(data)
         data["steps"] = [Step(**{**s, "confidences": {int(k): v for k, v in s.get("confidences", {}).items()}}) for s in data.get("steps", [])]
         data["output_words"] = {int(k): v for k, v in data.get("output_words", {}).items()}
-        return cls(**data)  # type: ignore[return-value]
+        return cast(T, Generation(**data))
     if cls is Document:
         data = dict(data)
         data["entities"] = [from_dict(EntitySpan, e) for e in data.get("entities", [])]
-        return cls(**data)  # type: ignore[return-value]
+        return cast(T, Document(**data))
     if cls is EntitySpan:
         data = dict(data)
         data["fragments"] = tuple(tuple(f) for f in data.get("fragments", ()))
-        return cls(**data)  # type: ignore[return-value]
+        return cast(T, EntitySpan(**data))
     if cls is Words:
-        return cls(text=data["text"], spans=tuple(tuple(s) for s in data["spans"]))  # type: ignore[return-value]
+        return cast(T, Words(text=data["text"], spans=tuple(tuple(s) for s in data["spans"])))
     if cls is MaskPlan:
-        return cls(masking=data["masking"], word_indices=tuple(data["word_indices"]), note=data.get("note", ""))  # type: ignore[return-value]
+        return cast(T, MaskPlan(masking=data["masking"], word_indices=tuple(data["word_indices"]),
+                                note=data.get("note", "")))
     return cls(**data)
 
 
@@ -243,6 +245,13 @@ class GenerationRow:
         role = data.get("role")
         return cls(**{f: data[f] if isinstance(data.get(f), str) else None for f in GENERATION_FIELDS},
                    role=role if isinstance(role, str) else None)
+
+    def checked(self, name: str) -> str:
+        """Text field ``name`` of a row its reader required it of (:meth:`mlmh.rundir.RunDir.read_generations`)."""
+        value = getattr(self, name)
+        if not isinstance(value, str):
+            raise ValueError(f"generations row {self.sample}: {name} was not read as text")
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         return {"sample": self.sample, "condition": self.condition, "doc_id": self.doc_id, "role": self.role,
@@ -317,9 +326,9 @@ class Score:
 
     def overlaps(self, other: "Score") -> bool | None:
         """Whether the two CIs overlap; None when either has none."""
-        if not (self.has_ci and other.has_ci):
+        if self.ci_low is None or self.ci_high is None or other.ci_low is None or other.ci_high is None:
             return None
-        return not (self.ci_high < other.ci_low or other.ci_high < self.ci_low)  # type: ignore[operator]
+        return not (self.ci_high < other.ci_low or other.ci_high < self.ci_low)
 
 
 def _scores(data: dict[str, Any] | None) -> dict[str, Score]:
@@ -418,6 +427,13 @@ class ConditionResult:
     def value(self, metric: str, role: str | None = None) -> float | None:
         score = self.quality(role).get(metric)
         return None if score is None else score.value
+
+    def scored(self, metric: str, role: str | None = None) -> float:
+        """:meth:`value` of a row kept for having one (a sort key over such rows); ValueError if it has none."""
+        value = self.value(metric, role)
+        if value is None:
+            raise ValueError(f"condition {self.id} has no {metric} value")
+        return value
 
 
 #: the verdicts a finding can carry, defined once (mlmh.findings decides them)

@@ -137,7 +137,7 @@ def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = N
         return found
     block = getattr(row, role, None)
     score = block.metrics.get(metric) if block is not None else None
-    if score is not None and score.value is not None:
+    if block is not None and score is not None and score.value is not None:
         sign = 1 if score.higher_is_better else -1
         for name, baseline in (("the filler", block.filler.get(metric)), ("deletion", block.deletion.get(metric))):
             if baseline is not None and baseline.value is not None and sign * (score.value - baseline.value) <= 0:

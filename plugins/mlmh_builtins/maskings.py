@@ -141,7 +141,7 @@ _PTB_TO_UPOS = {"NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "J
 
 
 @functools.lru_cache(maxsize=1)
-def nltk_tagger() -> Any | None:
+def nltk_tagger() -> Any:  # a PerceptronTagger or None (Any: NLTK has no type hints)
     """NLTK's perceptron tagger when its data loads here, else None. Finding a data folder is not
     enough: a machine may hold only the legacy ``averaged_perceptron_tagger`` data, which current NLTK
     cannot read (LookupError), and the offline tagger must then take over."""

@@ -115,7 +115,7 @@ class StutterMetric(InputsOnly, Metric):
                 for trace, item in zip(traces, items)
             ]
             source = f"tokenizer {self.params['tokenizer']} on the prediction (every position counted) where no step trace"
-        counts = [repeats_left_neighbour(tokens, generated) for tokens, generated in traces]  # type: ignore[misc]
+        counts = [repeats_left_neighbour(tokens, generated) for tokens, generated in traces]  # type: ignore[misc]  # no None left: tokenized above
         hits, totals = np.asarray([c[0] for c in counts]), np.asarray([c[1] for c in counts])
         return pooled_share_result(
             "stutter_subword", hits, totals, higher_is_better=False, seed=seed, info={**info, "subword_tokens": source}
@@ -171,7 +171,10 @@ class DistinctMetric(InputsOnly, Metric):
 
         n = self.params["n"]
         ids: dict[tuple[str, ...], int] = {}
-        rows, cols, totals, per_sample = [], [], [], []
+        rows: list[int] = []
+        cols: list[int] = []
+        totals: list[int] = []
+        per_sample: list[float | None] = []
         for row, words in enumerate(scored_words(items, self.params["spans_only"])):
             grams = ngrams(words, n)
             unique = {ids.setdefault(g, len(ids)) for g in grams}

@@ -58,7 +58,7 @@ class BleuMetric(InputsOnly, Metric):
             return corpus_bleu._compute_score_from_stats(stats[indices].sum(axis=0).tolist()).score
 
         low, high = resample_ci(len(preds), resampled, seed=seed)
-        per_sample = [sentence_bleu._compute_score_from_stats(row.tolist()).score for row in stats]
+        per_sample: list[float | None] = [sentence_bleu._compute_score_from_stats(row.tolist()).score for row in stats]
         sentence_bleu.sentence_score(preds[0], [refs[0]])  # records the reference count its signature shows
         info = base_info(
             self,

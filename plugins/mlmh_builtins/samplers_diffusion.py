@@ -63,7 +63,7 @@ class PerItemInfoSampler(MaskedSampler):
             generation.info.update(extra)
         return generations
 
-    def run(self, batch: MaskedBatch) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # type: ignore[override]
+    def run(self, batch: MaskedBatch) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise NotImplementedError
 
 
@@ -99,8 +99,8 @@ class Mdlm(PerItemInfoSampler):
             return {}, per_item
         row_list = rows.tolist()
         total, schedule = self.params["steps"], self.params["schedule"]
-        unmasked = {row: [] for row in row_list}
-        remasked = {row: [] for row in row_list}
+        unmasked: dict[int, list[int]] = {row: [] for row in row_list}
+        remasked: dict[int, list[int]] = {row: [] for row in row_list}
         for i in range(total, 0, -1):
             alpha_t, alpha_s = alpha(i / total, schedule), alpha((i - 1) / total, schedule)
             last = i == 1

@@ -16,13 +16,13 @@ from mlmh.components import Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
-from mlmh.toolkit import (SAMPLING_PARAMS, Decoder, Encoding, ItemCounters, ItemGenerators, Seq2Seq, TraceRecorder,
-                          build_generations, choose_tokens, draw_uniforms, encode_items, item_generators)
+from mlmh.toolkit import (SAMPLING_PARAMS, Decoder, Encoding, ItemCounters, ItemGenerators, Seq2Seq, Seq2SeqEncoding,
+                          TraceRecorder, build_generations, choose_tokens, draw_uniforms, encode_items, item_generators)
 
 USE_CACHE = Param("use_cache", bool, True, "reuse the KV cache (false: recompute the whole prefix every step)")
 
 
-class PrefixInfill(Sampler):
+class PrefixInfill(Sampler[Decoder]):
     """Shared loop of ``clm-infill`` and ``seq2seq-infill``."""
 
     parameters = (USE_CACHE, *SAMPLING_PARAMS)
@@ -37,9 +37,10 @@ class PrefixInfill(Sampler):
         active = [n for n, e in enumerate(encodings) if e.masked]
         use_cache = self.params["use_cache"]
         if active and adapter.kind == "seq2seq":
-            cast(Seq2Seq, adapter).encode_sources([e.source_ids for e in encodings])
+            sources = [cast(Seq2SeqEncoding, e).source_ids for e in encodings]  # a seq2seq adapter's encodings
+            cast(Seq2Seq, adapter).encode_sources(sources)
             for n in active:  # the encoder pass, counted for every item it served
-                counters.add(n, len(encodings[n].source_ids))
+                counters.add(n, len(sources[n]))
         groups = [active] if (adapter.supports_holes or not use_cache) else lockstep_groups(encodings, active)
         for group in groups:
             if group:

@@ -104,7 +104,7 @@ class MaskedBatch:
         """The longest length among ``rows``: the width of their pass."""
         return max(self.length_list[row] for row in as_list(rows))
 
-    def forward(self, rows: Rows, at: Tensor | None = None) -> Tensor:
+    def forward(self, rows: Rows, at: Tensor | Sequence[Sequence[int]] | None = None) -> Tensor:
         """One pass over ``rows`` (a list or tensor), trimmed to their longest length.
 
         With ``at`` (the positions to read: a list of positions per row, or a (len(rows), width)
@@ -283,7 +283,7 @@ def split_counts(values: Sequence[Any], counts: Sequence[int]) -> list[list[Any]
     return out
 
 
-class MaskedSampler(Sampler):
+class MaskedSampler(Sampler[MaskedLM]):
     """Base of the MLM samplers: builds the batch, runs :meth:`run`, assembles Generations."""
 
     model_kinds: ClassVar[frozenset[str]] = frozenset({"mlm"})
@@ -294,7 +294,8 @@ class MaskedSampler(Sampler):
         info = self.run(batch) or {}
         return batch.finish(self.spec, started, info)
 
-    def run(self, batch: MaskedBatch) -> dict[str, Any] | None:
+    def run(self, batch: MaskedBatch) -> Any:
+        """The batch's sampling; what it returns is for :meth:`generate` (here: info shared by the batch, or None)."""
         raise NotImplementedError
 
     def _sampling(self) -> tuple[float, int, float]:
@@ -494,6 +495,7 @@ class Gibbs(MaskedSampler):
                 in_burnin: list[bool]) -> None:
         """One token per row, at ``picks`` (one position per row): burn-in rows from the full tempered
         distribution, the others as configured."""
+        settings: tuple[float, int, float]
         for burning, settings in ((True, (self.params["burnin_temperature"], 0, 1.0)), (False, self._sampling())):
             members = [i for i, b in enumerate(in_burnin) if b == burning]
             if not members:

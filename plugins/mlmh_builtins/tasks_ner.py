@@ -68,7 +68,7 @@ def _repair(tags: list[str]) -> list[str]:
 
 
 def _shape(word: str) -> str:
-    out = []
+    out: list[str] = []
     for ch in word:
         kind = "X" if ch.isupper() else "x" if ch.islower() else "d" if ch.isdigit() else ch
         if not out or out[-1] != kind:

@@ -143,7 +143,7 @@ def goal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     def add(name: str, label: str, value: float | None, detail: str = "",
             ci: Sequence[float | None] | None = None) -> None:
         goal = GOALS.get(name)
-        row = {"name": label, "ratio": name, "value": value, "goal": f"{goal[0]} {goal[1]:g}" if goal else "report",
+        row: dict[str, Any] = {"name": label, "ratio": name, "value": value, "goal": f"{goal[0]} {goal[1]:g}" if goal else "report",
                "passed": meets(name, value), "detail": detail}
         if ci and None not in ci:
             row["ci"] = list(ci)

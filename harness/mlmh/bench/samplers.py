@@ -88,7 +88,7 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
 
     def precise(seconds: dict[str, list[float]]) -> bool:
         low, high = timing_ci(overhead_ratio, (seconds["harness"], seconds["bare"]))
-        return low is not None and high - low <= CELL_CI_WIDTH
+        return low is not None and high is not None and high - low <= CELL_CI_WIDTH
 
     timings = measure_interleaved({"harness": harness, "bare": bare_fn, "lean": lean_fn}, runs=runs,
                                   memory=memory, min_seconds=CELL_SECONDS, precise=precise,
@@ -97,7 +97,7 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
     harness_passes, generations = harness_t.result
     generated = sum(g.generated_tokens for g in generations)
     batch = len(items)
-    runs = {"harness_runs": harness_t.runs, "bare_runs": bare_t.runs, "lean_runs": lean_t.runs}
+    each_run = {"harness_runs": harness_t.runs, "bare_runs": bare_t.runs, "lean_runs": lean_t.runs}
     return {
         "sampler": case.label,
         "spec": sampler.spec,
@@ -108,13 +108,13 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "harness_seconds": harness_t.seconds,
         "bare_seconds": bare_t.seconds,
         "overhead": overhead_ratio(harness_t.seconds, bare_t.seconds),
-        "overhead_ci": cell_ci(overhead_ratio, (runs, "harness"), (runs, "bare")),
+        "overhead_ci": cell_ci(overhead_ratio, (each_run, "harness"), (each_run, "bare")),
         "harness_cpu_seconds": harness_t.cpu_seconds,
         "bare_cpu_seconds": bare_t.cpu_seconds,
         "overhead_cpu": overhead_ratio(harness_t.cpu_seconds, bare_t.cpu_seconds),
         "bare_lean_seconds": lean_t.seconds,
         "lean_cost": overhead_ratio(lean_t.seconds, bare_t.seconds),
-        "lean_cost_ci": cell_ci(overhead_ratio, (runs, "lean"), (runs, "bare")),
+        "lean_cost_ci": cell_ci(overhead_ratio, (each_run, "lean"), (each_run, "bare")),
         "overhead_over_lean": overhead_ratio(harness_t.seconds, lean_t.seconds),
         "forward_passes": harness_passes,
         "bare_forward_passes": bare_t.result,
@@ -123,5 +123,5 @@ def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *
         "bare_samples_per_s": batch / bare_t.seconds,
         "peak_mib": harness_t.peak_mib,
         "bare_peak_mib": bare_t.peak_mib,
-        **runs,
+        **each_run,
     }

@@ -133,8 +133,9 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     )
     if max(options.lengths) > 1022:
         raise SpecError(f"--lengths: at most 1022 tokens, got {max(options.lengths)}")
-    if out_path:  # refused before minutes of benchmarking, not after
-        out_path = check_output_file(out_path, "--out", is_own=_is_bench_report, kind="an mlmh bench report")
+    # refused before minutes of benchmarking, not after
+    out_file = (check_output_file(out_path, "--out", is_own=_is_bench_report, kind="an mlmh bench report")
+                if out_path else None)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -143,8 +144,8 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
         task = bars.add_task("starting", total=None)
         report = run_bench(options, progress=lambda what, done, total: bars.update(task, description=what,
                                                                                     completed=done, total=total))
-    if out_path:
-        write_output_file(out_path, "--out", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")),
+    if out_file:
+        write_output_file(out_file, "--out", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")),
                           is_own=_is_bench_report, kind="an mlmh bench report")
     if as_json:
         click.echo(json.dumps(report, indent=2))

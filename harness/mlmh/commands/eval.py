@@ -93,8 +93,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     if show_config:
         click.echo(config.to_toml(), nl=False)
         return
-    plan.require_checkpoints()
-    out = api.run_directory(config, output_path, resume=resume)
+    out = api.place_run(plan, output_path, resume=resume)
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
     from mlmh.executors import make_executor
 
@@ -196,7 +195,7 @@ def summary_table(results: Any, width: int) -> Any:
     headers += [f"{metrics[0]} seen", "seen - unseen"] if both else []
     numbers = []
     for row in results.conditions:
-        cells = [str(row.seed)] if several_seeds else []
+        cells: list[str | tuple[str, str]] = [str(row.seed)] if several_seeds else []
         for m in metrics:
             text = format_score(row.quality(role).get(m))
             cells.append((f"*{text}", "bold green") if row.id in best[m] else (text, ""))
@@ -223,7 +222,7 @@ def summary_table(results: Any, width: int) -> Any:
         table.add_column(column, no_wrap=True, min_width=min(names_width, len(column)))
     for header, number_width in zip(headers, least):
         table.add_column(header, justify="right", width=number_width)
-    for row, cells in zip(results.conditions, numbers):
+    for row, styled in zip(results.conditions, numbers):
         labels = [escape(break_name(name, w)) for name, w in zip((row.model, row.masking, row.sampler), widths)]
-        table.add_row(*labels, *(f"[{style}]{escape(text)}[/]" if style else escape(text) for text, style in cells))
+        table.add_row(*labels, *(f"[{style}]{escape(text)}[/]" if style else escape(text) for text, style in styled))
     return table

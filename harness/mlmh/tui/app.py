@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.app import App
 from textual.binding import Binding
 
-from mlmh.tui.playground_job import DEFAULT_MODELS, AdapterCache
+from mlmh.tui.host import TuiApp, TuiOptions
+from mlmh.tui.playground_job import DEFAULT_MODELS
 
 if TYPE_CHECKING:
     from mlmh.plan import RunPlan
 
 
-@dataclass
-class TuiOptions:
-    """What ``mlmh tui`` was started with."""
-
-    preset: str | None = None
-    run_dir: str | None = None
-    models: tuple[str, ...] = DEFAULT_MODELS
-    text: str | None = None
-    autorun: bool = True  # generate the default example as soon as the playground opens
-    plan: "RunPlan | None" = None  # the plan of ``preset`` that ``mlmh tui`` checked: the run screen's first start runs it
-
-
-class MlmhApp(App):
+class MlmhApp(TuiApp):
     """mlmh's terminal UI. Start with :func:`create_app`."""
 
     CSS_PATH = "mlmh.tcss"
@@ -45,10 +31,7 @@ class MlmhApp(App):
     ]
 
     def __init__(self, options: TuiOptions | None = None) -> None:
-        super().__init__()
-        self.options = options or TuiOptions()
-        self.adapters = AdapterCache()
-        self._job_events: list[threading.Event] = []
+        super().__init__(options)
         from mlmh.tui.screens.playground import PlaygroundScreen
         from mlmh.tui.screens.results import ResultsScreen
         from mlmh.tui.screens.run import RunScreen
@@ -65,18 +48,6 @@ class MlmhApp(App):
         else:
             self.switch_mode("playground")
 
-    def job_event(self) -> threading.Event:
-        """A cancel event for one background job; set when the app closes, so no thread outlives it
-        (a model training on first use stops at its next step)."""
-        self._job_events = [event for event in self._job_events if not event.is_set()]
-        event = threading.Event()
-        self._job_events.append(event)
-        return event
-
-    def on_unmount(self) -> None:
-        for event in self._job_events:
-            event.set()
-
     def action_help(self) -> None:
         from mlmh.tui.screens.help import HelpScreen
 
@@ -84,7 +55,6 @@ class MlmhApp(App):
             self.push_screen(HelpScreen(self.screen))
 
     def open_results(self, path: str | Path) -> None:
-        """Switch to the results screen and load ``path`` (a run directory or results.json)."""
         from mlmh.rundir import RunDir
         from mlmh.tui.screens.results import ResultsScreen
 

@@ -87,7 +87,7 @@ def preferred_sampler(model_kind: str) -> str | None:
         return None
 
 
-def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], None],
+def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], object],
                cancel: threading.Event | None = None) -> Adapter:
     """The adapter of a built ``model``, kept by its spec; a model that trains on first use reports its
     steps as progress, and a set ``cancel`` stops that training at its next step."""
@@ -113,8 +113,8 @@ def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[
 def run_playground(
     request: PlaygroundRequest,
     cache: AdapterCache,
-    emit: Callable[[RunEvent], None],
-    on_generation: Callable[[int, Generation], None],
+    emit: Callable[[RunEvent], object],
+    on_generation: Callable[[int, Generation], object],
     cancel: threading.Event,
 ) -> list[Generation]:
     """Mask ``request.text`` once and generate with every side (:func:`mlmh.api.compare`), the models from

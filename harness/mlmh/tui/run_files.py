@@ -47,13 +47,14 @@ def _generation_samples(run: RunDir, results: RunResults) -> list[Sample]:
     conditions = {c.id: c for c in results.conditions}
     samples = []
     for row in run.read_generations():
-        condition = conditions.get(row.condition)  # type: ignore[arg-type]
+        condition = conditions.get(row.checked("condition"))
         if condition is None:
             raise DataError(f"{run.generations}: sample {row.sample} names condition {row.condition!r}, "
                             f"which {run.results.name} does not hold")
-        generation = Generation(doc_id=row.doc_id, model=condition.model, model_kind=condition.model_kind,  # type: ignore[arg-type]
+        generation = Generation(doc_id=row.checked("doc_id"), model=condition.model, model_kind=condition.model_kind,
                                 sampler=condition.sampler, masking=condition.masking, seed=condition.seed,
-                                original=row.original, masked_text=row.masked_text, text=row.text,  # type: ignore[arg-type]
+                                original=row.checked("original"), masked_text=row.checked("masked_text"),
+                                text=row.checked("text"),
                                 masked_words=[], output_words={})
         samples.append(Sample(condition.id, generation, role=row.role))
     return samples

@@ -13,7 +13,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, OptionList, Select, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
@@ -21,6 +20,7 @@ from mlmh.errors import MlmhError
 from mlmh.findings import answer_lines
 from mlmh.results import document_counts, roles
 from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
+from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition, short_id, short_spec
 from mlmh.tui.run_files import RunFiles, Sample, load_run
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
@@ -67,7 +67,7 @@ def sample_label(index: int, sample: Sample) -> Text:
     return text
 
 
-class ResultsScreen(Screen):
+class ResultsScreen(TuiScreen):
     """Findings, Table, Plots and Samples tabs over one loaded run."""
 
     BINDINGS = [
@@ -121,7 +121,7 @@ class ResultsScreen(Screen):
 
     def on_mount(self) -> None:
         runs = self.refresh_runs()
-        path = self.app.options.run_dir  # type: ignore[attr-defined]
+        path = self.app.options.run_dir
         if path:
             self.load(path)
         elif runs:
@@ -162,7 +162,7 @@ class ResultsScreen(Screen):
         self.run_files = run
         self.refresh_runs()
         results = run.results
-        self.role = results.headline if results.headline in roles(results) else (roles(results) or [None])[0]
+        self.role = results.headline if results.headline in roles(results) else next(iter(roles(results)), None)
         counts = document_counts(results)
         status.update(f"{results.config.get('preset', '?')}: {len(run.conditions)} conditions × "
                       f"{counts or results.n_samples} documents; {len(run.samples)} samples"
@@ -185,9 +185,15 @@ class ResultsScreen(Screen):
         self.action_tab("tab-findings")
         self.query_one("#res-findings-box").focus()  # the answer first; t, p, a and u reach the other tabs
 
+    @property
+    def shown_run(self) -> RunFiles:
+        """The loaded run, for the methods that run only once one is."""
+        assert self.run_files is not None, "no run loaded"
+        return self.run_files
+
     # -- table ------------------------------------------------------------------------------------
     def _show_table(self) -> None:
-        results = self.run_files.results  # type: ignore[union-attr]
+        results = self.shown_run.results
         baselines = baseline_rows(results.conditions, self.role, results.filler_word)
         self.query_one(ResultsTable).show_conditions(results.conditions, self.role, baselines)
         others = [r for r in roles(results) if r != self.role]
@@ -248,7 +254,7 @@ class ResultsScreen(Screen):
         label.display = plot.display = bool(block)
         if block:
             label.update(Text(block.answer, style="bold"))
-            plot.show(self.run_files.results)  # type: ignore[union-attr]
+            plot.show(self.shown_run.results)
 
     # -- drill-down -------------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#res-table")
@@ -273,7 +279,7 @@ class ResultsScreen(Screen):
                         style="bold")
             if not samples:
                 text.append("  (the run wrote no generations.jsonl or samples.jsonl)", style="dim")
-            elif not self.run_files.traced:  # type: ignore[union-attr]
+            elif not self.shown_run.traced:
                 text.append("  texts only: step traces need log_samples = true", style="dim")
             label.update(text)
         options = self.query_one("#res-sample-list", OptionList)

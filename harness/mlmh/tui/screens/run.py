@@ -14,12 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Label, RichLog, Select
 
 from mlmh.errors import MlmhError
 from mlmh.events import Message, RunEvent, RunFinished, RunStarted, SampleGenerated
 from mlmh.rundir import RunDir
+from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 
@@ -65,7 +65,7 @@ def sample_line(event: SampleGenerated) -> Text:
     return text
 
 
-class RunScreen(Screen):
+class RunScreen(TuiScreen):
     """Pick a preset, start, watch, cancel; when it finishes, open its results."""
 
     BINDINGS = [
@@ -84,7 +84,7 @@ class RunScreen(Screen):
         from mlmh.registry import get_registry
 
         presets = get_registry().names("preset")
-        chosen = self.app.options.preset  # type: ignore[attr-defined]
+        chosen = self.app.options.preset
         if chosen and chosen not in presets:  # a preset file given by path
             presets.append(chosen)
         default = chosen or ("quick" if "quick" in presets else Select.NULL)
@@ -106,7 +106,7 @@ class RunScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#run-status", Label).update("pick a preset and press Start (ctrl+r)")
         self.query_one("#run-start", Button).focus()
-        if self.app.options.preset:  # type: ignore[attr-defined]
+        if self.app.options.preset:
             self.call_after_refresh(self.action_start)
 
     # -- actions ------------------------------------------------------------------------------
@@ -120,18 +120,18 @@ class RunScreen(Screen):
             return
         from mlmh import api
 
-        options = self.app.options  # type: ignore[attr-defined]
+        options = self.app.options
         planned, options.plan = options.plan, None  # mlmh tui --preset's plan, for the first start only
         try:
             # checked here (or by mlmh tui --preset), run as checked
             plan = planned if planned is not None and preset == options.preset else plan_run(preset)
-            out = api.run_directory(plan.config, None)
+            out = api.place_run(plan)  # mlmh eval's checks: nothing is made for a run refused
         except MlmhError as exc:
             self.notify(str(exc), severity="error", title="Cannot start")
             return
         self.query_one("#run-progress", ProgressPanel).clear()
         self.query_one("#run-feed", RichLog).clear()
-        self.cancel_event = self.app.job_event()  # type: ignore[attr-defined]
+        self.cancel_event = self.app.job_event()
         self.running = True
         self.output_path = None
         self._set_buttons()
@@ -147,7 +147,7 @@ class RunScreen(Screen):
     @on(Button.Pressed, "#run-open")
     def action_open_results(self) -> None:
         if self.output_path and not self.running and RunDir(self.output_path).finished:
-            self.app.open_results(self.output_path)  # type: ignore[attr-defined]
+            self.app.open_results(self.output_path)
 
     def _set_buttons(self) -> None:
         self.query_one("#run-start", Button).disabled = self.running

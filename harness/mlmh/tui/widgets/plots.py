@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Mapping
 
 from textual_plotext import PlotextPlot
 
@@ -13,7 +14,7 @@ from mlmh.tui.labels import legend_labels, short_spec
 from mlmh.types import ConditionResult, RunResults
 
 
-def downstream_value(scores: dict[str, dict[str, float]] | None, key: str) -> float | None:
+def downstream_value(scores: Mapping[str, Mapping[str, float | None]] | None, key: str) -> float | None:
     """``key`` is ``task:metric``; ``scores`` is ``{task: {metric: value}}``."""
     task, _, metric = key.partition(":")
     value = ((scores or {}).get(task) or {}).get(metric)

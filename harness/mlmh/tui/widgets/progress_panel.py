@@ -125,6 +125,6 @@ class ProgressPanel(VerticalScroll):
             row = self.row(key) or self._add(key, label, event.total)
             row.advance_to(event.completed, event.total, dict(event.info))
         elif isinstance(event, StageFinished):
-            row = self.row(event.stage)
-            if row is not None:
-                row.finish(event.seconds)
+            finished = self.row(event.stage)
+            if finished is not None:
+                finished.finish(event.seconds)

@@ -108,8 +108,8 @@ def format_cell(cell: Any, best: bool) -> Text:
     if value is None:
         return Text("–", style="dim")
     text = Text(number(value))
-    if isinstance(cell, Score) and cell.has_ci:
-        text.append(f" [{number(cell.ci_low)},{number(cell.ci_high)}]", style="dim")  # type: ignore[arg-type]
+    if isinstance(cell, Score) and cell.ci_low is not None and cell.ci_high is not None:
+        text.append(f" [{number(cell.ci_low)},{number(cell.ci_high)}]", style="dim")
     if best:
         text.stylize("bold green")
         text.append(" ★", style="bold yellow")
