@@ -27,7 +27,7 @@ batch_size = 4
 '''
 #: Fields that describe the machine or the moment, not the configuration's results.
 MACHINE_KEYS = {"versions", "created", "started", "finished", "output_path", "host", "init_path", "path",
-                "cache_path", "model_path", "command", "train_seconds", "library_version"}
+                "cache_path", "model_path", "command", "train_seconds", "train_cpu_seconds", "library_version"}
 
 
 def normalised(value, tmp: str):

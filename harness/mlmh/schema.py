@@ -195,7 +195,9 @@ FINDING_PART = Obj({"label": str, "statistic": Maybe(NUMBER), "ci_low": Maybe(NU
 FINDING = Obj({"claim": str, "source": str, "text": str, "verdict": VERDICT, "statement": str,
                "statistic": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "unit": str,
                "documents": int, "conditions": ListOf(str), "caveats": ListOf(str), "parts": ListOf(FINDING_PART),
-               "extra": dict}, required=("claim", "verdict"))
+               # what every face reads of a finding's extra: its grounds and next step (mlmh.grounds)
+               "extra": Obj({"rests_on": ListOf(str), "next_step": Obj({"command": str, "why": str}),
+                             "reason": str})}, required=("claim", "verdict"))
 #: what the report and the figures read of a trained model's card (mlmh.result_blocks.TRAINING_FACTS)
 CURVE = ListOf(Obj({"step": NUMBER, "loss": Maybe(NUMBER)}, required=("step", "loss")))  # null: a loss that was NaN
 TRAINING = Obj({**{k: Maybe(NUMBER) for k in (
