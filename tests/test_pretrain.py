@@ -160,3 +160,15 @@ def test_training_children_end_with_a_killed_driver(tmp_path):
         driver.wait(timeout=60)
     assert not wait_gone(started), "training processes outlived their killed driver"
     assert ModelCache().entries() == []
+
+
+def test_pretrained_starts_train_on_one_thread_each_side_by_side():
+    from mlmh.training import default_threads
+    from mlmh.training_config import make_config
+
+    assert default_threads(make_config("mlm", init="minilm")) == 1  # 8 x 64-token steps: a second thread spins
+    assert default_threads(make_config("clm", "tiny")) == 1
+    corpus = _corpus()
+    jobs = [m.training_job(LoadContext(corpus=corpus)) for m in _models("trained-mlm", "trained-clm",
+                                                                        steps="3,init=minilm")]
+    assert [job.threads() for job in jobs] == [1, 1] and parallel_slots(jobs, cores=2) == 2

@@ -1,8 +1,8 @@
 """Training the trained-* models of a run at once, one spawned process per model, before they are loaded.
 
-A cold preset trains three tiny models; each one trains on a single torch thread
-(:func:`mlmh.training.default_threads`), so on a machine with two or more cores they can train side by
-side. Every child trains with the thread count the model would have alone, so its weights and card equal
+A cold preset trains three tiny models (the paper preset three pretrained starts beside them); each one trains
+on a single torch thread (:func:`mlmh.training.default_threads`), so on a machine with two or more cores they can
+train side by side. Every child trains with the thread count the model would have alone, so its weights and card equal
 a sequential training's, and writes the model cache through the same :meth:`TrainingJob.ensure` as the
 sequential path (the cache's per-key lock keeps concurrent runs from training one model twice). The
 children's progress (start, steps with their loss, finish) reaches the driver's progress callbacks. A

@@ -101,13 +101,15 @@ ProgressFn = Callable[[dict[str, Any]], None]
 # -- training -------------------------------------------------------------------------------------
 
 def default_threads(config: TrainingConfig | None = None) -> int:
-    """:func:`mlmh.devices.threads_for` the size's width (one thread for a tiny model); all cores for a
-    pretrained start (``init``), whose width is the checkpoint's, not the size's."""
+    """:func:`mlmh.devices.threads_for` the size's width (one thread for a tiny model); one thread for a pretrained
+    start (``init``) too, so several train side by side, one process each (:mod:`mlmh.pretrain`). Its steps of
+    8 x 64 tokens are too small to split well: on 2 cores at load 4-8 the MiniLM MLM of the paper preset took 1,216
+    CPU-s for 625 steps on two threads, where one thread took 247 CPU-s for 400 (docs/TRAINING.md)."""
     from mlmh.devices import cores, threads_for
 
-    if config is not None and not config.init:
-        return threads_for(config.shape.hidden)
-    return cores()
+    if config is None:
+        return cores()
+    return 1 if config.init else threads_for(config.shape.hidden)
 
 
 def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:
