@@ -245,3 +245,17 @@ def test_paper_hub_names_every_objective_each_checkpoint_starts(paper_families, 
                for spec in config.models}
     assert started == {(objective, HUB_NAMES[family]) for family, objective in STARTS}
     assert "bleu:lowercase=true" in config.metrics and "bleu" in config.metrics
+
+
+def test_a_t5_window_cuts_documents_by_its_source(paper_families):
+    """A T5 encoding's token map is its decoder target's (the masked spans only): the window is read on the
+    source, so a document longer than a T5 window is cut before masking like any other."""
+    from mlmh.adapters import load_adapter
+    from mlmh.generation import fit_to_windows
+    from mlmh.types import Document
+    from mlmh.words import split_words
+
+    adapter = load_adapter("seq2seq", paper_families["t5"], defer_weights=True)
+    long = Document(id="long", text=" ".join(f"word{i % 50}" for i in range(3 * adapter.max_length)))
+    (fitted,), cut = fit_to_windows([long], [adapter])
+    assert cut == 1 and 0 < len(split_words(fitted.text)) < len(split_words(long.text))

@@ -47,6 +47,9 @@ class Encoding:
     filled_words: tuple[int, ...]  # masked words inside the window: these get generated
     dropped_words: tuple[int, ...] = ()  # masked words beyond the window: kept as they were
     truncated_tokens: int = 0
+    #: the leading words whole inside the window, on the side the model reads the text (a seq2seq model's source:
+    #: its decoder target holds the masked spans only); -1 when not counted
+    words_in_window: int = -1
 
     def copy(self) -> "Encoding":
         """A copy whose lists the caller may change (an adapter keeps its encodings and hands them out again)."""
@@ -216,7 +219,8 @@ class BaseAdapter:
         word_of = [-1] * len(prefix) + content_words + [-1] * len(suffix)
         masked = [len(prefix) + i for i, m in enumerate(masked_flags) if m]
         filled = tuple(sorted({content_words[i] for i, m in enumerate(masked_flags) if m}))
-        return Encoding(ids, masked, word_of, filled, dropped, truncated)
+        inside = max((w for w in content_words if w >= 0), default=-1) + 1
+        return Encoding(ids, masked, word_of, filled, dropped, truncated, words_in_window=inside)
 
     def _finish_encoding(self, encoding: Encoding) -> Encoding:
         """Kind-specific layout on top of the shared token mapping (CLM: a BOS; seq2seq: source/target)."""

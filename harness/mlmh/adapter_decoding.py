@@ -223,7 +223,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
                 ids += base.ids[s:e]
                 word_of += base.word_of[s:e]
         return Seq2SeqEncoding(ids, masked, word_of, base.filled_words, base.dropped_words, base.truncated_tokens,
-                               source_ids=source)
+                               words_in_window=base.words_in_window, source_ids=source)
 
     def encode_sources(self, sources: Sequence[Sequence[int]]) -> None:
         """Run the encoder once over a right-padded batch; later decoder calls attend to it."""
