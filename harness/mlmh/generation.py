@@ -57,8 +57,8 @@ def fit_to_windows(documents: Sequence[Document], adapters: Sequence[Any]) -> tu
         encodings = adapter.encode_batch([(w, MaskPlan(masking="", word_indices=())) for w in splits])
         for n, encoding in enumerate(encodings):
             if encoding.truncated_tokens:  # the words the model reads whole (a seq2seq model: in its source)
-                inside = encoding.words_in_window if encoding.words_in_window >= 0 else \
-                    max((i for i in encoding.word_of if i >= 0), default=-1) + 1
+                counted = getattr(encoding, "words_in_window", -1)  # a plugin adapter's encoding may not count
+                inside = counted if counted >= 0 else max((i for i in encoding.word_of if i >= 0), default=-1) + 1
                 keep[n] = min(keep[n], inside)
     out, cut = [], 0
     for document, words, n in zip(documents, splits, keep):
