@@ -52,6 +52,7 @@ def test_problems_shows_only_what_is_not_ready_and_one_line_when_all_is(monkeypa
     from mlmh import doctor as doctor_module
     from mlmh.cli import cli
 
+    monkeypatch.setenv("COLUMNS", "200")  # Rich's table width: no cell wraps, whichever optional rows the machine adds
     everything = run_checks()
     ready = [CheckResult(r.name, True, r.detail, "") for r in everything]
     monkeypatch.setattr(doctor_module, "run_checks", lambda: ready)
@@ -60,6 +61,7 @@ def test_problems_shows_only_what_is_not_ready_and_one_line_when_all_is(monkeypa
     full = CliRunner().invoke(cli, ["doctor"], terminal_width=200)
     assert full.exit_code == 0 and all(r.name in full.output for r in ready[:3])
     monkeypatch.undo()
+    monkeypatch.setenv("COLUMNS", "200")
     get_plugin_manager().register(NotReady(), name="not-ready")
     problems = CliRunner().invoke(cli, ["doctor", "--problems"], terminal_width=200)
     assert problems.exit_code != 0 and "missing thing" in problems.output and "apt-get install thing" in problems.output
