@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlmh.adapters import CausalLMAdapter, Seq2SeqAdapter, cache_argument, load_adapter, returned_cache
+from mlmh.adapters import load_adapter
+from mlmh.adapters.decoding import CausalLMAdapter, Seq2SeqAdapter, cache_argument, returned_cache
 from mlmh.errors import ModelError
 from mlmh.types import MaskPlan
 from mlmh.words import split_words
@@ -274,7 +275,7 @@ def test_kept_encodings_are_handed_out_as_copies(mlm):
 
 @pytest.mark.parametrize("build", ["wordpiece", "byte-level"])
 def test_a_masked_word_is_tokenized_once_and_encodings_stay_the_same(build, mlm, tmp_path, monkeypatch):
-    import mlmh.adapter_base as adapters
+    import mlmh.adapters.base as adapters
 
     adapter = mlm if build == "wordpiece" else _byte_level_clm(tmp_path)
     texts = [TEXT, "Wait!!, what?! No... yes.", "again and again"]

@@ -32,7 +32,7 @@ def bench_adapters(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def vocabulary():
-    from mlmh.training import SIZES
+    from mlmh.training.config import SIZES
 
     return models.bench_vocabulary(SIZES["tiny"].vocab_size)
 

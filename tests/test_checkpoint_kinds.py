@@ -1,5 +1,6 @@
-"""A checkpoint loaded as another kind than it was built for (mlmh.checkpoint_kinds): refused in one line where its
-head cannot generate that way (a masked LM as hf-clm), a note where it can, silence where the kinds agree."""
+"""A checkpoint loaded as another kind than it was built for (mlmh.adapters.checkpoint_kinds): refused in one line
+where its head cannot generate that way (a masked LM as hf-clm), a note where it can, silence where the kinds
+agree."""
 
 from __future__ import annotations
 

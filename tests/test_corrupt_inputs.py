@@ -208,8 +208,8 @@ def broken_models(tmp_path_factory):
 
 def _routes():
     from mlmh.adapters import load_adapter
+    from mlmh.training.models import init_source, load_init
     from mlmh_builtins import metrics_bertscore, metrics_ppl
-    from mlmh.training import init_source, load_init
 
     return {
         "hf-clm": lambda p: load_adapter("clm", p),
@@ -352,7 +352,7 @@ def test_a_training_parameter_that_cannot_work_is_named_as_the_users_parameter(s
 
 def test_an_init_error_names_no_flag_the_user_never_gave(tmp_path):
     from mlmh.errors import SpecError
-    from mlmh.training import init_source
+    from mlmh.training.models import init_source
 
     with pytest.raises(SpecError) as caught:
         init_source(str(tmp_path))

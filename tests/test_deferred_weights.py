@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlmh.adapter_base import BaseAdapter
+from mlmh.adapters.base import BaseAdapter
 from mlmh.config import resolve
 from mlmh.plan import build_plan
 from mlmh.runner import run_experiment, strip_timings

@@ -60,7 +60,9 @@ def test_trained_models_resolve_their_device_parameter(no_cuda):
 def test_a_config_on_cuda_trains_in_bf16_autocast_and_moves_batches(two_gpus):
     import torch
 
-    from mlmh.training import autocast, make_config, on_device
+    from mlmh.training.config import make_config
+    from mlmh.training.data import on_device
+    from mlmh.training.loop import autocast
 
     config = make_config("mlm", device="auto")
     assert (config.device, config.precision) == ("cuda", "bf16")

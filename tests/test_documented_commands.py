@@ -171,9 +171,9 @@ def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
 def few_training_steps(monkeypatch):
     """Every trained-* model trains TRAIN_STEPS steps with a SEQ_LEN window: the same code path, seconds
     instead of minutes."""
-    from mlmh import training
+    from mlmh.training import config
 
-    make_config = training.make_config
+    make_config = config.make_config
 
     def capped(*args, **kwargs):
         kwargs["max_steps"] = TRAIN_STEPS
@@ -181,7 +181,7 @@ def few_training_steps(monkeypatch):
         kwargs.pop("epochs", None)
         return make_config(*args, **kwargs)
 
-    monkeypatch.setattr(training, "make_config", capped)
+    monkeypatch.setattr(config, "make_config", capped)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from mlmh.findings import answer_lines, run_findings
 from mlmh.paper_claims import baseline_arm
 from mlmh.report import kind_verdict, render_markdown
-from mlmh.stopping import TargetTally, Validation, beats_constant
+from mlmh.training.stopping import TargetTally, Validation, beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Correlation, DatasetInfo,
                         DocumentSet, Finding,
                         ModelRecord, RoleQuality, RunResults, Score)

@@ -51,3 +51,16 @@ def test_builtin_ids_name_the_distribution_and_the_engine_is_separate():
     assert implementation_id(get_registry().build("sampler", "gibbs")) == implementation_id(
         get_registry().build("sampler", "gibbs:steps=3"))  # parameters are keyed separately, not in the code id
     assert engine_id().startswith("mlmh==") and engine_id() != implementation_id(sampler)
+
+
+def test_the_engine_covers_every_adapter_module_whatever_was_imported_before():
+    """The model adapters are a package; the engine's identity reaches each of its modules from ``mlmh.adapters``
+    alone (before any model loads), so editing any of them changes the identity of every cached sample."""
+    code = ("import mlmh.adapters, mlmh.generation, mlmh.toolkit, mlmh.types, mlmh.words\n"
+            "from mlmh.implementation import ENGINE_MODULES, _reachable\n"
+            "print(*sorted(set().union(*(_reachable(m) for m in ENGINE_MODULES))))")
+    reached = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    adapters = {"mlmh.adapters", "mlmh.adapters.base", "mlmh.adapters.decoding", "mlmh.adapters.readout",
+                "mlmh.adapters.sentinels", "mlmh.adapters.checkpoints", "mlmh.adapters.checkpoint_kinds"}
+    assert adapters <= set(reached), sorted(adapters - set(reached))
+    assert not any(name.startswith("mlmh.training") for name in reached)

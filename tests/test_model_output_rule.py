@@ -2,7 +2,7 @@
 word is the sampler's output for it, or the batch fails naming why (mlmh.generation.check_filled).
 
 The models include a T5 with two sentinels, fewer than most maskings make spans: its spans are merged to fit
-(mlmh.span_corruption.spans_to_fit), so it still writes every masked word instead of keeping the later ones."""
+(mlmh.adapters.sentinels.spans_to_fit), so it still writes every masked word instead of keeping the later ones."""
 
 from __future__ import annotations
 

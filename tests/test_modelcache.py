@@ -116,7 +116,7 @@ def test_trained_model_needs_a_dataset():
 
 @pytest.mark.parametrize("name", ["trained-mlm", "trained-clm", "trained-seq2seq"])
 def test_trained_model_trains_once_then_loads_from_cache(name, monkeypatch):
-    from mlmh import training
+    from mlmh.training import loop
 
     events = []
     context = LoadContext(corpus=_corpus(), progress=events.append)
@@ -130,7 +130,7 @@ def test_trained_model_trains_once_then_loads_from_cache(name, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("retrained a cached model")
 
-    monkeypatch.setattr(training, "train", no_training)
+    monkeypatch.setattr(loop, "train", no_training)
     events.clear()
     again = _model(name).load(LoadContext(corpus=_corpus(), progress=events.append))
     assert events == [] and again.kind == adapter.kind

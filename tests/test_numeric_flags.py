@@ -92,7 +92,7 @@ def test_typed_values_are_never_replaced_by_defaults(args, message, capsys):
 
 def test_train_passes_typed_values_and_not_given_ones_apart(monkeypatch, tmp_path):
     """What the CLI hands make_config: a typed value as typed; "not given" as the default marker."""
-    from mlmh import training
+    from mlmh.training import config
 
     seen = {}
 
@@ -100,7 +100,7 @@ def test_train_passes_typed_values_and_not_given_ones_apart(monkeypatch, tmp_pat
         seen.update(kwargs)
         raise SystemExit(0)
 
-    monkeypatch.setattr(training, "make_config", fake_make_config)
+    monkeypatch.setattr(config, "make_config", fake_make_config)
     with pytest.raises(SystemExit):
         main(["train", "--dataset", "pan", "--objective", "mlm", "--out", str(tmp_path / "m"), "--max-steps", "3",
               "--mask-ratio", "0.2"])

@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import run_cli
 from paper_families import FAMILIES, HUB_NAMES, KINDS
 
-from mlmh.span_corruption import noise_spans, span_corruption_example
+from mlmh.training.corruption import noise_spans, span_corruption_example
 
 TEXT = "The cat sat on the mat and looked at the door, then the dog came in."
 AUTO = {"mlm": "AutoModelForMaskedLM", "clm": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM"}
@@ -75,7 +75,7 @@ def test_t5_with_fewer_sentinels_than_spans_merges_spans_and_writes_every_masked
 
 
 def test_merged_spans_keep_the_closest_runs_together():
-    from mlmh.span_corruption import spans_to_fit
+    from mlmh.adapters.sentinels import spans_to_fit
 
     runs = [(0, 1), (3, 4), (5, 6), (10, 12), (13, 14)]
     assert spans_to_fit(runs, 5) == runs
@@ -87,7 +87,7 @@ def test_the_window_is_what_the_position_tables_hold(paper_families):
     """RoBERTa's positions start after its padding index; a warm-started encoder-decoder has no table of its own."""
     from transformers import AutoConfig, EncoderDecoderConfig
 
-    from mlmh.adapters import model_window
+    from mlmh.adapters.base import model_window
 
     class Unlimited:
         model_max_length = 10**30

@@ -1,4 +1,4 @@
-"""Training several trained-* models at once (mlmh.pretrain): same weights and card as training each alone,
+"""Training several trained-* models at once (mlmh.training.jobs): same weights and card as training each alone,
 the same cache entries, the children's progress in the driver, failures and cancel."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from mlmh.components import LoadContext
 from mlmh.runner import RunCancelled
 from mlmh.modelcache import ModelCache
-from mlmh.pretrain import parallel_slots, train_missing
+from mlmh.training.jobs import parallel_slots, train_missing
 from mlmh.types import Corpus, Document
 from processes import children, wait_gone
 
@@ -51,7 +51,7 @@ def _entries():
 def test_parallel_training_equals_training_each_model_alone(tmp_path, monkeypatch):
     import torch
 
-    from mlmh import training
+    from mlmh.training import loop
 
     corpus = _corpus()
     names = ("trained-mlm", "trained-clm", "trained-seq2seq")
@@ -83,19 +83,19 @@ def test_parallel_training_equals_training_each_model_alone(tmp_path, monkeypatc
     def no_training(*args, **kwargs):
         raise AssertionError("the load retrained a model trained in parallel")
 
-    monkeypatch.setattr(training, "train", no_training)
+    monkeypatch.setattr(loop, "train", no_training)
     for model in _models(*names):  # the runner's load that follows finds them cached
         assert model.load(LoadContext(corpus=corpus)).kind == model.model_kind
     assert train_missing(_models(*names), lambda m: LoadContext(corpus=corpus), cores=2) == []
 
 
 def test_one_model_or_one_core_is_left_to_the_sequential_load(monkeypatch):
-    from mlmh import pretrain
+    from mlmh.training import jobs
 
     def no_children(*args, **kwargs):
         raise AssertionError("spawned training processes")
 
-    monkeypatch.setattr(pretrain, "_run_children", no_children)
+    monkeypatch.setattr(jobs, "_run_children", no_children)
     corpus = _corpus()
     assert train_missing(_models("trained-mlm"), lambda m: LoadContext(corpus=corpus), cores=4) == []
     pair = _models("trained-mlm", "trained-clm")
@@ -163,8 +163,8 @@ def test_training_children_end_with_a_killed_driver(tmp_path):
 
 
 def test_pretrained_starts_train_on_one_thread_each_side_by_side():
-    from mlmh.training import default_threads
-    from mlmh.training_config import make_config
+    from mlmh.training.config import make_config
+    from mlmh.training.loop import default_threads
 
     assert default_threads(make_config("mlm", init="minilm")) == 1  # 8 x 64-token steps: a second thread spins
     assert default_threads(make_config("clm", "tiny")) == 1

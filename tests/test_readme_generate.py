@@ -10,8 +10,8 @@ from pathlib import Path
 
 from mlmh.registry import get_registry
 from mlmh.splits import with_validation
-from mlmh.training_config import SIZES
-from mlmh.training_models import train_tokenizer
+from mlmh.training.config import SIZES
+from mlmh.training.models import train_tokenizer
 from mlmh.words import split_words
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -1,4 +1,4 @@
-"""mlmh.readout on the masked LMs of transformers: logits of chosen positions equal the full logits'
+"""mlmh.adapters.readout on the masked LMs of transformers: logits of chosen positions equal the full logits'
 rows, read in part where the head ends in its output layer, else from full passes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 import transformers
 
-from mlmh.readout import logits_at, output_at, reader_of
+from mlmh.adapters.readout import logits_at, output_at, reader_of
 
 VOCAB = 99
 BERT_LIKE = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,

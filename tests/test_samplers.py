@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlmh.adapters import load_adapter
+from mlmh.adapters.readout import full_passes_only, reader_of
 from mlmh.errors import SpecError
 from mlmh.generation import generate, prepare_items
 from mlmh.toolkit import TraceRecorder, choose_at, choose_tokens
 from mlmh_builtins.samplers_mlm import MaskedBatch
-from mlmh.readout import full_passes_only, reader_of
 from mlmh.registry import get_registry
 from mlmh.types import Document
 from mlmh.words import split_words

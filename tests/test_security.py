@@ -19,7 +19,7 @@ from mlmh.testing import build_tiny_model
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "harness").rglob("*.py"), *(ROOT / "plugins").rglob("*.py")])
 #: the one function through which user checkpoints load; it passes trust_remote_code on
-WRAPPER = ROOT / "harness" / "mlmh" / "checkpoints.py"
+WRAPPER = ROOT / "harness" / "mlmh" / "adapters" / "checkpoints.py"
 
 
 def _from_pretrained_calls():
@@ -35,7 +35,7 @@ def _from_pretrained_calls():
 
 def test_every_from_pretrained_call_names_trust_remote_code():
     """Every loading path, found by reading the source: each from_pretrained call (the library's, or
-    mlmh.checkpoints.from_pretrained, which defaults it to False) says trust_remote_code, and only the
+    mlmh.adapters.checkpoints.from_pretrained, which defaults it to False) says trust_remote_code, and only the
     wrapper and an hf-* model's own declared parameter pass anything but the literal False."""
     calls = list(_from_pretrained_calls())
     assert len(calls) >= 10  # adapters, training (--init and its tokenizer), gen-ppl, tokenizers, the wrapper
@@ -43,12 +43,13 @@ def test_every_from_pretrained_call_names_trust_remote_code():
         where = f"{path.relative_to(ROOT)}:{call.lineno}"
         keywords = {k.arg: k.value for k in call.keywords}
         library_call = isinstance(call.func, ast.Attribute)
-        if not library_call:  # mlmh.checkpoints.from_pretrained: False unless passed, never a literal True
+        if not library_call:  # mlmh.adapters.checkpoints.from_pretrained: False unless passed, never a literal True
             value = keywords.get("trust_remote_code")
             assert value is None or not (isinstance(value, ast.Constant) and value.value is True), where
             continue
         spread = [k.value for k in call.keywords if k.arg is None]
-        assert "trust_remote_code" in keywords or (path == ROOT / "harness" / "mlmh" / "adapters.py" and spread), where
+        loader = ROOT / "harness" / "mlmh" / "adapters" / "__init__.py"
+        assert "trust_remote_code" in keywords or (path == loader and spread), where
         value = keywords.get("trust_remote_code")
         if value is not None and not (isinstance(value, ast.Constant) and value.value is False):
             assert path == WRAPPER, f"{where}: trust_remote_code is not the literal False"
@@ -85,7 +86,7 @@ def _loading_paths(path: Path):
     """Every way a user can make mlmh load a checkpoint, each as a call that loads ``path``."""
     from mlmh.adapters import load_adapter
     from mlmh.registry import get_registry
-    from mlmh.training import init_source, load_init
+    from mlmh.training.models import init_source, load_init
     from mlmh_builtins import metrics_bertscore, metrics_diversity, metrics_ppl
 
     registry = get_registry()
@@ -283,7 +284,7 @@ def test_no_message_advises_disabling_a_safety_check():
 
 
 def test_a_pickled_weights_refusal_does_not_repeat_torch_advice():
-    from mlmh.checkpoints import explain
+    from mlmh.adapters.checkpoints import explain
 
     torch_message = ("Weights only load failed. This file can still be loaded, to do so you have two options, do "
                      "those steps only if you trust the source of the checkpoint.\n(1) Re-running `torch.load` with "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mlmh.stopping import EarlyStopping, Validation
+from mlmh.training.stopping import EarlyStopping, Validation
 
 
 def feed(rule: EarlyStopping, curve, tokens_per_eval: int = 100):

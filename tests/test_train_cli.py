@@ -114,12 +114,12 @@ def test_unknown_dataset_and_existing_out(tmp_path, capsys):
 
 
 def test_failure_during_training_leaves_no_output(tmp_path, capsys, monkeypatch):
-    from mlmh import training_validation
+    from mlmh.training import validation
 
     def broken_step(*args, **kwargs):
         raise RuntimeError("simulated crash")
 
-    monkeypatch.setattr(training_validation, "evaluate", broken_step)  # after the training steps, before saving
+    monkeypatch.setattr(validation, "evaluate", broken_step)  # after the training steps, before saving
     code, _, err = run_cli(capsys, "train", "--dataset", "made-up", "--objective", "clm", "--max-steps", "1",
                            "--threads", "1", "--out", str(tmp_path / "m"))
     assert code == 1 and "simulated crash" in err
@@ -143,8 +143,8 @@ def test_each_mask_schedule_trains_on_pan_and_loads_as_a_masked_lm(schedule, ext
 
 
 def test_train_never_sees_test_documents(tmp_path, capsys, monkeypatch):
-    from mlmh import training
     from mlmh.registry import get_registry
+    from mlmh.training import loop
 
     seen = {}
 
@@ -152,7 +152,7 @@ def test_train_never_sees_test_documents(tmp_path, capsys, monkeypatch):
         seen.update(train=list(texts), validation=list(validation_texts or []))
         raise RuntimeError("captured")
 
-    monkeypatch.setattr(training, "train", capture)
+    monkeypatch.setattr(loop, "train", capture)
     code, _, err = run_cli(capsys, "train", "--dataset", "pan", "--objective", "clm", "--out", str(tmp_path / "m"))
     assert code == 1 and "captured" in err
     test_texts = {d.text for d in get_registry().build("dataset", "pan").load(None).split("test")}

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 from mlmh.errors import SpecError
-from mlmh.training import (FRESH_LEARNING_RATE, INIT_LEARNING_RATE, MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS, SIZES,
-                           BatchMaker, budget_steps, build_model, count_parameters, infill_example, infill_spans,
-                           load_init, loss_terms, make_blocks, make_config, most_frequent_token,
-                           parameter_groups, split_validation, train, train_tokenizer)
+from mlmh.training.config import (FRESH_LEARNING_RATE, INIT_LEARNING_RATE, MAX_BUDGET_SCALE, OBJECTIVES, POSITIONS,
+                                  SIZES, make_config)
+from mlmh.training.data import BatchMaker, infill_example, infill_spans, loss_terms, make_blocks
+from mlmh.training.loop import budget_steps, parameter_groups, split_validation, train
+from mlmh.training.models import build_model, count_parameters, load_init, train_tokenizer
+from mlmh.training.validation import most_frequent_token
 from tiny_models import output_rows
 
 WORDS = ("the old captain walked along the quiet harbour and counted the boats while gulls circled "
@@ -221,7 +223,7 @@ def test_init_minilm_keeps_the_pretrained_encoder(objective):
     import torch
     from safetensors.torch import load_file
 
-    from mlmh.training import minilm_dir
+    from mlmh.training.models import minilm_dir
 
     model, tokenizer, fresh = load_init("minilm", objective)
     pretrained = load_file(minilm_dir() / "model.safetensors")
@@ -277,7 +279,8 @@ def test_tokenizer_training_is_reproducible_across_processes():
     import subprocess
     import sys
 
-    script = ("import hashlib, json; from mlmh.registry import get_registry; from mlmh.training import train_tokenizer; "
+    script = ("import hashlib, json; from mlmh.registry import get_registry; "
+              "from mlmh.training.models import train_tokenizer; "
               "corpus = get_registry().build('dataset', 'pan').load(None); "
               "tok = train_tokenizer([d.text for d in corpus.split('train')], 6000); "
               "ids = [tok(d.text)['input_ids'] for d in corpus.split('test')]; "
@@ -471,7 +474,7 @@ def test_fallback_validation_is_a_tenth_of_the_texts_and_seed_free():
 
 def _scripted_validation(monkeypatch, script, snapshots=None):
     """Replace validation by a script of (loss, accuracy) with a unigram baseline accuracy of 0.1."""
-    from mlmh import training
+    from mlmh.training import loop, stopping
 
     script = iter(script)
 
@@ -479,9 +482,9 @@ def _scripted_validation(monkeypatch, script, snapshots=None):
         if snapshots is not None:
             snapshots[len(snapshots) + 1] = {k: v.clone() for k, v in model.state_dict().items()}
         loss, accuracy = next(script)
-        return training.Validation(loss, accuracy, 0.1, 10_000)
+        return stopping.Validation(loss, accuracy, 0.1, 10_000)
 
-    monkeypatch.setattr(training, "validate", scripted)
+    monkeypatch.setattr(loop, "validate", scripted)
 
 
 def _tokens_per_step(tmp_path):
@@ -568,7 +571,8 @@ def test_a_model_whose_validation_accuracy_rises_while_its_loss_rises_trains_on_
 def test_validation_accuracy_counts_the_judged_tokens_beside_the_unigram_baseline():
     import torch
 
-    from mlmh.training import Validation, validate
+    from mlmh.training.stopping import Validation
+    from mlmh.training.validation import validate
 
     tok, blocks = _blocks(8)
     torch.manual_seed(0)
@@ -588,7 +592,7 @@ def test_validation_accuracy_counts_the_judged_tokens_beside_the_unigram_baselin
 
 def test_a_validation_curve_that_keeps_falling_trains_the_whole_budget(tmp_path):
     """The curve differs from process to process (the WordPiece trainer breaks ties in hash-map order, so the
-    vocabulary does), and with it whether the lowest loss or the highest accuracy is kept (mlmh.stopping): the
+    vocabulary does), and with it whether the lowest loss or the highest accuracy is kept (mlmh.training.stopping): the
     test holds for any vocabulary, as it must under pytest -n 2, where each worker trains its own."""
     card = train(TEXTS, micro("clm", max_steps=12, eval_every=3), tmp_path, validation_texts=TEXTS[:4], threads=1)
     curve = card["validation_curve"]
@@ -629,9 +633,9 @@ def _trained(name, **params):
 
 
 def test_trained_models_select_on_validation_and_never_see_test(monkeypatch):
-    from mlmh import training
     from mlmh.components import LoadContext
     from mlmh.splits import with_validation
+    from mlmh.training import loop
 
     seen = {}
 
@@ -639,7 +643,7 @@ def test_trained_models_select_on_validation_and_never_see_test(monkeypatch):
         seen.update(train=list(texts), validation=list(validation_texts or []), config=config)
         raise RuntimeError("captured")
 
-    monkeypatch.setattr(training, "train", capture)
+    monkeypatch.setattr(loop, "train", capture)
     corpus = _made_up_corpus()
     model = _trained("trained-mlm", mask_schedule="mdlm", budget="targets", max_steps=2)
     with pytest.raises(RuntimeError, match="captured"):
@@ -675,12 +679,12 @@ def test_only_the_trained_mlm_takes_a_schedule():
 
 
 def test_the_trained_models_take_the_recipe_rules_without_loading_torch():
-    """The trained-* models' choices are the training recipe's own (mlmh.training_config), read without torch,
+    """The trained-* models' choices are the training recipe's own (mlmh.training.config), read without torch,
     so listing or checking them (mlmh ls, a preset's specs) stays light."""
-    from mlmh import training
+    from mlmh.training import config
     from mlmh_builtins import models_trained
 
-    assert models_trained.BUDGETS is training.BUDGETS and models_trained.MASK_SCHEDULES is training.MASK_SCHEDULES
+    assert models_trained.BUDGETS is config.BUDGETS and models_trained.MASK_SCHEDULES is config.MASK_SCHEDULES
     code = "import sys, mlmh_builtins.models_trained; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 

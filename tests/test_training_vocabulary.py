@@ -1,5 +1,5 @@
-"""The parts of a pretrained start's fine-tuning recipe (mlmh.training_vocabulary, LP-FT warm-up in
-mlmh.training): the cut output layer gives the loss of a softmax over the kept tokens, trains the rows it keeps,
+"""The parts of a pretrained start's fine-tuning recipe (mlmh.training.vocabulary, LP-FT warm-up in
+mlmh.training.loop): the cut output layer gives the loss of a softmax over the kept tokens, trains the rows it keeps,
 and leaves a whole model whose distribution is the cut one's; the warm-up moves only the fresh parameters."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mlmh.training_data import loss_and_predictions  # noqa: E402
-from mlmh.training_vocabulary import MASKED_LOGIT, OutputVocabulary  # noqa: E402
+from mlmh.training.data import loss_and_predictions  # noqa: E402
+from mlmh.training.vocabulary import MASKED_LOGIT, OutputVocabulary  # noqa: E402
 
 VOCAB, KEPT = 120, [0, 1, 2, 3, 4, 7, 11, 19, 30, 42, 55]
 
@@ -116,8 +116,8 @@ def test_no_cut_where_it_cannot_be_kept_or_saves_little():
 
 
 def test_the_head_warms_up_alone_before_the_body_moves(tiny_mlm, tmp_path):
-    from mlmh.training import head_warmup_steps, train
-    from mlmh.training_config import make_config
+    from mlmh.training.config import make_config
+    from mlmh.training.loop import head_warmup_steps, train
 
     assert head_warmup_steps(200, frozenset()) == 0 and head_warmup_steps(200, frozenset({"x"})) == 20
     assert head_warmup_steps(3, frozenset({"x"})) == 1

@@ -69,7 +69,8 @@ class Model(Component):
 
     def checkpoints(self) -> tuple[str, ...]:
         """The checkpoints (hub names or directories) these weights are read from: the run plan refuses a run,
-        before any work, whose hub names are neither cached nor downloadable (:func:`mlmh.checkpoints.uncached`)."""
+        before any work, whose hub names are neither cached nor downloadable
+        (:func:`mlmh.adapters.checkpoints.uncached`)."""
         return ()
 
 

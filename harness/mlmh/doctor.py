@@ -41,7 +41,7 @@ CHECKS: list[Check] = []
 #: checks (bundled samples, BERTScore model, taggers...) come with loading the plugins.
 CHECK_MODULES: list[str] = [
     "mlmh.modelcache",
-    "mlmh.training",
+    "mlmh.training.models",
     "mlmh.wordnet",
 ]
 

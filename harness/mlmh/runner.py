@@ -254,7 +254,7 @@ class Runner(ResultsStage):
 
     def _load_models(self) -> None:
         from mlmh.plan import load_context
-        from mlmh.pretrain import train_missing
+        from mlmh.training.jobs import train_missing
 
         models = self.plan.models
         self.bus.emit(StageStarted(stage="models", total=len(models), description="loading models (training on first use)"))

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, TypeAlias, overload, runtime_checkable
 
-from mlmh.adapters import MASK_MARKER, Encoding, PrefixState, Seq2SeqEncoding
+from mlmh.adapters.base import MASK_MARKER, Encoding, Seq2SeqEncoding
+from mlmh.adapters.decoding import PrefixState
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem, MaskPlan, Step, Words
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from mlmh.results import model_record_of
-from mlmh.stopping import beats_constant
+from mlmh.training.stopping import beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
                         RunResults)
 
@@ -108,7 +108,7 @@ def summarise(caveats: Sequence[Caveat]) -> str:
 def never_learned(model: str, record: ModelRecord | None) -> str | None:
     """Why a trained model's card says it never left the unigram plateau on held-out text, or None.
 
-    The card's ``beats_constant`` decides (:func:`mlmh.stopping.beats_constant`); a card written before it
+    The card's ``beats_constant`` decides (:func:`mlmh.training.stopping.beats_constant`); a card written before it
     existed is judged by the same rule on the rates it has. Models mlmh did not train have no card: None."""
     training = record.training if record is not None else {}
     accuracy = training.get("heldout_accuracy")

@@ -158,7 +158,7 @@ def get_encoder(model: str, layer: int) -> Encoder:
     key = (model, layer)
     with _ENCODERS_LOCK:
         if key not in _ENCODERS:
-            from mlmh.checkpoints import loading, local_checkpoint
+            from mlmh.adapters.checkpoints import loading, local_checkpoint
 
             # bert-score loads with from_pretrained and no trust_remote_code: the checks here refuse shipped code
             local_checkpoint(model, "bertscore", param="model")

@@ -130,7 +130,7 @@ class StutterMetric(InputsOnly, Metric):
 def load_tokenizer(name_or_path: str) -> Any:
     from transformers import AutoTokenizer
 
-    from mlmh.checkpoints import from_pretrained, local_checkpoint
+    from mlmh.adapters.checkpoints import from_pretrained, local_checkpoint
 
     local_checkpoint(name_or_path, "tokenizer", model=False, param="tokenizer")
     return from_pretrained(AutoTokenizer, name_or_path, what="tokenizer")

@@ -47,7 +47,7 @@ def load_reference_lm(path: str) -> tuple[Any, Any]:
         if path not in _MODELS:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from mlmh.checkpoints import from_pretrained, local_checkpoint
+            from mlmh.adapters.checkpoints import from_pretrained, local_checkpoint
 
             local_checkpoint(path, "gen-ppl")
             tokenizer = from_pretrained(AutoTokenizer, path, what="gen-ppl")

@@ -3,8 +3,8 @@ itself on the run's dataset the first time a run needs them, then reuses from th
 
 This is the offline default: no pretrained weights can be downloaded, so each preset compares an MLM,
 a CLM and a seq2seq denoiser of matched size and training budget (see :mod:`mlmh.training`). They learn
-from the train split, keep the checkpoint that validation chooses (:mod:`mlmh.stopping`; :func:`mlmh.splits.with_validation`)
-and never see the test split, whose documents stay unseen.
+from the train split, keep the checkpoint that validation chooses (:mod:`mlmh.training.stopping`;
+:func:`mlmh.splits.with_validation`) and never see the test split, whose documents stay unseen.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mlmh.crossover import MAX_EPOCHS
 from mlmh.devices import DEVICE_PARAM, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param
-from mlmh.training_config import BUDGETS, KEEPS, MASK_SCHEDULES, MLM_MASK_RATIO, PATIENCE_TOKENS  # no torch
+from mlmh.training.config import BUDGETS, KEEPS, MASK_SCHEDULES, MLM_MASK_RATIO, PATIENCE_TOKENS  # no torch
 from mlmh.types import Corpus
 
 
@@ -69,7 +69,7 @@ class TrainedModel(Model):
 
     def _config(self, device: str | None = None) -> Any:
         """The checked training config of this model's parameters (on ``device``, default: its own)."""
-        from mlmh.training import make_config
+        from mlmh.training.config import make_config
 
         shape = {k: self.params[k] for k in ("seq_len", "batch_size") if self.params[k]}
         return make_config(self.model_kind, self.params["size"], seed=self.params["seed"],
@@ -109,7 +109,8 @@ class TrainedModel(Model):
         if memo in self._prepared:
             return self._prepared[memo]
         from mlmh.modelcache import data_hash, library_versions
-        from mlmh.training import RECIPE_VERSION, init_fingerprint
+        from mlmh.training.config import RECIPE_VERSION
+        from mlmh.training.models import init_fingerprint
 
         corpus = self._corpus(context)
         config = self._config()
@@ -140,10 +141,10 @@ class TrainedModel(Model):
         return f"{self.name}:{self.cache_name(context)}"
 
     def training_job(self, context: LoadContext) -> Any:
-        """What training this model takes (:class:`mlmh.pretrain.TrainingJob`), for a sequential load or a
+        """What training this model takes (:class:`mlmh.training.jobs.TrainingJob`), for a sequential load or a
         process that trains several models at once."""
         from mlmh.modelcache import ModelCache
-        from mlmh.pretrain import TrainingJob
+        from mlmh.training.jobs import TrainingJob
 
         recipe, corpus = self._prepare(context)
         from mlmh.splits import describe_validation

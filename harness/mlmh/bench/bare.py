@@ -48,7 +48,7 @@ def next_token(last_logits, exact: bool):
 
 def last_only(model, lean: bool) -> dict[str, Any]:
     """Keywords of a lean pass that reads its last token only: ``logits_to_keep=1`` where the model takes it."""
-    from mlmh.adapters import keeps_logits
+    from mlmh.adapters.decoding import keeps_logits
 
     return {"logits_to_keep": 1} if lean and keeps_logits(model) else {}
 
@@ -59,13 +59,13 @@ def bare_causal_infill(model, prefix_ids, new_tokens: int, *, use_cache: bool = 
 
     With the cache: one prefill pass, then one single-token step per further token. Without it: the whole
     prefix is recomputed for every token. ``cache_name``: the model's cache keyword
-    (:func:`mlmh.adapters.cache_argument`), looked up here when not given; a timed caller decides it
+    (:func:`mlmh.adapters.decoding.cache_argument`), looked up here when not given; a timed caller decides it
     once, outside the timing. ``lean``: each pass computes its last token's logits only (where the model
     allows) and chooses through :func:`exact_choice`. Returns the number of forward passes made.
     """
     import torch
 
-    from mlmh.adapters import cache_argument, returned_cache
+    from mlmh.adapters.decoding import cache_argument, returned_cache
 
     passes = 0
     name = cache_name or cache_argument(model)
@@ -95,7 +95,7 @@ def bare_seq2seq_infill(model, source_ids, decoder_prefix_ids, new_tokens: int, 
     (``cache_name`` and ``lean`` as for :func:`bare_causal_infill`)."""
     import torch
 
-    from mlmh.adapters import cache_argument, returned_cache
+    from mlmh.adapters.decoding import cache_argument, returned_cache
 
     name = cache_name or cache_argument(model)
     keep = last_only(model, lean)
@@ -155,7 +155,7 @@ def bare_work(sampler, adapter, items: Sequence[Any], plan: PassPlan, *, lean: b
     """
     import torch
 
-    from mlmh.adapters import cache_argument
+    from mlmh.adapters.decoding import cache_argument
 
     encodings = [adapter.encode(item.words, item.plan) for item in items]
     masked_tokens = len(encodings[0].masked)

@@ -38,7 +38,8 @@ def scaling_config(model_dirs: dict[str, Path], documents: int):
 def prepare_scaling_models(size: str, out: Path) -> dict[str, Path]:
     """Random ``size`` MLM and CLM sharing a WordPiece vocabulary trained on the PAN sample's train split."""
     from mlmh.registry import get_registry
-    from mlmh.training import SIZES, train_tokenizer
+    from mlmh.training.config import SIZES
+    from mlmh.training.models import train_tokenizer
 
     corpus = get_registry().build("dataset", "pan").load(None)
     tokenizer = train_tokenizer([d.text for d in corpus.split("train")], SIZES[size].vocab_size)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from mlmh.training import SPECIAL_TOKENS
+from mlmh.training.config import SPECIAL_TOKENS
 
 
-#: Sizes come from :data:`mlmh.training.SIZES`: the bench times the shapes that ``mlmh train`` builds.
+#: Sizes come from :data:`mlmh.training.config.SIZES`: the bench times the shapes that ``mlmh train`` builds.
 BENCH_SIZES = ("tiny", "small", "base")
 
 _ONSETS = "b c d f g h j k l m n p r s t v w z".split()
@@ -29,7 +29,7 @@ def bench_vocabulary(size: int) -> list[str]:
 
 def build_bench_tokenizer(vocab_size: int):
     """A BERT-style WordPiece tokenizer whose vocabulary holds the bench words whole (1 word = 1 token)."""
-    from mlmh.training import wordpiece_tokenizer
+    from mlmh.training.models import wordpiece_tokenizer
 
     return wordpiece_tokenizer({token: i for i, token in enumerate(SPECIAL_TOKENS + bench_vocabulary(vocab_size))})
 
@@ -45,7 +45,8 @@ def build_bench_model(kind: str, size: str, tokenizer, *, window: int, seed: int
     import torch
 
     from mlmh.errors import SpecError
-    from mlmh.training import SIZES, build_model
+    from mlmh.training.config import SIZES
+    from mlmh.training.models import build_model
 
     if size not in SIZES:
         raise SpecError(f"unknown bench size '{size}' (valid: {', '.join(SIZES)})")
@@ -68,7 +69,7 @@ def parameter_count(model) -> int:
 def save_bench_models(size: str, out: Path, *, window: int, kinds: Sequence[str] = ("mlm", "clm", "seq2seq"),
                       seed: int = 0) -> dict[str, Path]:
     """Write random ``size`` models of each kind, with the bench tokenizer, as standard HF directories."""
-    from mlmh.training import SIZES
+    from mlmh.training.config import SIZES
 
     from transformers.utils import logging as hf_logging
 

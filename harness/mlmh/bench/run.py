@@ -81,7 +81,7 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
     from mlmh.adapters import load_adapter
     from mlmh.allocator import tune_command_line_process
     from mlmh.registry import get_registry
-    from mlmh.training import SIZES
+    from mlmh.training.config import SIZES
 
     notify = progress or (lambda what, done, total: None)
     cells_plan = options.cells()

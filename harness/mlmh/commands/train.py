@@ -109,8 +109,10 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     from mlmh.registry import get_registry
     from mlmh.devices import resolve_device
     from mlmh.splits import describe_validation, with_validation
-    from mlmh.training import PATIENCE_TOKENS, estimated_bytes, init_source, make_config
-    from mlmh.training import train as train_model
+    from mlmh.training.config import PATIENCE_TOKENS, make_config
+    from mlmh.training.loop import estimated_bytes
+    from mlmh.training.loop import train as train_model
+    from mlmh.training.models import init_source
 
     # None = not given; make_config reads 0 as "the default", which the options above never let through
     config = make_config(objective, size, seed=seed, max_steps=max_steps or 0, epochs=epochs, init=init,

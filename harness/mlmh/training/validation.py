@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
-from mlmh.readout import logits_at
-from mlmh.stopping import TargetTally, Validation
-from mlmh.training_config import INFERENCE_RATIOS, MASK_RATIO, TrainingConfig
-from mlmh.training_data import (MODEL_INPUTS, BatchMaker, Blocks, loss_and_predictions, on_device,
+from mlmh.adapters.readout import logits_at
+from mlmh.training.config import INFERENCE_RATIOS, MASK_RATIO, TrainingConfig
+from mlmh.training.data import (MODEL_INPUTS, BatchMaker, Blocks, loss_and_predictions, on_device,
                                 predictions_and_gold)
+from mlmh.training.stopping import TargetTally, Validation
 
 if TYPE_CHECKING:
     import torch
 
-    from mlmh.training_vocabulary import OutputVocabulary
+    from mlmh.training.vocabulary import OutputVocabulary
 
 
 def evaluate(model: Any, objective: str, tokenizer: Any, blocks: Blocks, *, ratio: float, seed: int,
@@ -51,7 +51,7 @@ def most_frequent_token(blocks: Blocks) -> int | None:
 def validate(model: Any, objective: str, batches: Sequence[dict[str, "torch.Tensor"]],
              baseline_token: int | None, vocabulary: "OutputVocabulary | None" = None) -> Validation:
     """The training objective's loss and accuracy over fixed validation batches, in eval mode (no dropout); with
-    a ``vocabulary`` cut, over its tokens (:mod:`mlmh.training_vocabulary`)."""
+    a ``vocabulary`` cut, over its tokens (:mod:`mlmh.training.vocabulary`)."""
     import torch
 
     if vocabulary is not None and baseline_token is not None:

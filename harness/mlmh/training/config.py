@@ -14,7 +14,8 @@ OBJECTIVES = ("mlm", "clm", "seq2seq")
 POSITIONS = ("rotary", "absolute")
 MASK_SCHEDULES = ("fixed", "uniform", "mdlm")
 BUDGETS = ("tokens", "targets", "compute")
-KEEPS = ("best", "last")  # the checkpoint kept: the best validation (mlmh.stopping), or the weights after the budget
+#: the checkpoint kept: the best validation (mlmh.training.stopping), or the weights after the budget
+KEEPS = ("best", "last")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15  # seq2seq infilling's hidden share, and BERT's MLM ratio
 # The MLM's fixed-schedule default, chosen by measurement on unseen documents of real text the project did not

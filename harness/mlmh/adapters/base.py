@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
+from mlmh.adapters.readout import logits_at
 from mlmh.errors import ModelError
-from mlmh.readout import logits_at
 from mlmh.types import MaskPlan, Words
 
 MODEL_KINDS = ("mlm", "clm", "seq2seq")
@@ -95,7 +95,8 @@ class BaseAdapter:
         self.device = torch.device(device)
         self.forward_passes = 0
         self.tokens_processed = 0
-        self.notes: list[str] = []  # what the user should know about this model as loaded (mlmh.checkpoint_kinds)
+        # what the user should know about this model as loaded (mlmh.adapters.checkpoint_kinds)
+        self.notes: list[str] = []
         self._decoded_ids: dict[int, str] = {}  # one-token words, decoded once (decode_words)
         self._masked_pieces: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}  # tokenized once (encode_batch)
         self._encodings: dict[tuple[str, tuple[int, ...]], Encoding] = {}  # encoded once (encode_batch)
@@ -397,7 +398,7 @@ class MaskedLMAdapter(BaseAdapter):
         real tokens of the batch when the caller knows them (else counted from the mask).
 
         ``at``: flat indices into the (batch x length) positions a sampler reads; then (len(at), vocab)
-        logits of those positions alone, the output layer computed only there (:mod:`mlmh.readout`).
+        logits of those positions alone, the output layer computed only there (:mod:`mlmh.adapters.readout`).
         """
         import torch
 

@@ -2,15 +2,16 @@
 
 Design decision: a seq2seq checkpoint trains with the corruption it was pre-trained with. A tokenizer with T5's
 sentinels (``<extra_id_0>``, ``<extra_id_1>``, ...) gets span corruption; one with a mask token (BART, and the
-WordPiece vocabularies mlmh trains) gets BART's text infilling (:func:`mlmh.training.infill_example`); one with
-neither cannot be corrupted and is refused. The sentinel test is the one the seq2seq adapter uses to regenerate,
-so a model trains and generates through the same tokens.
+WordPiece vocabularies mlmh trains) gets BART's text infilling (:func:`mlmh.training.data.infill_example`); one
+with neither cannot be corrupted and is refused. The sentinel test is the one the seq2seq adapter uses to regenerate
+(:mod:`mlmh.adapters.sentinels`), so a model trains and generates through the same tokens.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from mlmh.adapters.sentinels import sentinel_ids
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
@@ -28,17 +29,6 @@ CORRUPTION_NOTES = {
 }
 
 
-def sentinel_ids(tokenizer: Any) -> list[int]:
-    """The ids of ``<extra_id_0>``, ``<extra_id_1>``, ... in order, as far as the vocabulary has them."""
-    unknown = tokenizer.unk_token_id
-    ids: list[int] = []
-    while True:
-        tid = tokenizer.convert_tokens_to_ids(f"<extra_id_{len(ids)}>")
-        if tid is None or tid == unknown:
-            return ids
-        ids.append(int(tid))
-
-
 def corruption_for(tokenizer: Any, what: str) -> str:
     """:data:`SPAN_CORRUPTION` for a tokenizer with T5 sentinels, :data:`TEXT_INFILLING` for one with a mask
     token; anything else refused in one line naming ``what`` (e.g. ``--init DIR``) and what it lacks."""
@@ -48,25 +38,6 @@ def corruption_for(tokenizer: Any, what: str) -> str:
         return TEXT_INFILLING
     raise SpecError(f"{what}: its tokenizer has neither a mask token (BART text infilling) nor T5 sentinels "
                     "<extra_id_0>, <extra_id_1>, ... (span corruption); objective 'seq2seq' needs one of them")
-
-
-def spans_to_fit(spans: Sequence[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
-    """Masked runs ``[start, end)`` merged until at most ``limit`` remain, the two closest first (fewest kept
-    tokens between them; the leftmost pair on a tie).
-
-    Why: T5 writes one span per sentinel, and a checkpoint may have fewer sentinels than a masking makes
-    spans. A merged span hides the kept tokens between its runs from the encoder under one sentinel; the
-    decoder is given those tokens back as they are and writes only the masked ones, so every masked token
-    is still the model's own and no kept word changes.
-    """
-    merged = [tuple(span) for span in spans]
-    if limit < 1:
-        raise ValueError(f"at least one sentinel is needed to merge spans into; got {limit}")
-    while len(merged) > limit:
-        gaps = [merged[i + 1][0] - merged[i][1] for i in range(len(merged) - 1)]
-        i = gaps.index(min(gaps))
-        merged[i: i + 2] = [(merged[i][0], merged[i + 1][1])]
-    return merged  # type: ignore[return-value]  # pairs built from the spans' own int bounds
 
 
 def random_segmentation(items: int, segments: int, rng: "np.random.Generator") -> list[int]:

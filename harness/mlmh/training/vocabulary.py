@@ -59,7 +59,7 @@ class OutputVocabulary:
         return cls(model, torch.tensor(kept, dtype=torch.long, device=layer.weight.device))
 
     def __enter__(self) -> "OutputVocabulary":
-        from mlmh.readout import forget
+        from mlmh.adapters.readout import forget
 
         setattr(self._parent, self._attribute, _cut_linear(self.layer, self.kept))
         forget(self.model)  # a sparse reader hooks the layer the model names now
@@ -68,7 +68,7 @@ class OutputVocabulary:
     def __exit__(self, *exc: object) -> None:
         import torch
 
-        from mlmh.readout import forget
+        from mlmh.adapters.readout import forget
 
         setattr(self._parent, self._attribute, self.layer)
         forget(self.model)

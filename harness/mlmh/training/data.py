@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from mlmh.readout import logits_at
-from mlmh.span_corruption import SPAN_CORRUPTION, corruption_for, sentinel_ids, span_corruption_example
-from mlmh.training_config import MDLM_MIN_T, MEAN_SPAN
+from mlmh.adapters.readout import logits_at
+from mlmh.adapters.sentinels import sentinel_ids
+from mlmh.training.config import MDLM_MIN_T, MEAN_SPAN
+from mlmh.training.corruption import SPAN_CORRUPTION, corruption_for, span_corruption_example
 
 if TYPE_CHECKING:
-    from mlmh.training_vocabulary import OutputVocabulary
+    from mlmh.training.vocabulary import OutputVocabulary
     import numpy as np
     import torch
 
@@ -132,7 +133,7 @@ class BatchMaker:
                 mask_replace_prob=1.0 if mask_only else 0.8, random_replace_prob=0.0 if mask_only else 0.1,
             )
             # its own seeded generator, as create_rng makes it in a main process (create_rng refuses in any
-            # other process outside a DataLoader: mlmh.pretrain trains in spawned processes)
+            # other process outside a DataLoader: mlmh.training.jobs trains in spawned processes)
             self.collator.generator = self.collator.get_generator(seed)
         self.mask_id = tokenizer.mask_token_id
         # seq2seq: T5 span corruption where the tokenizer has sentinels, BART text infilling otherwise
@@ -211,9 +212,9 @@ def loss_terms(model: Any, objective: str, batch: dict[str, "torch.Tensor"],
 
     Cross-entropy summed over the supervised tokens and their count; for ``mdlm`` batches the masked
     tokens' cross-entropy weighted by 1/t, over the count of maskable tokens (MDLM's per-token ELBO).
-    The MLM's logits are computed at its supervised positions only (:func:`mlmh.readout.logits_at`):
+    The MLM's logits are computed at its supervised positions only (:func:`mlmh.adapters.readout.logits_at`):
     the loss is the same, and the output layer's share of a step shrinks to the masked tokens'. With a
-    ``vocabulary`` cut (:mod:`mlmh.training_vocabulary`) the softmax runs over the cut's tokens.
+    ``vocabulary`` cut (:mod:`mlmh.training.vocabulary`) the softmax runs over the cut's tokens.
     """
     summed, count, _, _ = loss_and_predictions(model, objective, batch, vocabulary)
     return summed, count

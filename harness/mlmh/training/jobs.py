@@ -1,7 +1,7 @@
 """Training the trained-* models of a run at once, one spawned process per model, before they are loaded.
 
 A cold preset trains three tiny models (the paper preset three pretrained starts beside them); each one trains
-on a single torch thread (:func:`mlmh.training.default_threads`), so on a machine with two or more cores they can
+on a single torch thread (:func:`mlmh.training.loop.default_threads`), so on a machine with two or more cores they can
 train side by side. Every child trains with the thread count the model would have alone, so its weights and card equal
 a sequential training's, and writes the model cache through the same :meth:`TrainingJob.ensure` as the
 sequential path (the cache's per-key lock keeps concurrent runs from training one model twice). The
@@ -39,7 +39,7 @@ class TrainingJob:
     root: str  # the model cache's root
     texts: list[str]
     validation_texts: list[str]
-    config: Any  # mlmh.training.TrainingConfig
+    config: Any  # mlmh.training.config.TrainingConfig
     dataset: str
     data_digest: str
     label: str = field(default="", compare=False)  # the model's short spec, for progress and errors
@@ -52,14 +52,14 @@ class TrainingJob:
 
     def threads(self) -> int:
         """Torch threads this model trains with, alone or beside others (the weights depend on them)."""
-        from mlmh.training import default_threads
+        from mlmh.training.loop import default_threads
 
         return default_threads(self.config)
 
     def ensure(self, progress: ProgressFn | None = None) -> tuple[Path, bool]:
         """The cached model, trained into the cache first on a miss: ``(path, built)``."""
         from mlmh.modelcache import ModelCache, ensure_free_space
-        from mlmh.training import estimated_bytes, train
+        from mlmh.training.loop import estimated_bytes, train
 
         cache = ModelCache(Path(self.root))
 

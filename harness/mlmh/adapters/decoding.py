@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Sequence
 
-from mlmh.adapter_base import BaseAdapter, Encoding, Seq2SeqEncoding
+from mlmh.adapters.base import BaseAdapter, Encoding, Seq2SeqEncoding
+from mlmh.adapters.readout import output_at
+from mlmh.adapters.sentinels import sentinel_ids, spans_to_fit
 from mlmh.errors import ModelError
-from mlmh.readout import output_at
-from mlmh.span_corruption import sentinel_ids, spans_to_fit
 
 class _IncrementalAdapter(BaseAdapter):
     """Shared by CLM and seq2seq decoders: next-token logits for a batch of growing prefixes."""
@@ -38,7 +38,7 @@ class _IncrementalAdapter(BaseAdapter):
     def _run(self, kwargs: dict[str, Any], input_ids: Any, last_only: bool) -> Any:
         """The model on ``kwargs``. With ``last_only`` (every row ends at the last column) a prefill
         computes its output layer for that column alone: ``logits_to_keep`` where the forward takes
-        it, else through :func:`mlmh.readout.output_at` (logits (rows, vocab) then)."""
+        it, else through :func:`mlmh.adapters.readout.output_at` (logits (rows, vocab) then)."""
         import torch
 
         rows, width = input_ids.shape
@@ -199,7 +199,7 @@ class Seq2SeqAdapter(_IncrementalAdapter):
         """Source with one sentinel/<mask> per span; the decoder target for the sampler to write.
 
         T5: a text with more masked runs than the checkpoint has sentinels gets its closest runs merged
-        (:func:`mlmh.span_corruption.spans_to_fit`); the decoder is fed the kept tokens inside a merged span
+        (:func:`mlmh.adapters.sentinels.spans_to_fit`); the decoder is fed the kept tokens inside a merged span
         and writes its masked ones, so every masked word is generated."""
         spans = base.spans() if self.style == "mask" else spans_to_fit(base.spans(), len(self.sentinels))
         masked_set = set(base.masked)
