@@ -112,7 +112,7 @@ def test_build_plan_names_its_argument(value):
 
 @pytest.mark.parametrize("value", [None, 3, ["runs/x"], ""])
 def test_load_results_names_its_argument(value):
-    from mlmh.results import load_results
+    from mlmh.rundir import load_results
 
     with pytest.raises(SpecError, match=r"^run directory .*: expected the path of a run directory"):
         load_results(value)

@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from mlmh.paper_claims import SOURCE, Evidence, paper_metrics
+from mlmh.findings.paper_claims import SOURCE, Evidence, paper_metrics
+from mlmh.findings.verdicts import FAILS, HOLDS, describe_ci, not_tested, verdict
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
-from mlmh.verdicts import FAILS, HOLDS, describe_ci, not_tested, verdict
 
 JUDGED, FLOOR = "gen-ppl", "gen-ppl_original"
 
@@ -32,7 +32,7 @@ def judged(results: RunResults) -> bool:
 
 
 def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
-    """The fluency check as a rule over a run's :class:`~mlmh.paper_claims.Evidence`, where the run has gen-ppl."""
+    """The fluency check as a rule over a run's :class:`~mlmh.findings.paper_claims.Evidence`, where the run has gen-ppl."""
     overlap = [m for m in paper_metrics(results) if m not in (JUDGED, FLOOR)]
     if not overlap or not judged(results):
         return []

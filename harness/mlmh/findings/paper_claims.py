@@ -35,11 +35,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mlmh.analysis import STRONG
+from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
+                           correlation_verdict, describe_ci, not_tested, number, verdict)
 from mlmh.results import main_metrics
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
-from mlmh.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
-                           correlation_verdict, describe_ci, not_tested, number, verdict)
 
 SOURCE = "arXiv 2405.12630"
 #: the paper's quality metrics as this project names them; claim 1 is tested on each the run scored
@@ -57,7 +57,7 @@ class Evidence:
     per_document: dict[str, dict[str, dict[str, float]]]  # condition id -> metric -> unseen doc id -> value
     tasks: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)  # who -> task -> score -> per item
     seed: int = 0
-    strict: bool = True  # leave out the conditions a caveat rules out (mlmh.verdicts.caveats_of)
+    strict: bool = True  # leave out the conditions a caveat rules out (mlmh.findings.verdicts.caveats_of)
     left_out: list[Caveat] = field(default_factory=list)  # the caveats of the conditions left out, as found
 
     def usable(self, row: ConditionResult, metric: str | None) -> bool:
