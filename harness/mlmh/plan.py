@@ -205,7 +205,7 @@ class RunPlan:
     def require_checkpoints(self) -> None:
         """Refuse the run in one line when the hub is offline and checkpoints its models read are not cached
         (every one named): not one of those models could train or load. Every face asks before the run directory
-        is made (:func:`mlmh.api.place_run`); :meth:`check` asks on every run path."""
+        is made (:func:`mlmh.api.prepare`); :meth:`check` asks on every run path."""
         from mlmh.adapters.checkpoints import uncached
 
         missing = uncached(name for model in self.models for name in getattr(model, "checkpoints", tuple)())

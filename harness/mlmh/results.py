@@ -5,13 +5,12 @@ run: which document sets it scored (headline first), which metrics lead a table,
 better high or low, which conditions are best in a column, and how a number is written. Each answer
 lives here, so the report and the TUI always star the same cells and round by the same rule.
 
-The one reader of results.json is :func:`load_results` (through :class:`~mlmh.rundir.RunDir`); the
-runner builds RunResults directly and RunDir writes its ``to_dict``.
+A finished run is read by :func:`mlmh.api.load` (through :class:`~mlmh.rundir.RunDir`); the runner builds
+RunResults directly and RunDir writes its ``to_dict``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from mlmh.types import ConditionResult, ModelRecord, RunResults, Score
@@ -22,14 +21,6 @@ MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
 
 def as_results(results: RunResults | dict[str, Any]) -> RunResults:
     return results if isinstance(results, RunResults) else RunResults.from_dict(results)
-
-
-def load_results(run_dir: str | Path) -> RunResults:
-    """The typed results of a run directory (or of its results file), for the report, the CLI and the TUI;
-    every reader comes here, and a bad file is one line naming it and the key (:class:`~mlmh.rundir.RunDir`)."""
-    from mlmh.rundir import RunDir
-
-    return RunDir.of(run_dir).read_results()
 
 
 # -- models ------------------------------------------------------------------------------------------

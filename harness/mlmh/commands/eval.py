@@ -87,20 +87,20 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
         "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "trackers": _optional_list(trackers),
         "seeds": list(seeds) or None,
     }
-    plan = api.plan(preset, overrides, resume=resume, output_path=output_path,
-                    sweep_epochs=sweep_epochs, sweep_tokens=sweep_tokens)
-    config = plan.config
     if show_config:
-        click.echo(config.to_toml(), nl=False)
+        shown = api.plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
+                         sweep_tokens=sweep_tokens)
+        click.echo(shown.config.to_toml(), nl=False)
         return
-    out = api.place_run(plan, output_path, resume=resume)
+    # every check before any display: the plan, checkpoints, the run directory, the backend
+    prepared = api.prepare(preset, overrides, output_path=output_path, resume=resume, use_cache=not no_cache,
+                           workers=workers, backend=backend, ray_address=ray_address, sweep_epochs=sweep_epochs,
+                           sweep_tokens=sweep_tokens)
+    out = prepared.out
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
-    from mlmh.executors import make_executor
-
-    executor = make_executor(backend, workers, ray_address, plan)  # a bad backend is refused before any display
     with progress_listener() as listener, interrupts.watch(signal.SIGINT, signal.SIGTERM):
         try:
-            results = api.run(plan, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
+            results = api.run(prepared, progress=listener)
         except interrupts.Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt as exc:

@@ -17,7 +17,7 @@ from mlmh.tui.playground_job import DEFAULT_MODELS, AdapterCache
 if TYPE_CHECKING:
     from textual import getters
 
-    from mlmh.plan import RunPlan
+    from mlmh.api import PreparedRun
 
 
 @dataclass
@@ -29,7 +29,7 @@ class TuiOptions:
     models: tuple[str, ...] = DEFAULT_MODELS
     text: str | None = None
     autorun: bool = True  # generate the default example as soon as the playground opens
-    plan: "RunPlan | None" = None  # the plan of ``preset`` that ``mlmh tui`` checked: the run screen's first start runs it
+    prepared: "PreparedRun | None" = None  # what ``mlmh tui --preset`` prepared: the run screen's first start runs it
 
 
 class TuiApp(App):
