@@ -220,20 +220,32 @@ BATCH_SIZE = Number(int, min=1, max=bounds.BATCH)
 TRAINING_STEPS = Number(int, min=1, max=bounds.TRAINING_STEPS)
 
 
-class PresetOption(click.Option):
-    """``--preset``, whose help names every registered preset: the list is made when help is shown, from
-    the registry, so it names a preset a plugin adds and can never go stale (and costs nothing otherwise)."""
+class LateHelpOption(click.Option):
+    """An option whose help is made when help is shown, by ``late_help(base_help)``: from the registry, so it names
+    what plugins register and declare, can never go stale, and costs nothing otherwise."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, late_help: Callable[[str], str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.base_help = self.help or "Preset."
+        self.base_help = self.help or ""
+        self.late_help = late_help
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        from mlmh.registry import get_registry
-
-        names = ", ".join(get_registry().names("preset"))
-        self.help = f"{self.base_help} Presets: {names}; or a TOML file (mlmh ls presets)."
+        self.help = self.late_help(self.base_help)
         return super().get_help_record(ctx)
+
+
+def _preset_help(base: str) -> str:
+    from mlmh.registry import get_registry
+
+    names = ", ".join(get_registry().names("preset"))
+    return f"{base or 'Preset.'} Presets: {names}; or a TOML file (mlmh ls presets)."
+
+
+class PresetOption(LateHelpOption):
+    """``--preset``, whose help names every registered preset."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, late_help=_preset_help, **kwargs)
 
 
 class PresetHelpCommand(click.Command):

@@ -5,7 +5,7 @@ This is the only module on the run path that asks the registry for components, a
 that used to be decided in several places:
 
 - which samplers fit a model (:func:`fits`; a sampler that declares no model kinds fits any),
-- the default sampler of each model kind (:func:`default_sampler`),
+- the default sampler of each model kind (:func:`default_sampler`: the sampler that declares ``default_for`` it),
 - the seed of each sample: :func:`mlmh.generation.prepare_items` with no ``condition`` keys the mask and
   the sampler's random stream on (run seed, masking spec, document id) only, so every model and sampler
   of a masking sees the same masked words and the same random numbers (paired comparisons), and
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from mlmh.runconfig import RunConfig
     from mlmh.types import Corpus, MaskedItem
 
-#: the sampler a model kind gets when none is named (``mlmh generate``, the TUI playground)
-DEFAULT_SAMPLERS = {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}
 #: a sampler asked for more refinement steps than this is named in a warning (each step is a forward pass)
 MANY_STEPS = 256
 #: where each component key of a config comes from, for error messages: preset key -> command-line flag
@@ -58,9 +56,12 @@ def many_steps(sampler: Any) -> str | None:
 
 
 def default_sampler(model_kind: str) -> str:
-    """The sampler spec a ``model_kind`` model generates with when none is named."""
+    """The sampler spec a ``model_kind`` model generates with when none is named (``mlmh generate``, the TUI
+    playground): the sampler that declares itself the default for that kind (:mod:`mlmh.declared`)."""
+    from mlmh.declared import default_samplers
+
     try:
-        return DEFAULT_SAMPLERS[model_kind]
+        return default_samplers()[model_kind]
     except KeyError:
         raise SpecError(f"no default sampler for model kind '{model_kind}'; name one with --sampler") from None
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from mlmh.tui.host import TuiApp, TuiOptions
-from mlmh.tui.playground_job import DEFAULT_MODELS
+from mlmh.tui.playground_job import default_models
 
 if TYPE_CHECKING:
     from mlmh.plan import RunPlan
@@ -74,7 +74,8 @@ def create_app(preset: str | None = None, run_dir: str | None = None, models: tu
     """The app, configured: ``preset`` opens the run screen, ``run_dir`` the results screen, ``models``
     overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``). ``plan`` is ``preset``'s plan
     when the caller checked it already (:func:`mlmh.tui.screens.run.plan_run`), so the run builds it once."""
-    chosen = tuple(models) if models else DEFAULT_MODELS
+    defaults = default_models()
+    chosen = tuple(models) if models else defaults
     if len(chosen) == 1:
-        chosen = (chosen[0], DEFAULT_MODELS[1])
+        chosen = (chosen[0], defaults[1])
     return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun, plan=plan))
