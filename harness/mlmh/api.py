@@ -40,9 +40,9 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     """Run an experiment, as ``mlmh eval`` does, and return its typed results.
 
     ``preset`` is a preset name (``mlmh ls presets``) or a TOML file; ``overrides`` take the keys a preset
-    has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``seeds``,
-    ``limit``, ``batch_size``, ``log_samples``) and replace the preset's values: a list, or one spec as a
-    string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
+    has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``trackers``,
+    ``seeds``, ``limit``, ``batch_size``, ``log_samples``: the run options :class:`mlmh.runconfig.RunConfig`
+    declares) and replace the preset's values: a list, or one spec as a string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
     directory (default ``runs/<timestamp>-<preset>/``), which gets results.json, report.md and plots as
     with the command. ``resume=True`` continues an interrupted run (with ``preset=None`` and an
     ``output_path``: as that run was configured); ``use_cache=False`` is ``--no-cache``; ``workers``,

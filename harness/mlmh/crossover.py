@@ -56,10 +56,10 @@ def expand_models(models: Sequence[str], *, epochs: Sequence[float] | None = Non
     seen_values: dict[str, list[str]] = {axis: [] for axis in AXES}
     out: list[str] = []
     at: int | None = None  # the expansion takes the place of the first swept spec
-    swept = swept_models()
+    sweepable = swept_models()
     for spec in models:
         name, params = parse_spec(spec)
-        if name not in swept:
+        if name not in sweepable:
             out.append(spec)
             continue
         at = len(out) if at is None else at

@@ -25,19 +25,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.contracts import describe_error
 from mlmh.errors import SpecError
+from mlmh.runconfig import RunConfig, run_options
 
 if TYPE_CHECKING:
-    from mlmh.runconfig import RunConfig
     from mlmh.types import Corpus, MaskedItem
 
 #: a sampler asked for more refinement steps than this is named in a warning (each step is a forward pass)
 MANY_STEPS = 256
-#: where each component key of a config comes from, for error messages: preset key -> command-line flag
-FLAGS = {"dataset": "--dataset", "models": "--model", "maskings": "--masking", "samplers": "--sampler",
-         "metrics": "--metric", "tasks": "--task", "trackers": "--tracker"}
-#: the component kind each of those keys lists
-KINDS = {"dataset": "dataset", "models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric",
-         "tasks": "task", "trackers": "tracker"}
+#: the component kind each component key of a config names (as the run options declare it): preset key -> kind
+KINDS = {key: declared.component for key, declared in run_options().items() if declared.component}
+#: where each of those keys comes from, for error messages: preset key -> command-line flag
+FLAGS = {key: run_options()[key].flag for key in KINDS}
 
 
 def fits(sampler: Any, model_kind: str) -> bool:
@@ -306,7 +304,6 @@ def build_plan(config: "RunConfig") -> RunPlan:
     the preset key or the flag, and the plan it returns is the one checked, which the runner runs
     (:func:`mlmh.runner.run_experiment`), so a run builds its components once.
     """
-    from mlmh.config import RunConfig
     from mlmh.options import check_instance
     from mlmh.registry import get_registry
 

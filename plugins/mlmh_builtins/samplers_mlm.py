@@ -441,7 +441,7 @@ class Gibbs(MaskedSampler):
 
     name = "gibbs"
     description = "Wang & Cho 2019 parallel-sequential Gibbs: re-mask and resample one random masked position per step."
-    bench = (BenchCase("gibbs", "gibbs", 40),)
+    bench: ClassVar[tuple[BenchCase, ...]] = (BenchCase("gibbs", "gibbs", 40),)
     parameters = (
         Param("steps", int, 0, "resampling steps per item (0 = twice its masked token count)", min=0, max=bounds.STEPS),
         Param("burnin", float, 0.5, "fraction of steps sampled from the full distribution", min=0.0, max=1.0),
