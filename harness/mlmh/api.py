@@ -60,9 +60,9 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     """Run an experiment, as ``mlmh eval`` does, and return its typed results: :func:`run` of :func:`prepare`.
 
     ``preset`` is a preset name (``mlmh ls presets``) or a TOML file; ``overrides`` take the keys a preset
-    has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``seeds``,
-    ``limit``, ``batch_size``, ``log_samples``) and replace the preset's values: a list, or one spec as a
-    string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
+    has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``trackers``,
+    ``seeds``, ``limit``, ``batch_size``, ``log_samples``: the run options :class:`mlmh.runconfig.RunConfig`
+    declares) and replace the preset's values: a list, or one spec as a string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
     directory (default ``runs/<timestamp>-<preset>/``), which gets results.json, report.md and plots as
     with the command. ``resume=True`` continues an interrupted run (with ``preset=None`` and an
     ``output_path``: as that run was configured); ``use_cache=False`` is ``--no-cache``; ``workers``,
@@ -159,16 +159,18 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
     config = resolve(preset, overrides)
     if sweep_epochs is not None or sweep_tokens is not None:
-        from mlmh.crossover import SWEPT, expand_models, parse_axis
+        from mlmh.crossover import expand_models, parse_axis
+        from mlmh.declared import swept_models
         from mlmh.params import parse_spec
 
         build_components(config, "models")  # the preset's own models are checked before the sweep expands them
         epochs = parse_axis(sweep_epochs, float, "--sweep-epochs")
         tokens = parse_axis(sweep_tokens, int, "--sweep-tokens")
-        if not any(parse_spec(spec)[0] in SWEPT for spec in config.models):
+        swept = swept_models()
+        if not any(parse_spec(spec)[0] in swept for spec in config.models):
             flags = " and ".join(f for f, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens))
                                  if v is not None)
-            raise SpecError(f"{flags}: the run has no {' or '.join(SWEPT)} model to sweep (models: "
+            raise SpecError(f"{flags}: the run has no {' or '.join(swept)} model to sweep (models: "
                             f"{', '.join(config.models) or 'none'})")
         config.models = expand_models(config.models, epochs=epochs, tokens=tokens)
         config.overridden = sorted({*config.overridden, "models"})

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from mlmh.declared import main_results
 from mlmh.types import ConditionResult, ModelRecord, RunResults, Score
-
-#: the metrics the comparison tables lead with, when a run has them
-MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
 
 
 def as_results(results: RunResults | dict[str, Any]) -> RunResults:
@@ -48,7 +46,7 @@ def model_record_of(results: RunResults, model: str) -> ModelRecord | None:
 def model_label(results: RunResults, spec: str) -> str:
     """What a reader calls a model: its short spec (the parameters that differ from the defaults)."""
     record = results.models.get(spec)
-    return (record.label if record is not None else "") or spec
+    return record.called(spec) if record is not None else spec
 
 
 # -- which sets and metrics --------------------------------------------------------------------------
@@ -73,9 +71,10 @@ def metric_names(results: RunResults, role: str | None = None) -> list[str]:
 
 
 def pick_main(names: Iterable[str], limit: int = 6) -> list[str]:
-    """The metrics to show first: the paper's ones when present, else the first few."""
+    """The metrics to show first: the main results the metrics declare (:class:`mlmh.components.Headline`), in
+    their order, when present; else the first few."""
     names = list(names)
-    return [m for m in MAIN_METRICS if m in names] or names[:limit]
+    return [m for m in main_results() if m in names] or names[:limit]
 
 
 def main_metrics(results: RunResults, role: str | None = None) -> list[str]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from mlmh.tui.host import TuiApp, TuiOptions
-from mlmh.tui.playground_job import DEFAULT_MODELS
+from mlmh.tui.playground_job import default_models
 
 if TYPE_CHECKING:
     from mlmh.api import PreparedRun
@@ -75,8 +75,9 @@ def create_app(preset: str | None = None, run_dir: str | None = None, models: tu
     overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``). ``prepared`` is ``preset``'s run
     when the caller prepared it already (:func:`mlmh.tui.screens.run.prepare_run`), so the run builds its plan
     once."""
-    chosen = tuple(models) if models else DEFAULT_MODELS
+    defaults = default_models()
+    chosen = tuple(models) if models else defaults
     if len(chosen) == 1:
-        chosen = (chosen[0], DEFAULT_MODELS[1])
+        chosen = (chosen[0], defaults[1])
     return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun,
                                 prepared=prepared))

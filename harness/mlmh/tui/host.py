@@ -5,14 +5,14 @@ type without importing :mod:`mlmh.tui.app`, which imports the screens."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.screen import Screen
 
-from mlmh.tui.playground_job import DEFAULT_MODELS, AdapterCache
+from mlmh.tui.playground_job import AdapterCache, default_models
 
 if TYPE_CHECKING:
     from textual import getters
@@ -26,7 +26,7 @@ class TuiOptions:
 
     preset: str | None = None
     run_dir: str | None = None
-    models: tuple[str, ...] = DEFAULT_MODELS
+    models: tuple[str, ...] = field(default_factory=default_models)
     text: str | None = None
     autorun: bool = True  # generate the default example as soon as the playground opens
     prepared: "PreparedRun | None" = None  # what ``mlmh tui --preset`` prepared: the run screen's first start runs it
