@@ -66,8 +66,8 @@ def test_the_commands_go_through_the_api(monkeypatch, tmp_path):
     """``mlmh eval`` runs through mlmh.api.run and ``mlmh generate`` through mlmh.api's regeneration."""
     calls = []
 
-    def fake_run(plan, out, **kwargs):
-        calls.append(("run", plan.config.preset, out, kwargs["use_cache"]))
+    def fake_run(prepared, **kwargs):
+        calls.append(("run", prepared.plan.config.preset, prepared.out, prepared.use_cache))
         raise SpecError("stopped in mlmh.api.run")
 
     monkeypatch.setattr(api, "run", fake_run)
@@ -77,11 +77,11 @@ def test_the_commands_go_through_the_api(monkeypatch, tmp_path):
 
     def fake_regenerate(components, documents, **kwargs):
         calls.append(("regenerate", [d.text for d in documents], kwargs["seed"]))
-        raise SpecError("stopped in mlmh.api._regenerate")
+        raise SpecError("stopped in mlmh.api._load_and_regenerate")
 
-    monkeypatch.setattr(api, "_regenerate", fake_regenerate)
+    monkeypatch.setattr(api, "_load_and_regenerate", fake_regenerate)
     result = CliRunner().invoke(cli, ["generate", "--model", "trained-mlm", "--text", "a b c d", "--seed", "3"])
-    assert str(result.exception) == "stopped in mlmh.api._regenerate"
+    assert str(result.exception) == "stopped in mlmh.api._load_and_regenerate"
     assert calls[-1] == ("regenerate", ["a b c d"], 3)
 
 
@@ -108,7 +108,7 @@ def test_generate_checks_its_specs_before_loading_anything():
 
 def test_mlmh_exports_the_api_lazily():
     assert mlmh.evaluate is api.evaluate and mlmh.generate is api.generate
-    assert mlmh.generate_from_dataset is api.generate_from_dataset
+    assert mlmh.generate_from_dataset is api.generate_from_dataset and mlmh.load is api.load
     assert set(mlmh.API) <= set(mlmh.__all__)
     with pytest.raises(AttributeError, match="no attribute 'evaluat'"):
         mlmh.evaluat  # noqa: B018

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from mlmh.config import resolve
 from mlmh.errors import SpecError
 
 MODEL = "trained-mlm:size=tiny,max_steps=3"
+FINISHED_RUN = Path(__file__).parent / "fixtures" / "results_fixture_run.json"
 
 
 class Reached(Exception):
@@ -39,13 +41,15 @@ def _valid(tmp_path):
         "evaluate": {"preset": "quick", "output_path": str(tmp_path / "run-e"), "progress": None, "resume": False,
                      "use_cache": True, "workers": 1, "backend": "local", "ray_address": None,
                      "cancel": threading.Event()},
-        "place_run": {"checked": api.plan("quick"), "output_path": str(tmp_path / "run-p"), "resume": False},
+        "prepare": {"preset": "quick", "overrides": {}, "output_path": str(tmp_path / "run-p"), "resume": False,
+                    "use_cache": True, "workers": 1, "backend": "local", "ray_address": None, "sweep_epochs": None,
+                    "sweep_tokens": None},
         "plan": {"preset": "quick", "overrides": {}, "resume": False, "output_path": None, "sweep_epochs": None,
                  "sweep_tokens": None},
         "run_directory": {"config": config, "output_path": str(tmp_path / "run-d"), "resume": False},
-        "run": {"checked": api.plan("quick"), "out": tmp_path / "run-r", "progress": None, "resume": False,
-                "use_cache": True, "workers": 1, "backend": "local", "ray_address": None, "cancel": None,
-                "executor": _Executor()},
+        "run": {"prepared": api.PreparedRun(api.plan("quick"), tmp_path / "run-r", executor=_Executor()),
+                "progress": None, "cancel": None},
+        "load": {"path": FINISHED_RUN},
         "generate": {"text": "The cat sat on the mat.", "model": MODEL, "masking": "random:ratio=0.3",
                      "sampler": None, "seed": 0, "progress": None},
         "generate_from_dataset": {"dataset": "pan", "model": MODEL, "data": None, "limit": 1,
@@ -68,14 +72,14 @@ WRONG = [object(), 3.5, ["x"], {"k": 1}, b"bytes", True]
 
 @pytest.fixture
 def no_work(monkeypatch):
-    monkeypatch.setattr("mlmh.api._regenerate", _reach)
+    monkeypatch.setattr("mlmh.api._load_and_regenerate", _reach)
     monkeypatch.setattr("mlmh.runner.run_experiment", _reach)
     monkeypatch.setattr("mlmh.generation.generate", _reach)
     monkeypatch.setattr("mlmh.executors.make_executor", lambda *a, **k: _Executor())
 
 
 def test_the_walk_knows_every_public_function():
-    assert set(_public_functions()) == {"evaluate", "place_run", "plan", "run_directory", "run", "generate",
+    assert set(_public_functions()) == {"evaluate", "prepare", "plan", "run_directory", "run", "load", "generate",
                                         "generate_from_dataset", "compare"}
 
 
@@ -86,9 +90,9 @@ def test_every_argument_of_a_wrong_type_is_one_spec_error_naming_it(name, tmp_pa
     valid = _valid(tmp_path)[name]
     parameters = [p for p in inspect.signature(function).parameters.values() if p.kind is not p.VAR_KEYWORD]
     assert {p.name for p in parameters} == set(valid), f"the walk's valid arguments for {name} are out of date"
-    with pytest.raises(Reached):  # the valid call gets to the work (plan, place_run, run_directory return)
+    with pytest.raises(Reached):  # the valid call gets to the work (those that only check or read return)
         function(**valid)
-        if name in ("plan", "place_run", "run_directory"):
+        if name in ("prepare", "plan", "run_directory", "load"):
             raise Reached
     for parameter in parameters:
         wrong = WRONG + ([None] if "None" not in str(parameter.annotation) else [])
@@ -111,8 +115,6 @@ def test_build_plan_names_its_argument(value):
 
 
 @pytest.mark.parametrize("value", [None, 3, ["runs/x"], ""])
-def test_load_results_names_its_argument(value):
-    from mlmh.rundir import load_results
-
-    with pytest.raises(SpecError, match=r"^run directory .*: expected the path of a run directory"):
-        load_results(value)
+def test_load_names_its_argument(value):
+    with pytest.raises(SpecError, match=r"^path .*: (expected a path|empty path)"):
+        api.load(value)

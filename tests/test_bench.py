@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from mlmh.bench import bare, goals, memory, metrics, models, ratios, render, run, samplers, timing
 from mlmh.bench.run import BenchOptions
-from mlmh.bench.samplers import SAMPLER_CASES
+from mlmh.bench.samplers import sampler_cases
 from tiny_models import output_rows
 
 
@@ -77,7 +77,7 @@ def _cell(sampler, length, batch, harness, bare, rate=None, bare_rate=None):
 
 
 def test_summaries_from_cells():
-    mp, clm = samplers.MASKED_CASE, samplers.CAUSAL_CASE
+    mp, clm = samplers.masked_case(), samplers.causal_case()
     cells = [
         _cell(mp, 16, 1, 0.2, 0.1), _cell(mp, 16, 4, 0.4, 0.2),
         _cell(clm, 16, 1, 1.6, 1.5), _cell(clm, 16, 4, 1.0, 1.0),
@@ -110,7 +110,7 @@ def test_summaries_from_cells():
 
 
 def test_exact_choice_figures_from_cells():
-    mp = samplers.MASKED_CASE
+    mp = samplers.masked_case()
     cells = [dict(_cell(mp, 16, 1, 0.12, 0.10), bare_lean_seconds=0.105),
              dict(_cell(mp, 16, 4, 0.30, 0.20), bare_lean_seconds=0.25)]
     for cell in cells:
@@ -214,7 +214,7 @@ PASSES_OF_SIX_MASKED = {"one-shot": 1, "mask-predict-1": 1, "mask-predict-4": 4,
                         "left-to-right": 6, "gibbs": 12, "clm-infill": 6, "clm-infill-nocache": 6, "seq2seq-infill": 7}
 
 
-@pytest.mark.parametrize("case", SAMPLER_CASES, ids=lambda c: c.key)
+@pytest.mark.parametrize("case", sampler_cases(), ids=lambda c: c.key)
 def test_forward_pass_counts_of_harness_and_bare_agree(case, bench_adapters, vocabulary):
     from mlmh.generation import generate
     from mlmh.registry import get_registry
@@ -241,7 +241,7 @@ def test_forward_pass_counts_of_harness_and_bare_agree(case, bench_adapters, voc
     assert cell["forward_passes"] == expected  # seq2seq too: rows with the same masked positions share a cache
 
 
-@pytest.mark.parametrize("case", SAMPLER_CASES, ids=lambda c: c.key)
+@pytest.mark.parametrize("case", sampler_cases(), ids=lambda c: c.key)
 def test_the_lean_bare_loop_computes_as_many_output_rows_as_the_harness(case, bench_adapters, vocabulary):
     from mlmh.generation import generate
     from mlmh.registry import get_registry

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mlmh.api import load
 from mlmh.commands.eval import print_summary
 from mlmh.findings.comparisons import judged
 from mlmh.report import render_markdown
-from mlmh.rundir import load_results
 from mlmh.runconfig import RunConfig
 from mlmh.tui.screens.results import findings_text
 from mlmh.types import ConfigRecord, GenerationCosts, RunResults
@@ -71,7 +71,7 @@ def test_results_written_before_the_block_get_it_when_read_and_render_the_same(t
     data = fixture()
     old = {key: value for key, value in data.items() if key != "comparisons"} | {"schema_version": 3}
     (tmp_path / "results.json").write_text(json.dumps(old), encoding="utf-8")
-    results = load_results(tmp_path)
+    results = load(tmp_path).results  # the one reader of a run judges what it reads
     assert results.comparisons == RunResults.from_dict(data).comparisons  # what the run decided
     assert render_markdown(results, []) == REPORT.read_text(encoding="utf-8")
     assert results.to_dict()["comparisons"] == data["comparisons"] and results.schema_version == data["schema_version"]

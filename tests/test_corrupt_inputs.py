@@ -116,7 +116,7 @@ def test_a_run_over_a_corrupt_cache_regenerates_and_says_so(tmp_path):
 
 # -- run files read back and brat annotations ---------------------------------------------------------
 def test_invalid_utf8_in_samples_jsonl_names_the_file_and_line(tmp_path):
-    from mlmh.tui.run_files import load_run
+    from mlmh.api import load
 
     run = tmp_path / "run"
     run.mkdir()
@@ -124,7 +124,7 @@ def test_invalid_utf8_in_samples_jsonl_names_the_file_and_line(tmp_path):
     line = json.dumps({"condition": "c", "generation": to_dict(_generation()), "metrics": {}})
     (run / "samples.jsonl").write_bytes(line.encode() + b"\n" + b'{"condition": "\xff"}\n')
     with pytest.raises(DataError, match=rf"^{run / 'samples.jsonl'}:2: not valid UTF-8 \(byte 0xff at column 16\)$"):
-        load_run(run)
+        load(run).samples  # noqa: B018
 
 
 def _generations_readers():

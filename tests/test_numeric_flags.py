@@ -114,11 +114,11 @@ BAD_ARGUMENTS = {
     "use_cache": ["false", 1, None], "resume": ["true", 0], "workers": [0, "2", 1.5, True], "backend": ["x", 3],
     "ray_address": ["", 5], "text": [None, "", 5], "model": [None, "", 3], "masking": [None, ""],
     "sampler": ["", 5], "seed": ["x", -5, 2.7, True, float("nan")], "dataset": [None, ""], "data": ["", 5],
-    "limit": [0, "3", 2.5], "batch_size": [0, "8", float("inf")],
+    "limit": [0, "3", 2.5], "batch_size": [0, "8", float("inf")], "path": [None, 3, "", ["runs/x"]],
 }
 #: the arguments each function needs to get as far as the one under test
 NEEDED = {"generate": {"text": "The cat sat on the mat.", "model": "trained-mlm"},
-          "generate_from_dataset": {"dataset": "pan", "model": "trained-mlm"}, "evaluate": {}}
+          "generate_from_dataset": {"dataset": "pan", "model": "trained-mlm"}, "evaluate": {}, "load": {}}
 
 
 def _api_cases():

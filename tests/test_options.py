@@ -50,7 +50,7 @@ def probe():
     @click.option("--metric", "-m", "metrics", multiple=True, callback=options.specs("metric", none=True))
     @click.option("--seed", "seeds", multiple=True, callback=options.seeds)
     @click.option("--limit", callback=options.limit)
-    @click.option("--dataset", callback=options.dataset)
+    @click.option("--dataset", callback=options.spec("dataset"))
     def command(**values):
         click.echo(repr(sorted(values.items())))
 

@@ -1,6 +1,6 @@
 """Every path of a run builds its plan once (:func:`mlmh.plan.build_plan`) and runs the plan it built:
-``mlmh eval`` and ``mlmh.evaluate``, a sweep, Ray, and ``mlmh tui --preset``; ``run_experiment`` and
-``mlmh.api.run`` take a plan only."""
+``mlmh eval`` and ``mlmh.evaluate``, a sweep, Ray, and ``mlmh tui --preset``; ``run_experiment`` takes a plan
+only, and ``mlmh.api.run`` only the run ``mlmh.api.prepare`` made of one."""
 
 from __future__ import annotations
 
@@ -120,11 +120,13 @@ async def test_mlmh_tui_runs_the_plan_it_checked(fake_preset, builds, ran, monke
     assert len(builds) == 2 and ran == builds
 
 
-def test_run_experiment_and_api_run_take_only_a_plan(fake_preset, tmp_path):
+def test_run_experiment_takes_only_a_plan_and_api_run_only_a_prepared_run(fake_preset, tmp_path):
     config = from_table(SMALL, name="fake", source="fake.toml")
     with pytest.raises(SpecError, match=r"^run_experiment runs a plan, not a RunConfig: pass "
                                         r"mlmh\.plan\.build_plan\(config\)$"):
         run_experiment(config, output_path=tmp_path / "run")
-    with pytest.raises(SpecError, match=r"^mlmh\.api\.run: checked runs a plan, not a RunConfig"):
-        api.run(config, tmp_path / "run")
+    for given in (config, plan_module.build_plan(config)):
+        with pytest.raises(SpecError, match=r"^prepared .*: expected a prepared run \(mlmh\.api\.prepare\), not a "
+                                            + type(given).__name__):
+            api.run(given)
     assert not (tmp_path / "run").exists()

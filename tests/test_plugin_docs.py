@@ -183,3 +183,23 @@ def test_contract_checks_section_runs_and_names_real_functions():
         namespace["check_masking"](type("Reversed", (namespace["EveryThirdWord"],), {
             "mask": lambda self, document, words, rng: namespace["MaskPlan"](self.spec, tuple(range(len(words)))[::-1])})(),
             namespace["documents"]())
+
+
+def test_declarations_section_runs_as_a_plugin():
+    """The example of "Declaring defaults" takes part as the text says: its main result between ROUGE-L and
+    METEOR, claim 1 tested on it, its bench row right after one-shot."""
+    from mlmh import declared
+    from mlmh.bench.samplers import sampler_cases
+    from mlmh.results import pick_main
+
+    body = DOC.split("## Declaring defaults: what a component says of itself", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
+    module = types.ModuleType("doc_example_declarations")
+    exec(compile(code, "PLUGINS.md:declarations", "exec"), module.__dict__)
+    get_plugin_manager().register(module, name=module.__name__)
+    assert pick_main(["meteor", "chrf-lite", "rougeL", "bleu"]) == ["bleu", "rougeL", "chrf-lite", "meteor"]
+    assert "chrf-lite" in declared.findings_results() and "chrf-lite" not in declared.sweep_results()
+    keys = [case.key for case in sampler_cases()]
+    assert keys[keys.index("one-shot") + 1] == "cheap-one-shot"
+    (cheap,) = [case for case in sampler_cases() if case.key == "cheap-one-shot"]
+    assert (cheap.spec, cheap.kind, cheap.reference) == ("cheap-one-shot", "mlm", False)

@@ -433,7 +433,7 @@ def finished(tmp_path):
     (lambda r: {k: v for k, v in r.items() if k != "conditions"}, "missing key(s) conditions"),
 ])
 def test_a_bad_results_file_is_one_line_naming_file_and_key(finished, capsys, change, message):
-    from mlmh.tui.run_files import load_run
+    from mlmh.api import load
 
     path = finished / "results.json"
     path.write_text(json.dumps(change(json.loads(path.read_text(encoding="utf-8")))), encoding="utf-8")
@@ -444,7 +444,7 @@ def test_a_bad_results_file_is_one_line_naming_file_and_key(finished, capsys, ch
     assert f"{path}: not a readable results file" in err and message in err
     with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
                        .replace("]", r"\]")):
-        load_run(finished)
+        load(finished)
 
 
 @pytest.mark.anyio
@@ -487,14 +487,14 @@ def test_a_corrupt_config_under_resume_is_one_line_naming_it(tmp_path, capsys, c
 
 
 def test_bad_lines_of_the_jsonl_files_name_file_and_line(finished):
+    from mlmh.api import load
     from mlmh.reproduce import recorded_sample
-    from mlmh.tui.run_files import load_run
 
     samples = finished / "samples.jsonl"
     lines = samples.read_bytes().split(b"\n")
     samples.write_bytes(b"\n".join(lines[:2] + [b"\xff" + lines[2]] + lines[3:]))
     with pytest.raises(DataError, match=rf"{samples}:3: not valid UTF-8"):
-        load_run(finished)
+        load(finished).samples  # noqa: B018
     generations = finished / "generations.jsonl"
     rows = generations.read_text(encoding="utf-8").splitlines()
     generations.write_text("\n".join(rows[:1] + ["{half"] + rows[1:]) + "\n", encoding="utf-8")

@@ -120,7 +120,7 @@ def _paths(value, path=(), seen=None):
 def test_every_key_of_results_given_a_wrong_type_is_named_or_reads_and_renders():
     """A walk over every place of a real run's results (list items collapsed to their first), each replaced by a
     value of another type: the schema names it by key, or the results type, render (report, figures' data,
-    notebook rows, the TUI's answer) without a Python error. That is :meth:`RunDir.read_results` after parsing."""
+    notebook rows, the TUI's answer) without a Python error. That is :func:`mlmh.api.load` after parsing."""
     from mlmh import schema
     from mlmh.findings.comparisons import judged
     from mlmh.plots import crossover_data
@@ -169,14 +169,14 @@ def test_every_key_of_results_given_a_wrong_type_is_named_or_reads_and_renders()
      "samples.jsonl:1: key generation.steps[0].tokens must be a list, not text"),
 ])
 def test_a_damaged_samples_line_is_named_by_line_and_key(tmp_path, change, message):
-    from mlmh.tui.run_files import load_run
+    from mlmh.api import load
 
     run = write_run(tmp_path / "run")
     lines = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
     lines[0] = json.dumps(change(json.loads(lines[0])))
     (run / "samples.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=re.escape(message)):
-        load_run(run)
+        load(run).samples  # noqa: B018
 
 
 def _damaged_samples_metrics(run: Path) -> None:

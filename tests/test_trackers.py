@@ -24,7 +24,7 @@ from mlmh.config import from_table
 from mlmh.errors import SpecError
 from mlmh.plan import build_plan
 from mlmh.plugin_manager import get_plugin_manager
-from mlmh.rundir import load_results
+from mlmh.api import load
 from mlmh.runner import run_experiment
 from mlmh.tracking import VERDICT_VALUES, safe_name
 
@@ -87,7 +87,7 @@ def tracked_run(root: Path) -> dict:
                                       "--tracker", "mlflow,tensorboard", "--output-path", str(root / "run")])
     assert result.exit_code == 0, (result.output, result.exception)
     out = root / "run"
-    return {"dir": out, "results": load_results(out), "stderr": result.stderr, "broken_calls": Broken.calls}
+    return {"dir": out, "results": load(out).results, "stderr": result.stderr, "broken_calls": Broken.calls}
 
 
 def expected_scores(results) -> dict[str, float]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mlmh.errors import DataError, SpecError
-from mlmh.tui.run_files import load_run
+from mlmh.api import load
 from mlmh.tui.widgets.token_view import MASK_GLYPH, Frame, confidence_color, frames_of, render_frame
 from mlmh.types import Generation, Step, to_dict
 
@@ -141,42 +141,43 @@ def write_wide_run(directory: Path) -> Path:
     return directory
 
 
-def test_load_run_reads_results_and_samples_with_traces(tmp_path):
-    run = load_run(write_run(tmp_path / "run"))
+def test_load_reads_results_and_samples_with_traces(tmp_path):
+    run = load(write_run(tmp_path / "run"))
     assert [c.id for c in run.conditions] == [c["id"] for c in CONDITIONS]
     assert run.conditions[0].metrics["bleu"].ci_low == pytest.approx(0.56)
     samples = run.samples_of(CONDITIONS[0]["id"])
     assert [s.generation.doc_id for s in samples] == ["d1", "d2"]
     assert samples[0].generation.steps[0].confidences == {2: 0.21, 6: 0.9}
-    assert load_run(tmp_path / "run" / "results.json").path == run.path
+    assert load(tmp_path / "run" / "results.json").path == run.path
 
 
-def test_load_run_reads_the_texts_of_generations_jsonl_without_samples_jsonl(tmp_path):
-    run = load_run(write_run(tmp_path / "run", samples=False))
+def test_load_reads_the_texts_of_generations_jsonl_without_samples_jsonl(tmp_path):
+    run = load(write_run(tmp_path / "run", samples=False))
     assert not run.traced
     samples = run.samples_of(CONDITIONS[2]["id"])
     assert [(s.generation.doc_id, s.role) for s in samples] == [("d1", "seen"), ("d2", "unseen")]
     first = samples[0].generation
     assert (first.model, first.sampler, first.masking, first.steps) == ("hf-clm", "clm-infill", "random:ratio=0.15", [])
     assert first.masked_text == "Everything [MASK] very fast in [MASK]." and first.text == "everything is very fast in football."
-    assert load_run(write_run(tmp_path / "bare", samples=False, generations=False)).samples == []
+    assert load(write_run(tmp_path / "bare", samples=False, generations=False)).samples == []
 
 
-def test_load_run_names_the_bad_file(tmp_path):
+def test_load_names_the_bad_file(tmp_path):
     with pytest.raises(SpecError, match="missing does not exist"):
-        load_run(tmp_path / "missing")
+        load(tmp_path / "missing")
     run = write_run(tmp_path / "run")
+    loaded = load(run)  # the samples are read when first asked for
     (run / "samples.jsonl").write_text('{"condition": "x"}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"samples\.jsonl:1: missing key\(s\) generation"):
-        load_run(run)
+        loaded.samples  # noqa: B018
     (run / "samples.jsonl").unlink()
     (run / "generations.jsonl").write_text('{"sample": "0:d9", "condition": "nope", "doc_id": "d9", "original": "a", '
                                            '"masked_text": "a", "text": "a"}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"generations\.jsonl: sample 0:d9 names condition 'nope'"):
-        load_run(run)
+        load(run).samples  # noqa: B018
     (run / "results.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match="results.json: not a readable"):
-        load_run(run)
+        load(run)
 
 
 def test_frames_start_from_the_masked_input_and_carry_confidence():

@@ -220,14 +220,15 @@ class _AnyModelSampler:
 
 
 async def test_sampler_choices_follow_the_plan_rules(monkeypatch):
-    """The playground offers what mlmh.plan.fits allows and preselects mlmh.plan.default_sampler."""
-    from mlmh import plan
+    """The playground offers what mlmh.plan.fits allows and preselects mlmh.plan.default_sampler: the sampler
+    that declares itself the default for the pane's model kind."""
     from mlmh.plugin_manager import get_plugin_manager
-    from mlmh.registry import reset
+    from mlmh.registry import get_registry, reset
 
     get_plugin_manager().register(_AnyModelSampler(), name="any-model-sampler")
     reset()
-    monkeypatch.setitem(plan.DEFAULT_SAMPLERS, "mlm", "one-shot")
+    for name, kinds in (("mask-predict", frozenset()), ("one-shot", frozenset({"mlm"}))):
+        monkeypatch.setattr(type(get_registry().get("sampler", name)), "default_for", kinds)
     app = create_app(models=["hf-mlm:path=x", "hf-clm:path=y"], autorun=False)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

@@ -163,8 +163,8 @@ async def test_a_run_without_any_samples_says_so(tmp_path):
 
 
 async def test_the_findings_come_first_in_the_words_of_the_answer(tmp_path):
+    from mlmh.api import load
     from mlmh.findings.answer import answer_lines
-    from mlmh.rundir import load_results
 
     directory = write_run(tmp_path / "run")
     app = create_app(run_dir=str(directory))
@@ -173,7 +173,7 @@ async def test_the_findings_come_first_in_the_words_of_the_answer(tmp_path):
         screen = app.screen
         assert screen.query_one("#res-tabs").active == "tab-findings"
         shown = str(screen.query_one("#res-findings").render())
-        lines = answer_lines(load_results(directory).findings, markdown=False)
+        lines = answer_lines(load(directory).results.findings, markdown=False)
         assert lines[0].startswith("HOLDS: bleu: MLM beats CLM") and lines[1].startswith("NOT COMPARABLE: ")
         assert all(" ".join(line.split()) in " ".join(shown.split()) for line in lines)
         assert "Not tested in this run: Punctuation masking" in shown

@@ -1,6 +1,11 @@
 """Base classes of the things plugins register. Builtins and third-party plugins subclass these.
 
-Each kind names the one method the runner calls; everything else is the plugin's business.
+Each kind names the one method the runner calls; everything else is the plugin's business. A component also
+declares what the core would otherwise have to know of it by name (the way an HF ``evaluate`` module describes
+itself in ``_info``): a metric its main results (:class:`Headline`) and whether it judges fluency, a sampler the
+model kinds it is the default for and the settings ``mlmh bench`` times (:class:`BenchCase`), a model whether it
+is its kind's default, whether it loads any checkpoint of its kind, and whether a data-constrained sweep varies it.
+The core reads these declarations from the registry (:mod:`mlmh.declared`), never a builtin's name.
 """
 
 from __future__ import annotations
@@ -53,6 +58,11 @@ class Model(Component):
 
     kind: ClassVar[str] = "model"
     model_kind: ClassVar[str] = ""
+    #: the model of its kind a face opens with when none is named (the TUI playground's panes)
+    default: ClassVar[bool] = False
+    #: a data-constrained sweep (``--sweep-epochs``/``--sweep-tokens``, :mod:`mlmh.findings.crossover`) expands this
+    #: model over its ``unique_tokens`` and ``epochs`` parameters, which it must declare
+    swept: ClassVar[bool] = False
 
     def identity(self, context: LoadContext) -> str:
         """A stable string naming exactly these weights (path + revision or training hash)."""
@@ -78,11 +88,34 @@ class Model(Component):
 AdapterT = TypeVar("AdapterT", bound="Adapter")
 
 
+@dataclass(frozen=True)
+class BenchCase:
+    """A setting of a sampler that ``mlmh bench`` times: a row of its sampler table.
+
+    ``label`` names the row, ``key`` is what ``--samplers`` takes (both unique: a later setting with a key taken is
+    left out), ``params`` the spec's parameters (``steps=4``; empty: the sampler's defaults), ``kind`` the model kind
+    it is timed on (empty: the sampler's only one); ``rank`` places the row among every plugin's (lower first, ties
+    in registration order). ``reference``: the row that stands for its model kind where the bench compares kinds
+    (the masked-vs-causal speedup)."""
+
+    label: str
+    key: str
+    rank: int
+    params: str = ""
+    kind: str = ""
+    reference: bool = False
+
+
 class Sampler(Component, Generic[AdapterT]):
     """Regenerates the masked words of a batch of items with one adapter."""
 
     kind: ClassVar[str] = "sampler"
     model_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: the model kinds this sampler is the default for, when no sampler is named (``mlmh generate``, the playground);
+    #: the first declaration of a kind in registration order wins (a plugin takes a builtin's by replacing it)
+    default_for: ClassVar[frozenset[str]] = frozenset()
+    #: the settings ``mlmh bench`` times (:class:`BenchCase`); none: the bench leaves this sampler out
+    bench: ClassVar[tuple[BenchCase, ...]] = ()
 
     def generate(self, adapter: AdapterT, items: Sequence["MaskedItem"]) -> list["Generation"]:
         """The items' generations; ``adapter`` is one of :mod:`mlmh.toolkit`'s protocols by its ``kind``
@@ -118,11 +151,36 @@ class ScoringItem:
     generation: "Generation | None" = None
 
 
+@dataclass(frozen=True)
+class Headline:
+    """A result a metric declares main: comparison tables lead with it (:func:`mlmh.results.main_metrics`).
+
+    ``rank`` orders the main results of every plugin (lower first; ties in registration order). ``label`` is how
+    a sentence names it ("BLEU"); ``unit`` how a finding counts a difference in it ("points": "bleu points").
+    ``findings``: the papers' claims are tested on it (:mod:`mlmh.findings.paper_claims`); ``sweep``: a
+    data-constrained sweep compares the models on it (:mod:`mlmh.findings.crossover`); ``baselines``: the run's
+    best condition is set against the filler and deletion baselines on it, as on the first main result
+    (:func:`mlmh.findings.comparisons.baselines`)."""
+
+    result: str
+    rank: int
+    label: str = ""
+    unit: str = ""
+    findings: bool = False
+    sweep: bool = False
+    baselines: bool = False
+
+
 class Metric(Cached, Component):
     """Scores predictions against references; returns one or more named results."""
 
     kind: ClassVar[str] = "metric"
     higher_is_better: ClassVar[bool] = True
+    #: the results of this metric that readers lead with (:class:`Headline`)
+    headlines: ClassVar[tuple[Headline, ...]] = ()
+    #: a fluency judge declares (the result that scores regenerations, the result that scores the originals): a
+    #: finding compares fluency beside claim 1 where a run scored them (:mod:`mlmh.findings.fluency`)
+    fluency: ClassVar[tuple[str, str] | None] = None
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list["MetricResult"]:
         raise NotImplementedError

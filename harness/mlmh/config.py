@@ -6,7 +6,8 @@ checked against the registry where the configuration is planned (:func:`mlmh.pla
 every run path calls once, before anything runs), so a typo fails in a second instead of after
 training three models.
 
-Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``samplers``)::
+Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``samplers``): the run options
+:class:`~mlmh.runconfig.RunConfig` declares (:func:`mlmh.runconfig.run_options`), and the preset's ``cost``::
 
     description = "..."
     dataset     = "pan"              # a registered dataset
@@ -28,22 +29,21 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from mlmh import bounds
 from mlmh.errors import SpecError
 from mlmh.inputs import check_input_file
 from mlmh.params import unknown_message
-from mlmh.runconfig import RunConfig
+from mlmh.runconfig import RunConfig, RunOption, run_options
 
 #: list keys holding component specs, with the registry kind of each
-COMPONENT_LISTS = {"models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric", "tasks": "task",
-                   "trackers": "tracker"}
-KEYS = {"description", "dataset", "data", "seeds", "limit", "batch_size", "log_samples", "cost", *COMPONENT_LISTS}
+COMPONENT_LISTS = {key: declared.component for key, declared in run_options().items() if declared.shape == "specs"}
+#: a preset's keys: the run options, and its declared cost
+KEYS = {*run_options(), "cost"}
 #: a preset's declared cost: CPU seconds of a cold run (models trained, nothing cached), of a warm rerun, and where
 #: and how they were measured; declared once, in the preset, and shown by ``mlmh ls presets`` and ``eval --help``
 COST_KEYS = ("cold_cpu_s", "warm_cpu_s", "measured")
-REQUIRED_LISTS = ("models", "maskings", "samplers")
 
 
 def load_preset(name_or_path: str) -> tuple[dict[str, Any], str, str]:
@@ -85,26 +85,37 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
             raise SpecError(unknown_message("override", key, KEYS))
         if value is not None:
             merged[key] = value
-    dataset = cast(str, _string(merged, "dataset", source, required=True))  # required: never None
-    config = RunConfig(preset=name, source=source, dataset=dataset)
+    values = {key: _read(merged, key, declared, source) for key, declared in run_options().items()}
+    config = RunConfig(preset=name, source=source, **values)
     config.overridden = sorted(k for k, v in (overrides or {}).items() if v is not None)
-    config.description = _string(merged, "description", source) or ""
-    config.data = _string(merged, "data", source)
-    for key in COMPONENT_LISTS:
-        setattr(config, key, _specs(merged, key, source))
-    for key in REQUIRED_LISTS:
-        if not getattr(config, key):
-            raise SpecError(f"{source}: key '{key}' must list at least one {COMPONENT_LISTS[key]}")
-    config.seeds = _seeds(merged.get("seeds", [0]), source)
-    config.limit = parse_limit(merged.get("limit", 0), source)
-    config.batch_size = _positive_int(merged.get("batch_size", 8), "batch_size", source)
-    bounds.check(config.batch_size, bounds.BATCH, f"{source}: key 'batch_size'")
-    log = merged.get("log_samples", False)
-    if not isinstance(log, bool):
-        raise SpecError(f"{source}: key 'log_samples' must be true or false, got {log!r}")
-    config.log_samples = log
     describe_cost(table, source)
     return config
+
+
+def _read(table: dict[str, Any], key: str, declared: RunOption, source: str) -> Any:
+    """The value of run option ``key`` in a preset table (with its overrides), read as the option declares."""
+    default = RunConfig.__dataclass_fields__[key]
+    value = table.get(key, default.default_factory() if callable(default.default_factory) else default.default)
+    if declared.shape in ("spec", "path", "text"):
+        text = _string(table, key, source, required=declared.required)
+        return text or ("" if declared.shape == "text" else None)
+    if declared.shape == "specs":
+        specs = _specs(table, key, source)
+        if declared.required and not specs:
+            raise SpecError(f"{source}: key '{key}' must list at least one {declared.component}")
+        return specs
+    if declared.shape == "seeds":
+        return _seeds(value, source)
+    if declared.shape == "limit":
+        return parse_limit(value, source)
+    if declared.shape == "count":
+        count = _positive_int(value, key, source)
+        if declared.bound is not None:
+            bounds.check(count, declared.bound, f"{source}: key '{key}'")
+        return count
+    if not isinstance(value, bool):  # a flag
+        raise SpecError(f"{source}: key '{key}' must be true or false, got {value!r}")
+    return value
 
 
 def describe_cost(table: dict[str, Any], source: str) -> str:

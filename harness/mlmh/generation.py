@@ -1,14 +1,17 @@
 """The generation library the runner, the TUI playground and ``mlmh bench`` call.
 
 Two steps: :func:`prepare_items` masks documents (model-independent, so every model of a condition
-sees the same masked words), then :func:`generate` runs a sampler over them in batches.
+sees the same masked words), then :func:`generate` runs a sampler over them in batches. Outside a run,
+texts are regenerated one way: :func:`mask_texts` cuts them to the models' windows and masks them as a
+run does, then :func:`regenerate` lets each model regenerate them in turn.
 """
 
 from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -108,6 +111,42 @@ def generate(
         if on_batch is not None:
             on_batch(index, batch)
     return out
+
+
+@dataclass(frozen=True)
+class MaskedTexts:
+    """Texts ready to regenerate, one :class:`~mlmh.types.MaskedItem` each, masked as a run with the same seed
+    masks them; ``cuts`` says, by the item's position, where :func:`mask_texts` cut its text to the models'
+    windows and why (empty: nothing was cut)."""
+
+    items: tuple[MaskedItem, ...]
+    cuts: Mapping[int, str] = field(default_factory=dict)
+
+
+def mask_texts(documents: Sequence[Document], masking: Masking, seed: int, adapters: Sequence[Any]) -> MaskedTexts:
+    """``documents`` cut after the last whole word every one of ``adapters`` reads, as a run cuts its documents
+    (:func:`fit_to_windows`: each masked word is then one every model writes), and masked by ``masking`` as a run
+    with ``seed`` masks them (:func:`prepare_items`)."""
+    cut, _ = fit_to_windows(documents, adapters)
+    windows = [w for w in (getattr(a, "max_length", None) for a in adapters) if isinstance(w, int)]
+    cuts = {n: f"text cut after word {kept['words']} of {kept['of_words']}, the last that fits the model window of "
+               f"{min(windows, default='?')} tokens; the words after it were neither masked nor generated"
+            for n, kept in enumerate(document.meta.get("cut_to_window") for document in cut) if kept}
+    return MaskedTexts(tuple(prepare_items(cut, masking, seed)), cuts)
+
+
+def regenerate(sides: Sequence[tuple[Adapter, Sampler]], masked: MaskedTexts,
+               batch_size: int = 8) -> Iterator[list[Generation]]:
+    """The one way texts are regenerated outside a run (``mlmh generate``, the TUI's playground through
+    :func:`mlmh.api.compare`, :func:`mlmh.reproduce.reproduce`, ``mlmh bench``'s sampler cells): each side, an
+    (adapter, sampler) pair, regenerates the same ``masked`` items (:func:`generate`), in order, a cut text's
+    generations saying so. A side generates when the caller asks for its generations, so a caller may stop
+    between sides."""
+    for adapter, sampler in sides:
+        generations = generate(adapter, sampler, masked.items, batch_size=batch_size)
+        for position, note in masked.cuts.items():
+            generations[position].info["cut_to_window"] = note
+        yield generations
 
 
 def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem], batch: Sequence[Generation]) -> None:

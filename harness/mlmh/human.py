@@ -160,11 +160,12 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
     """Merge raters' sheets: per-condition means with bootstrap CIs, and ordinal Krippendorff's alpha."""
     import krippendorff
 
+    from mlmh.api import load
     from mlmh.stats import mean_ci
 
     run = RunDir(run_dir)
     key = run.read_human_key()
-    results = run.read_results() if run.results.is_file() else None  # checked before anything is written
+    results = load(run.path).results if run.results.is_file() else None  # checked before anything is written
     raters: dict[str, dict[str, dict[str, int]]] = {}
     for sheet in sheets:
         name, ratings, _ = read_sheet(sheet, key)

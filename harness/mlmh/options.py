@@ -14,6 +14,7 @@ import click
 from mlmh import bounds
 from mlmh.bounds import Bound, ceiling, limit_of
 from mlmh.errors import MlmhError, SpecError
+from mlmh.runconfig import run_options
 
 #: a piece ``key=value`` whose key is a bare parameter name continues the spec before it
 _PARAMETER = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*=")
@@ -106,11 +107,15 @@ def limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         raise SpecError(f"{flag_of(param)} {value}: expected a number of documents, a fraction 0.x, or 0 for all") from None
 
 
-def dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A click callback for ``--dataset``: a registered dataset (spec), checked where it is typed."""
-    if value is not None:
-        build_spec("dataset", value, flag_of(param))
-    return value
+def spec(kind: str) -> Callable[[click.Context, click.Parameter, Any], str | None]:
+    """A click callback for an option naming one component (``--dataset``): its spec, checked where it is typed."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None:
+            build_spec(kind, value, flag_of(param))
+        return value
+
+    return callback
 
 
 
@@ -220,20 +225,76 @@ BATCH_SIZE = Number(int, min=1, max=bounds.BATCH)
 TRAINING_STEPS = Number(int, min=1, max=bounds.TRAINING_STEPS)
 
 
-class PresetOption(click.Option):
-    """``--preset``, whose help names every registered preset: the list is made when help is shown, from
-    the registry, so it names a preset a plugin adds and can never go stale (and costs nothing otherwise)."""
+# -- the run options, as mlmh.runconfig.RunConfig declares them ------------------------------------------
+def run_option(key: str) -> Callable[[Any], Any]:
+    """``mlmh eval``'s click option for run option ``key``, made from its declaration on :class:`RunConfig`
+    (:class:`mlmh.runconfig.RunOption`): its flag, help and metavar, and the callback or type its shape reads with,
+    so the value is checked where it is typed, as the preset's is where it is read."""
+    declared = run_options()[key]
+    settings: dict[str, Any] = {"help": declared.help}
+    if declared.metavar:
+        settings["metavar"] = declared.metavar
+    if declared.shape == "specs":
+        settings.update(multiple=True, callback=specs(declared.component, none=declared.none))
+    elif declared.shape == "spec":
+        settings["callback"] = spec(declared.component)
+    elif declared.shape == "path":
+        settings["callback"] = data_path
+    elif declared.shape == "seeds":
+        settings.update(multiple=True, callback=seeds)
+    elif declared.shape == "limit":
+        settings["callback"] = limit
+    elif declared.shape == "count":
+        settings["type"] = Number(int, min=1, max=declared.bound)
+    elif declared.shape == "flag":
+        settings.update(is_flag=True, default=None)
+    if not declared.flag or declared.shape == "text":
+        raise ValueError(f"run option '{key}' has no flag: it is a preset key only")
+    return click.option(declared.flag, key, **settings)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+
+def run_overrides(values: dict[str, Any]) -> dict[str, Any]:
+    """The preset overrides of the run options among a command's parsed ``values`` (``ctx.params``): an option
+    left out is None, so the preset's value stands; a list given as a lone ``none`` is an empty list."""
+    out: dict[str, Any] = {}
+    for key, declared in run_options().items():
+        if not declared.flag:
+            continue
+        value = values.get(key)
+        if declared.shape in ("specs", "seeds"):
+            value = list(value) if value else None
+            if value and declared.none and [str(v).lower() for v in value] == ["none"]:
+                value = []
+        out[key] = value
+    return out
+
+
+class LateHelpOption(click.Option):
+    """An option whose help is made when help is shown, by ``late_help(base_help)``: from the registry, so it names
+    what plugins register and declare, can never go stale, and costs nothing otherwise."""
+
+    def __init__(self, *args: Any, late_help: Callable[[str], str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.base_help = self.help or "Preset."
+        self.base_help = self.help or ""
+        self.late_help = late_help
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        from mlmh.registry import get_registry
-
-        names = ", ".join(get_registry().names("preset"))
-        self.help = f"{self.base_help} Presets: {names}; or a TOML file (mlmh ls presets)."
+        self.help = self.late_help(self.base_help)
         return super().get_help_record(ctx)
+
+
+def _preset_help(base: str) -> str:
+    from mlmh.registry import get_registry
+
+    names = ", ".join(get_registry().names("preset"))
+    return f"{base or 'Preset.'} Presets: {names}; or a TOML file (mlmh ls presets)."
+
+
+class PresetOption(LateHelpOption):
+    """``--preset``, whose help names every registered preset."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, late_help=_preset_help, **kwargs)
 
 
 class PresetHelpCommand(click.Command):

@@ -5,7 +5,7 @@ This is the only module on the run path that asks the registry for components, a
 that used to be decided in several places:
 
 - which samplers fit a model (:func:`fits`; a sampler that declares no model kinds fits any),
-- the default sampler of each model kind (:func:`default_sampler`),
+- the default sampler of each model kind (:func:`default_sampler`: the sampler that declares ``default_for`` it),
 - the seed of each sample: :func:`mlmh.generation.prepare_items` with no ``condition`` keys the mask and
   the sampler's random stream on (run seed, masking spec, document id) only, so every model and sampler
   of a masking sees the same masked words and the same random numbers (paired comparisons), and
@@ -25,21 +25,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.contracts import describe_error
 from mlmh.errors import SpecError
+from mlmh.runconfig import RunConfig, run_options
 
 if TYPE_CHECKING:
-    from mlmh.runconfig import RunConfig
     from mlmh.types import Corpus, MaskedItem
 
-#: the sampler a model kind gets when none is named (``mlmh generate``, the TUI playground)
-DEFAULT_SAMPLERS = {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}
 #: a sampler asked for more refinement steps than this is named in a warning (each step is a forward pass)
 MANY_STEPS = 256
-#: where each component key of a config comes from, for error messages: preset key -> command-line flag
-FLAGS = {"dataset": "--dataset", "models": "--model", "maskings": "--masking", "samplers": "--sampler",
-         "metrics": "--metric", "tasks": "--task", "trackers": "--tracker"}
-#: the component kind each of those keys lists
-KINDS = {"dataset": "dataset", "models": "model", "maskings": "masking", "samplers": "sampler", "metrics": "metric",
-         "tasks": "task", "trackers": "tracker"}
+#: the component kind each component key of a config names (as the run options declare it): preset key -> kind
+KINDS = {key: declared.component for key, declared in run_options().items() if declared.component}
+#: where each of those keys comes from, for error messages: preset key -> command-line flag
+FLAGS = {key: run_options()[key].flag for key in KINDS}
 
 
 def fits(sampler: Any, model_kind: str) -> bool:
@@ -58,9 +54,12 @@ def many_steps(sampler: Any) -> str | None:
 
 
 def default_sampler(model_kind: str) -> str:
-    """The sampler spec a ``model_kind`` model generates with when none is named."""
+    """The sampler spec a ``model_kind`` model generates with when none is named (``mlmh generate``, the TUI
+    playground): the sampler that declares itself the default for that kind (:mod:`mlmh.declared`)."""
+    from mlmh.declared import default_samplers
+
     try:
-        return DEFAULT_SAMPLERS[model_kind]
+        return default_samplers()[model_kind]
     except KeyError:
         raise SpecError(f"no default sampler for model kind '{model_kind}'; name one with --sampler") from None
 
@@ -205,7 +204,7 @@ class RunPlan:
     def require_checkpoints(self) -> None:
         """Refuse the run in one line when the hub is offline and checkpoints its models read are not cached
         (every one named): not one of those models could train or load. Every face asks before the run directory
-        is made (:func:`mlmh.api.place_run`); :meth:`check` asks on every run path."""
+        is made (:func:`mlmh.api.prepare`); :meth:`check` asks on every run path."""
         from mlmh.adapters.checkpoints import uncached
 
         missing = uncached(name for model in self.models for name in getattr(model, "checkpoints", tuple)())
@@ -305,7 +304,6 @@ def build_plan(config: "RunConfig") -> RunPlan:
     the preset key or the flag, and the plan it returns is the one checked, which the runner runs
     (:func:`mlmh.runner.run_experiment`), so a run builds its components once.
     """
-    from mlmh.config import RunConfig
     from mlmh.options import check_instance
     from mlmh.registry import get_registry
 

@@ -4,7 +4,8 @@ A sample id is ``CONDITION:DOC_ID``: the condition's 1-based position in the run
 document id, as generations.jsonl lists them (its ``sample`` field). The run's saved configuration is
 resolved into the same plan (:func:`mlmh.plan.build_plan`), so the sample gets the same model, masking,
 sampler, seed and masked words as in the run: the mask and the sampler's random stream come from
-(seed, masking spec, document id) alone (:func:`mlmh.generation.prepare_items`).
+(seed, masking spec, document id) alone (:func:`mlmh.generation.mask_texts`; the document is the one the run
+cut to the windows of all its models, which this model's window holds whole).
 """
 
 from __future__ import annotations
@@ -53,9 +54,11 @@ def recorded_sample(run_dir: Path | RunDir, sample: str) -> GenerationRow:
 
 
 def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
-    """Rebuild the run's plan, mask the sample's document as the run did, and generate it again."""
-    from mlmh.generation import generate, prepare_items
+    """Rebuild the run's plan, mask the sample's document as the run did, and generate it again
+    (:func:`mlmh.generation.regenerate`, as every regeneration outside a run)."""
+    from mlmh.generation import mask_texts, regenerate
     from mlmh.plan import build_plan, load_context
+
     run = RunDir(run_dir)
     recorded = recorded_sample(run, sample)
     config = run.saved_config()
@@ -72,8 +75,8 @@ def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
                         f"({corpus.source})")
     document = _as_generated(document, recorded.checked("original"))
     adapter = condition.model.load(load_context(config, corpus))
-    (item,) = prepare_items([document], condition.masking, condition.seed)
-    (generation,) = generate(adapter, condition.sampler, [item], batch_size=1)
+    masked = mask_texts([document], condition.masking, condition.seed, [adapter])
+    ((generation,),) = regenerate([(adapter, condition.sampler)], masked, batch_size=1)
     return Reproduction(sample=sample, condition=condition.id, recorded=recorded, generation=generation)
 
 

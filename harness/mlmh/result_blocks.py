@@ -239,6 +239,10 @@ class ModelRecord(Block):
         return cls(identity=identity, model_kind=model_kind, label=label,
                    training={k: card[k] for k in TRAINING_FACTS if k in card} if card else {})
 
+    def called(self, spec: str) -> str:
+        """What a reader calls the model recorded under ``spec``: its short spec (``label``), else ``spec``."""
+        return self.label or spec
+
 
 @dataclass
 class Correlation(Block):

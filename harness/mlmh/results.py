@@ -5,7 +5,7 @@ run: which document sets it scored (headline first), which metrics lead a table,
 better high or low, which conditions are best in a column, and how a number is written. Each answer
 lives here, so the report and the TUI always star the same cells and round by the same rule.
 
-The one reader of results.json is :meth:`mlmh.rundir.RunDir.read_results` (:func:`mlmh.rundir.load_results`);
+A finished run is read by :func:`mlmh.api.load` (results.json parsed by :meth:`mlmh.rundir.RunDir.read_results`);
 the runner builds RunResults directly and RunDir writes its ``to_dict``.
 """
 
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Protocol
 
+from mlmh.declared import main_results
 from mlmh.types import ConditionResult, ModelRecord, RunResults
-
-#: the metrics the comparison tables lead with, when a run has them
-MAIN_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1")
 
 
 # -- models ------------------------------------------------------------------------------------------
@@ -44,7 +42,7 @@ def model_record_of(results: RunResults, model: str) -> ModelRecord | None:
 def model_label(results: RunResults, spec: str) -> str:
     """What a reader calls a model: its short spec (the parameters that differ from the defaults)."""
     record = results.models.get(spec)
-    return (record.label if record is not None else "") or spec
+    return record.called(spec) if record is not None else spec
 
 
 # -- which sets and metrics --------------------------------------------------------------------------
@@ -69,9 +67,10 @@ def metric_names(results: RunResults, role: str | None = None) -> list[str]:
 
 
 def pick_main(names: Iterable[str], limit: int = 6) -> list[str]:
-    """The metrics to show first: the paper's ones when present, else the first few."""
+    """The metrics to show first: the main results the metrics declare (:class:`mlmh.components.Headline`), in
+    their order, when present; else the first few."""
     names = list(names)
-    return [m for m in MAIN_METRICS if m in names] or names[:limit]
+    return [m for m in main_results() if m in names] or names[:limit]
 
 
 def main_metrics(results: RunResults, role: str | None = None) -> list[str]:

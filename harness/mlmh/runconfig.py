@@ -1,11 +1,69 @@
 """The typed run configuration: everything a run needs, resolved from a preset (:mod:`mlmh.config`) or
-read back from the run's ``config.json`` (:meth:`mlmh.rundir.RunDir.saved_config`)."""
+read back from the run's ``config.json`` (:meth:`mlmh.rundir.RunDir.saved_config`).
+
+Each run option is declared once, on its field (:func:`option`): the preset key is the field's name, and the
+declaration (:class:`RunOption`) drives ``mlmh eval``'s click option (:func:`mlmh.options.run_option`), how a preset
+value is read (:func:`mlmh.config.from_table`) and what the Python API documents (``mlmh.evaluate``'s keyword
+arguments; tests/test_run_options.py checks the four agree).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from mlmh import bounds
+from mlmh.bounds import Bound
+
+#: how a run option's value is written, in a preset and on the command line
+SHAPES = {
+    "spec": "one component spec (NAME:key=value,...)",
+    "path": "a path; left out: the bundled sample",
+    "text": "text",
+    "specs": "a list of component specs; a flag repeats or takes a comma list",
+    "seeds": "a list of integers >= 0; a flag repeats or takes a comma list",
+    "limit": "a count of documents, a fraction 0.x, or 0 for all",
+    "count": "an integer >= 1",
+    "flag": "true or false",
+}
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """How a run option is set. ``flag``: its ``mlmh eval`` flag (empty: a preset key only); ``shape``: how its value
+    is written (:data:`SHAPES`); ``component``: the registry kind its specs name; ``required``: a preset must set it
+    (a list: to at least one spec); ``none``: a lone ``none`` on the command line means an empty list; ``bound``: the
+    largest value of a count (:mod:`mlmh.bounds`)."""
+
+    help: str
+    shape: str
+    flag: str = ""
+    metavar: str = ""
+    component: str = ""
+    required: bool = False
+    none: bool = False
+    bound: Bound | None = None
+
+
+def option(help: str, shape: str, *, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
+           **declaration: Any) -> Any:
+    """A :class:`RunConfig` field that is a run option, declared as :class:`RunOption` in the field's metadata."""
+    if shape not in SHAPES:
+        raise ValueError(f"run option shape {shape!r}: expected one of {', '.join(SHAPES)}")
+    return field(default=default, default_factory=default_factory,
+                 metadata={"option": RunOption(help, shape, **declaration)})
+
+
+def run_options() -> dict[str, RunOption]:
+    """Every run option by its preset key (the field's name), in field order."""
+    return {f.name: f.metadata["option"] for f in dataclasses.fields(RunConfig) if "option" in f.metadata}
+
+
+def _specs(noun: str, help: str, *, none: bool = False, required: bool = False) -> Any:
+    """A list of component specs: ``--NOUN SPEC``, repeated or a comma list."""
+    return option(help, "specs", default_factory=list, flag=f"--{noun}", metavar="SPEC[,SPEC...]", component=noun,
+                  none=none, required=required)
 
 
 @dataclass
@@ -14,19 +72,28 @@ class RunConfig:
 
     preset: str
     source: str
-    dataset: str
-    data: str | None = None
-    models: list[str] = field(default_factory=list)
-    maskings: list[str] = field(default_factory=list)
-    samplers: list[str] = field(default_factory=list)
-    metrics: list[str] = field(default_factory=list)
-    tasks: list[str] = field(default_factory=list)
-    trackers: list[str] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=lambda: [0])
-    limit: int | float = 0
-    batch_size: int = 8
-    log_samples: bool = False
-    description: str = ""
+    dataset: str = option("Override the dataset: a registered dataset with its parameters (text:group_field=author).",
+                          "spec", flag="--dataset", metavar="SPEC", component="dataset", required=True)
+    data: str | None = option("Dataset files in their official format (default: bundled sample); for text, your corpus.",
+                              "path", default=None, flag="--data", metavar="PATH")
+    models: list[str] = _specs("model", "Model spec; repeat or separate with commas (replaces the preset's).", required=True)
+    maskings: list[str] = _specs("masking", "Masking spec; repeat or separate with commas.", required=True)
+    samplers: list[str] = _specs("sampler", "Sampler spec; repeat or separate with commas.", required=True)
+    metrics: list[str] = _specs("metric", "Metric spec; repeat or separate with commas ('none' alone for no metrics).",
+                                none=True)
+    tasks: list[str] = _specs("task", "Downstream task; repeat or separate with commas ('none' alone to skip "
+                              "downstream).", none=True)
+    trackers: list[str] = _specs("tracker", "Log the run to an experiment tracker: wandb, mlflow, tensorboard (see mlmh "
+                                 "ls trackers); repeat or separate with commas ('none' for none).", none=True)
+    seeds: list[int] = option("Run seed; repeat or separate with commas (one condition per seed).", "seeds",
+                              default_factory=lambda: [0], flag="--seed", metavar="N[,N...]")
+    limit: int | float = option("Documents per condition: a count, a fraction, or 0 for all.", "limit", default=0,
+                                flag="--limit", metavar="N|0.x")
+    batch_size: int = option("Generation batch size (results do not depend on it).", "count", default=8,
+                             flag="--batch-size", bound=bounds.BATCH)
+    log_samples: bool = option("Write samples.jsonl with every step trace and per-sample scores.", "flag",
+                               default=False, flag="--log-samples")
+    description: str = option("What the preset runs, in a sentence (mlmh ls presets).", "text", default="")
     #: keys set on the command line rather than by the preset (errors then name the flag, not the file)
     overridden: list[str] = field(default_factory=list)
 

@@ -362,18 +362,16 @@ class RunDir:
         return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", schema.RESULTS)
 
     def read_results(self) -> Any:
-        """The typed results (RunResults) of the run, for the report, the CLI and the TUI: the one reader of
-        results.json. Results written before the run kept its comparisons get them here
-        (:func:`mlmh.findings.comparisons.judged`), so every reader states the same verdicts."""
-        from mlmh.findings.comparisons import judged
+        """The typed results (RunResults) of the run as results.json holds them: the one parse of the file. A
+        finished run is read by :func:`mlmh.api.load`, which also decides the comparisons of a file written
+        before runs kept them (the run directory sits below the judgement, whose rules read the registry)."""
         from mlmh.types import RunResults
 
         data = self.read_results_data()
         try:
-            results = RunResults.from_dict(data)
+            return RunResults.from_dict(data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # what the schema does not catch (a bug there)
             raise DataError(f"{self.results}: not a readable results file: {exc}") from None
-        return judged(results)
 
     def read_lines(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line number, object) of each non-blank line of a JSON-lines run file (:func:`mlmh.jsonl.read_jsonl`)."""
@@ -455,12 +453,6 @@ class RunDir:
     def write_results(self, results: Any) -> Path:
         """results.json: the serialisation (``to_dict``) of a RunResults, the last file a run writes."""
         return self.write_json(self.results, results.to_dict())
-
-
-def load_results(run_dir: str | Path) -> Any:
-    """The typed results (RunResults) of a run directory (or of its results file), for notebooks and every face;
-    a bad file is one line naming it and the key (:meth:`RunDir.read_results`)."""
-    return RunDir.of(run_dir).read_results()
 
 
 def new_run_path(preset: str, root: str | Path = RUNS_ROOT) -> Path:

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import MlmhError
-from mlmh.results import model_label
 from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, RunResults, Score
 
 #: the columns of a finding as trackers tabulate it
@@ -204,7 +203,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for curve, label in (("train_curve", "train_loss"), ("validation_curve", "validation_loss")):
             points = [(int(p["step"]), float(p["loss"])) for p in card.get(curve) or [] if p.get("loss") is not None]
             if points:
-                run.curves[f"training/{safe_name(model_label(results, spec))}/{label}"] = sorted(points)
+                run.curves[f"training/{safe_name(facts.called(spec))}/{label}"] = sorted(points)
     for finding in results.findings:
         run.findings.append(finding.to_dict())
         for key in ("statistic", "ci_low", "ci_high"):

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mlmh import hookimpl
-from mlmh.components import InputsOnly, Metric, ScoringItem
+from mlmh.components import Headline, InputsOnly, Metric, ScoringItem
 from mlmh.errors import MlmhError
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
@@ -30,6 +30,7 @@ class BleuMetric(InputsOnly, Metric):
 
     name = "bleu"
     description = "sacrebleu corpus BLEU (0-100, signature recorded); per-sample smoothed sentence BLEU"
+    headlines = (Headline("bleu", 10, label="BLEU", unit="points", findings=True, sweep=True, baselines=True),)
     parameters = (
         Param("tokenize", str, "13a", "sacrebleu tokenizer", choices=("13a", "intl", "char", "none", "zh", "ja-mecab", "ko-mecab", "flores101", "flores200")),
         Param("lowercase", bool, False, "lowercase before scoring"),
@@ -86,6 +87,8 @@ class RougeMetric(InputsOnly, Metric):
     description = "rouge-score ROUGE-1, ROUGE-2, ROUGE-L, ROUGE-Lsum F1 (four results)"
     higher_is_better = True
     ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+    headlines = (Headline("rouge1", 20, label="ROUGE-1"), Headline("rouge2", 21, label="ROUGE-2"),
+                 Headline("rougeL", 22, label="ROUGE-L", findings=True, sweep=True, baselines=True))
     parameters = (
         Param("use_stemmer", bool, False, "Porter-stem tokens before matching (rouge-score option)"),
         Param("lsum_split", str, "punct", "sentence breaks for rougeLsum: after . ! ? (punct) or existing newlines only", choices=("punct", "newline")),
@@ -143,6 +146,7 @@ class MeteorMetric(Metric):
 
     name = "meteor"
     description = "nltk METEOR with WordNet synonyms; mean of per-sample scores"
+    headlines = (Headline("meteor", 30, label="METEOR", findings=True),)
     parameters = (
         Param("alpha", float, 0.9, "precision/recall weight (nltk default)", min=0.0, max=1.0),
         Param("beta", float, 3.0, "fragmentation penalty shape (nltk default)", min=0.0),

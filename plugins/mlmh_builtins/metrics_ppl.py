@@ -139,6 +139,7 @@ class GenPerplexityMetric(Metric):
     description = ("perplexity of the generations (and of the originals) under a reference causal LM: a named judge "
                    "(judge=gemma-3-270m), path=DIR or $MLMH_GENPPL_MODEL")
     higher_is_better = False
+    fluency = ("gen-ppl", "gen-ppl_original")  # the regenerations' perplexity, and the originals' beside it
     parameters = (
         Param("judge", str, "", f"a pretrained judge by name ({', '.join(JUDGES)}); installed by the judge extra"),
         Param("path", str, "", f"causal LM dir or cached hub name; empty = ${ENV_MODEL}"),

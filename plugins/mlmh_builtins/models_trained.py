@@ -176,6 +176,8 @@ class TrainedModel(Model):
 class TrainedMLM(TrainedModel):
     name = "trained-mlm"
     model_kind = "mlm"
+    default = True  # the playground's MLM
+    swept = True  # a data-constrained sweep trains it at each unique_tokens x epochs
     description = ("BERT-style masked LM (rotary positions by default) trained offline on the run's dataset "
                    "(cached after first use)")
     parameters: ClassVar[tuple[Param, ...]] = (
@@ -197,6 +199,8 @@ class TrainedMLM(TrainedModel):
 class TrainedCLM(TrainedModel):
     name = "trained-clm"
     model_kind = "clm"
+    default = True
+    swept = True
     description = ("GPT-2-style causal LM (rotary positions by default) trained offline on the run's dataset, "
                    "matched to trained-mlm")
 

@@ -253,6 +253,7 @@ class AdaptiveGibbs(Gibbs):
 
     name = "adaptive-gibbs"
     description = "Gibbs that resamples the least confident masked position (P(current token | rest) at its last draw) per step."
+    bench = ()  # not timed by the bench (gibbs's setting is not this sampler's)
     parameters = (
         *Gibbs.parameters,
         Param("pick", str, "least-confident", "which position to resample: the least confident, or drawn in "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar, Sequence, cast
 
-from mlmh.components import Sampler
+from mlmh.components import BenchCase, Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
@@ -107,6 +107,9 @@ class ClmInfill(PrefixInfill):
     name = "clm-infill"
     description = "Fill each masked span left to right from its prefix, keeping unmasked tokens; KV cache."
     model_kinds: ClassVar[frozenset[str]] = frozenset({"clm"})
+    default_for = frozenset({"clm"})
+    bench = (BenchCase("clm-infill (KV cache)", "clm-infill", 50, "use_cache=true", reference=True),
+             BenchCase("clm-infill (no cache)", "clm-infill-nocache", 51, "use_cache=false"))
 
 
 class Seq2SeqInfill(PrefixInfill):
@@ -115,3 +118,5 @@ class Seq2SeqInfill(PrefixInfill):
     name = "seq2seq-infill"
     description = "Encoder sees one sentinel/<mask> per span; the decoder writes each span (T5/BART denoising)."
     model_kinds: ClassVar[frozenset[str]] = frozenset({"seq2seq"})
+    default_for = frozenset({"seq2seq"})
+    bench = (BenchCase("seq2seq-infill", "seq2seq-infill", 60),)

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from mlmh import bounds
-from mlmh.components import Sampler
+from mlmh.components import BenchCase, Sampler
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem
 
@@ -307,6 +307,7 @@ class OneShot(MaskedSampler):
 
     name = "one-shot"
     description = "Fill all masked tokens at once: one forward pass."
+    bench = (BenchCase("one-shot", "one-shot", 10),)
     parameters = SAMPLING_PARAMS
 
     def run(self, batch: MaskedBatch) -> None:
@@ -323,6 +324,7 @@ class LeftToRight(MaskedSampler):
 
     name = "left-to-right"
     description = "Fill masks one at a time from left to right: one pass per masked token."
+    bench = (BenchCase("left-to-right", "left-to-right", 30),)
     parameters = SAMPLING_PARAMS
 
     def run(self, batch: MaskedBatch) -> None:
@@ -341,6 +343,10 @@ class MaskPredict(MaskedSampler):
 
     name = "mask-predict"
     description = "Predict all masks, then T-1 times re-mask the n = N(T-t)/T least confident and re-predict."
+    default_for = frozenset({"mlm"})
+    bench = (BenchCase("mask-predict T=1", "mask-predict-1", 20, "steps=1"),
+             BenchCase("mask-predict T=4", "mask-predict-4", 21, "steps=4", reference=True),
+             BenchCase("mask-predict T=10", "mask-predict-10", 22, "steps=10"))
     parameters = (Param("steps", int, 4, "T: forward passes per batch", min=1, max=bounds.STEPS, headline=True), *SAMPLING_PARAMS, STUTTER)
 
     def run(self, batch: MaskedBatch) -> None:
@@ -435,6 +441,7 @@ class Gibbs(MaskedSampler):
 
     name = "gibbs"
     description = "Wang & Cho 2019 parallel-sequential Gibbs: re-mask and resample one random masked position per step."
+    bench: ClassVar[tuple[BenchCase, ...]] = (BenchCase("gibbs", "gibbs", 40),)
     parameters = (
         Param("steps", int, 0, "resampling steps per item (0 = twice its masked token count)", min=0, max=bounds.STEPS),
         Param("burnin", float, 0.5, "fraction of steps sampled from the full distribution", min=0.0, max=1.0),

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from mlmh.bench.ratios import batching_ratio, cell_ci, crossover_batch, median, safe_ratio, speedup_ratio
 from mlmh.bench.render import interval_text
-from mlmh.bench.samplers import CAUSAL_CASE, MASKED_CASE, SPEEDUP_LENGTH
+from mlmh.bench.samplers import SPEEDUP_LENGTH, causal_case, masked_case
 
 
 #: The issue's goals: (comparison, threshold); None = reported only. Overhead is judged on the worst cell
@@ -86,13 +86,14 @@ def summarize_batching(cells: Sequence[dict], small: int, large: int, side: str 
 def summarize_crossover(cells: Sequence[dict], length: int) -> dict[str, Any]:
     """Samples/s of clm-infill (cache) and mask-predict T=4 per batch, and where the causal LM overtakes."""
     rates: dict[str, dict[str, dict[int, float]]] = {"harness": {}, "bare": {}}
+    causal, masked = causal_case(), masked_case()
     for side, key in (("harness", "samples_per_s"), ("bare", "bare_samples_per_s")):
-        for label in (CAUSAL_CASE, MASKED_CASE):
+        for label in (causal, masked):
             rates[side][label] = {c["batch"]: c[key] for c in cells if c["sampler"] == label and c["length"] == length}
     return {
         "length": length,
-        "batch": crossover_batch(rates["harness"][CAUSAL_CASE], rates["harness"][MASKED_CASE]),
-        "bare_batch": crossover_batch(rates["bare"][CAUSAL_CASE], rates["bare"][MASKED_CASE]),
+        "batch": crossover_batch(rates["harness"][causal], rates["harness"][masked]),
+        "bare_batch": crossover_batch(rates["bare"][causal], rates["bare"][masked]),
         "samples_per_s": {label: {str(b): v for b, v in sorted(r.items())} for label, r in rates["harness"].items()},
         "bare_samples_per_s": {label: {str(b): v for b, v in sorted(r.items())} for label, r in rates["bare"].items()},
     }
@@ -101,8 +102,8 @@ def summarize_crossover(cells: Sequence[dict], length: int) -> dict[str, Any]:
 def summarize_size(cells: Sequence[dict], batches: Sequence[int], speedup_length: int = SPEEDUP_LENGTH) -> dict[str, Any]:
     """The issue's ratios for one model size, from its measured cells."""
     small, large = min(batches), max(batches)
-    masked = _cell(cells, MASKED_CASE, speedup_length, 1)
-    causal = _cell(cells, CAUSAL_CASE, speedup_length, 1)
+    masked = _cell(cells, masked_case(), speedup_length, 1)
+    causal = _cell(cells, causal_case(), speedup_length, 1)
     speedup = speedup_ratio(causal["harness_seconds"], masked["harness_seconds"]) if masked and causal else None
     bare_speedup = speedup_ratio(causal["bare_seconds"], masked["bare_seconds"]) if masked and causal else None
 

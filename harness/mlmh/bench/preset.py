@@ -155,8 +155,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     clock = StageClock()
     try:
         overrides = {"limit": parse_limit(args.limit, "--limit")} if args.limit else None
-        plan = api.plan(args.preset, overrides, output_path=args.output_path)
-        api.run(plan, Path(args.output_path), progress=clock)
+        api.run(api.prepare(args.preset, overrides, output_path=args.output_path), progress=clock)
     except MlmhError as exc:
         sys.exit(f"Error: {exc}")
     inside = sum(s["cpu"] for s in clock.stages.values())

@@ -14,8 +14,8 @@ from mlmh.bench.machine import describe as describe_machine
 from mlmh.bench.memory import PeakMemory
 from mlmh.bench.metrics import METRIC_NAMES, measure_metric_throughput
 from mlmh.bench.models import bench_vocabulary, parameter_count, save_bench_models
-from mlmh.bench.samplers import (CASE_BY_KEY, CASE_BY_LABEL, CAUSAL_CASE, MASKED_CASE, SAMPLER_CASES, SPEEDUP_LENGTH,
-                                 SamplerCase, bench_items, measure_sampler)
+from mlmh.bench.samplers import (SPEEDUP_LENGTH, SamplerCase, bench_items, case_by_key, case_by_label, causal_case,
+                                 masked_case, measure_sampler, sampler_cases)
 from mlmh.bench.timing import CELL_CI_WIDTH, CELL_MAX_RUNS, CELL_MAX_SECONDS, CELL_SECONDS, pinned_threads
 
 
@@ -48,7 +48,7 @@ class BenchOptions:
     batches: tuple[int, ...] = (1, 8, 32)
     runs: int = 5
     threads: int = field(default_factory=available_cores)
-    samplers: tuple[str, ...] = tuple(case.key for case in SAMPLER_CASES)  # SamplerCase.key
+    samplers: tuple[str, ...] = field(default_factory=lambda: tuple(case.key for case in sampler_cases()))  # keys
     metrics: tuple[str, ...] = METRIC_NAMES
     metric_pairs: int = 64
     scaling_documents: int = 12
@@ -59,11 +59,12 @@ class BenchOptions:
 
     def cells(self) -> list[tuple[int, int, SamplerCase]]:
         """(length, batch, case) to measure: the grid, plus the speedup/crossover workload."""
-        cases = [CASE_BY_KEY[key] for key in self.samplers]
+        by_key, by_label = case_by_key(), case_by_label()
+        cases = [by_key[key] for key in self.samplers]
         grid = [(length, batch, case) for length in self.lengths for batch in self.batches for case in cases]
         for batch in sorted(set(self.batches) | {1}):
-            for label in (MASKED_CASE, CAUSAL_CASE):
-                cell = (self.speedup_length, batch, CASE_BY_LABEL[label])
+            for label in (masked_case(), causal_case()):
+                cell = (self.speedup_length, batch, by_label[label])
                 if cell not in grid:
                     grid.append(cell)
         return grid

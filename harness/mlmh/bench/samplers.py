@@ -10,33 +10,60 @@ from mlmh.bench.bare import bare_work, pass_plan
 from mlmh.bench.memory import PeakMemory
 from mlmh.bench.ratios import cell_ci, overhead_ratio, timing_ci
 from mlmh.bench.timing import CELL_CI_WIDTH, CELL_MAX_SECONDS, CELL_SECONDS, measure_interleaved
+from mlmh.declared import bench_cases
+from mlmh.errors import SpecError
 
 
 @dataclass(frozen=True)
 class SamplerCase:
-    """One row of the sampler table: a label, a command-line key, the sampler spec and its model kind."""
+    """One row of the sampler table: a label, a command-line key, the sampler spec and its model kind;
+    ``reference``: the row that stands for its kind in the masked-vs-causal speedup."""
 
     label: str
     key: str
     spec: str
     kind: str
+    reference: bool = False
 
 
-#: The samplers the bench times, in table order.
-SAMPLER_CASES: tuple[SamplerCase, ...] = (
-    SamplerCase("one-shot", "one-shot", "one-shot", "mlm"),
-    SamplerCase("mask-predict T=1", "mask-predict-1", "mask-predict:steps=1", "mlm"),
-    SamplerCase("mask-predict T=4", "mask-predict-4", "mask-predict:steps=4", "mlm"),
-    SamplerCase("mask-predict T=10", "mask-predict-10", "mask-predict:steps=10", "mlm"),
-    SamplerCase("left-to-right", "left-to-right", "left-to-right", "mlm"),
-    SamplerCase("gibbs", "gibbs", "gibbs", "mlm"),
-    SamplerCase("clm-infill (KV cache)", "clm-infill", "clm-infill:use_cache=true", "clm"),
-    SamplerCase("clm-infill (no cache)", "clm-infill-nocache", "clm-infill:use_cache=false", "clm"),
-    SamplerCase("seq2seq-infill", "seq2seq-infill", "seq2seq-infill", "seq2seq"),
-)
-CASE_BY_LABEL = {case.label: case for case in SAMPLER_CASES}
-CASE_BY_KEY = {case.key: case for case in SAMPLER_CASES}
-MASKED_CASE, CAUSAL_CASE = "mask-predict T=4", "clm-infill (KV cache)"
+def sampler_cases() -> tuple[SamplerCase, ...]:
+    """The samplers the bench times, in table order: every setting a registered sampler declares
+    (:class:`mlmh.components.BenchCase`), third-party ones included."""
+    return tuple(SamplerCase(case.label, case.key, f"{sampler.name}:{case.params}" if case.params else sampler.name,
+                             case.kind or _only_kind(sampler), case.reference) for sampler, case in bench_cases())
+
+
+def _only_kind(sampler: Any) -> str:
+    if len(sampler.model_kinds) != 1:
+        raise SpecError(f"sampler '{sampler.name}': a bench setting of a sampler that drives "
+                        f"{len(sampler.model_kinds) or 'any'} model kinds names the one it is timed on (kind=)")
+    return next(iter(sampler.model_kinds))
+
+
+def case_by_key() -> dict[str, SamplerCase]:
+    return {case.key: case for case in sampler_cases()}
+
+
+def case_by_label() -> dict[str, SamplerCase]:
+    return {case.label: case for case in sampler_cases()}
+
+
+def reference_case(kind: str) -> str:
+    """The label of the row that stands for model ``kind`` in the masked-vs-causal speedup and crossover."""
+    found = [case.label for case in sampler_cases() if case.reference and case.kind == kind]
+    if not found:
+        raise SpecError(f"no sampler declares a reference bench setting for {kind} models (BenchCase(reference=True))")
+    return found[0]
+
+
+def masked_case() -> str:
+    """The masked LM's reference row (the speedup's numerator's side)."""
+    return reference_case("mlm")
+
+
+def causal_case() -> str:
+    """The causal LM's reference row."""
+    return reference_case("clm")
 #: The speedup/crossover workload of the issue: batch 1, 128 masked tokens (the middle half of 256).
 SPEEDUP_LENGTH = 256
 
@@ -74,16 +101,18 @@ def bench_items(length: int, batch: int, vocabulary: Sequence[str], *, seed: int
 
 def measure_sampler(case: SamplerCase, sampler, adapter, items: Sequence[Any], *, runs: int,
                     memory: PeakMemory | None = None) -> dict[str, Any]:
-    """Harness generation vs bare forward passes (and vs the lean bare loop) for one
-    sampler on one batch, interleaved runs."""
-    from mlmh.generation import generate
+    """Harness generation (:func:`mlmh.generation.regenerate`, the way texts are regenerated outside a run) vs
+    bare forward passes (and vs the lean bare loop) for one sampler on one batch, interleaved runs."""
+    from mlmh.generation import MaskedTexts, regenerate
 
-    plan = pass_plan(generate(adapter, sampler, items, batch_size=len(items)))  # the sampler's own passes
+    masked = MaskedTexts(tuple(items))  # masked by the bench's own rule (the middle half), so no cut
+    (first,) = regenerate([(adapter, sampler)], masked, batch_size=len(items))
+    plan = pass_plan(first)  # the sampler's own passes
     bare_fn = bare_work(sampler, adapter, items, plan)
     lean_fn = bare_work(sampler, adapter, items, plan, lean=True)
 
     def harness() -> tuple[int, list]:
-        generations = generate(adapter, sampler, items, batch_size=len(items))
+        (generations,) = regenerate([(adapter, sampler)], masked, batch_size=len(items))
         return adapter.forward_passes, generations
 
     def precise(seconds: dict[str, list[float]]) -> bool:

@@ -106,7 +106,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     from mlmh.bench.metrics import METRIC_NAMES
     from mlmh.bench.models import BENCH_SIZES
     from mlmh.bench.run import BenchOptions, available_cores, run_bench
-    from mlmh.bench.samplers import SAMPLER_CASES
+    from mlmh.bench.samplers import sampler_cases
 
     if as_json and as_markdown:
         raise SpecError("--json and --markdown: give one of them")
@@ -119,7 +119,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
         given.append("--phases")
     if given:  # they shape a preset's runs: without --preset they would be ignored after minutes of timing
         raise SpecError(f"{', '.join(given)}: only with --preset NAME (the sampler benchmark has no such setting)")
-    keys = tuple(case.key for case in SAMPLER_CASES)
+    keys = tuple(case.key for case in sampler_cases())
     options = BenchOptions(
         sizes=_name_list(sizes, "--sizes", BENCH_SIZES),
         lengths=_int_list(lengths, "--lengths", bounds.SEQUENCE, minimum=2),

@@ -14,33 +14,23 @@ from mlmh.executors import BACKENDS
 
 @click.command(name="eval", cls=options.PresetHelpCommand)
 @click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME|FILE.toml", help="Preset to run.")
-@click.option("--dataset", callback=options.dataset, metavar="SPEC",
-              help="Override the dataset: a registered dataset with its parameters (text:group_field=author).")
-@click.option("--data", "data", metavar="PATH", callback=options.data_path,
-              help="Dataset files in their official format (default: bundled sample); for text, your corpus.")
-@click.option("--model", "models", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("model"),
-              help="Model spec; repeat or separate with commas (replaces the preset's).")
-@click.option("--masking", "maskings", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("masking"),
-              help="Masking spec; repeat or separate with commas.")
-@click.option("--sampler", "samplers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("sampler"),
-              help="Sampler spec; repeat or separate with commas.")
-@click.option("--metric", "metrics", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("metric", none=True),
-              help="Metric spec; repeat or separate with commas ('none' alone for no metrics).")
-@click.option("--task", "tasks", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("task", none=True),
-              help="Downstream task; repeat or separate with commas ('none' alone to skip downstream).")
-@click.option("--tracker", "trackers", multiple=True, metavar="SPEC[,SPEC...]", callback=options.specs("tracker", none=True),
-              help="Log the run to an experiment tracker: wandb, mlflow, tensorboard (see mlmh ls trackers); "
-                   "repeat or separate with commas ('none' for none).")
+@options.run_option("dataset")  # the run options: declared once, on mlmh.runconfig.RunConfig
+@options.run_option("data")
+@options.run_option("models")
+@options.run_option("maskings")
+@options.run_option("samplers")
+@options.run_option("metrics")
+@options.run_option("tasks")
+@options.run_option("trackers")
 @click.option("--sweep-epochs", metavar="E[,E...]", help="Data-constrained sweep: train every trained-mlm / trained-clm "
               "for each of these epoch counts (with --sweep-tokens: at each U); see the crossover preset.")
 @click.option("--sweep-tokens", metavar="U[,U...]", help="Data-constrained sweep: unique training tokens U, the first "
               "train blocks holding U tokens, for every trained-mlm / trained-clm.")
-@click.option("--limit", metavar="N|0.x", callback=options.limit, help="Documents per condition: a count, a fraction, or 0 for all.")
-@click.option("--seed", "seeds", multiple=True, metavar="N[,N...]", callback=options.seeds,
-              help="Run seed; repeat or separate with commas (one condition per seed).")
-@click.option("--batch-size", type=options.BATCH_SIZE, help="Generation batch size (results do not depend on it).")
+@options.run_option("limit")
+@options.run_option("seeds")
+@options.run_option("batch_size")
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/); a new run needs a new or empty one.")
-@click.option("--log-samples", is_flag=True, default=None, help="Write samples.jsonl with every step trace and per-sample scores.")
+@options.run_option("log_samples")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations, metric and task results with other runs (a private cache in the run dir).")
 @click.option("--workers", type=options.WORKERS, default=1, show_default=True,
@@ -81,26 +71,21 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     from mlmh.errors import MlmhError
     from mlmh.runner import RunCancelled
 
-    overrides: dict[str, Any] = {
-        "dataset": dataset, "data": data, "limit": limit, "batch_size": batch_size, "log_samples": log_samples,
-        "models": list(models) or None, "maskings": list(maskings) or None, "samplers": list(samplers) or None,
-        "metrics": _optional_list(metrics), "tasks": _optional_list(tasks), "trackers": _optional_list(trackers),
-        "seeds": list(seeds) or None,
-    }
-    plan = api.plan(preset, overrides, resume=resume, output_path=output_path,
-                    sweep_epochs=sweep_epochs, sweep_tokens=sweep_tokens)
-    config = plan.config
+    overrides = options.run_overrides(click.get_current_context().params)
     if show_config:
-        click.echo(config.to_toml(), nl=False)
+        shown = api.plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
+                         sweep_tokens=sweep_tokens)
+        click.echo(shown.config.to_toml(), nl=False)
         return
-    out = api.place_run(plan, output_path, resume=resume)
+    # every check before any display: the plan, checkpoints, the run directory, the backend
+    prepared = api.prepare(preset, overrides, output_path=output_path, resume=resume, use_cache=not no_cache,
+                           workers=workers, backend=backend, ray_address=ray_address, sweep_epochs=sweep_epochs,
+                           sweep_tokens=sweep_tokens)
+    out = prepared.out
     hint = f"Continue with: mlmh eval --resume --output-path {out}" + (" --no-cache" if no_cache else "")
-    from mlmh.executors import make_executor
-
-    executor = make_executor(backend, workers, ray_address, plan)  # a bad backend is refused before any display
     with progress_listener() as listener, interrupts.watch(signal.SIGINT, signal.SIGTERM):
         try:
-            results = api.run(plan, out, progress=listener, resume=resume, use_cache=not no_cache, executor=executor)
+            results = api.run(prepared, progress=listener)
         except interrupts.Terminated:
             raise RunCancelled(f"terminated; finished batches are cached. {hint}", exit_code=143) from None
         except KeyboardInterrupt as exc:
@@ -108,14 +93,6 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
                 raise MlmhError(f"{interrupts.crash_line(exc)}; finished batches are cached. {hint}") from None
             raise RunCancelled(f"interrupted; finished batches are cached. {hint}") from None
     print_summary(results, out)
-
-
-def _optional_list(values: list[str]) -> list[str] | None:
-    if not values:
-        return None
-    if [v.lower() for v in values] == ["none"]:
-        return []
-    return list(values)
 
 
 def print_summary(results: Any, out: Any) -> None:

@@ -9,7 +9,6 @@ import click
 
 from mlmh import options
 from mlmh.api import TEXT_TRAINING_DATASET
-from mlmh.plan import DEFAULT_SAMPLERS
 
 EPILOG = """\b
 Examples:
@@ -24,11 +23,18 @@ Examples:
 """
 
 
+def _sampler_help(base: str) -> str:
+    """``--sampler``'s help, naming the sampler each model kind gets by default (as the samplers declare it)."""
+    from mlmh.declared import default_samplers
+
+    return f"{base} (default by model kind: " + ", ".join(f"{k}: {v}" for k, v in default_samplers().items()) + ")."
+
+
 @click.command(epilog=EPILOG)
 @click.option("--model", "model_spec", default=None, help="Model spec, e.g. hf-mlm:path=DIR or trained-mlm.")
 @click.option("--masking", "masking_spec", default="random:ratio=0.15", show_default=True, help="Masking spec.")
-@click.option("--sampler", "sampler_spec", default=None,
-              help="Sampler spec (default by model kind: " + ", ".join(f"{k}: {v}" for k, v in DEFAULT_SAMPLERS.items()) + ").")
+@click.option("--sampler", "sampler_spec", default=None, cls=options.LateHelpOption, late_help=_sampler_help,
+              help="Sampler spec")
 @click.option("--text", default=None,
               help=f"The text to mask and regenerate (a trained-* model then trains on the '{TEXT_TRAINING_DATASET}' "
                    "sample unless its spec names dataset=NAME).")

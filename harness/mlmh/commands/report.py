@@ -15,9 +15,9 @@ def report(run_dir: str) -> None:
       mlmh report runs/20260101-120000-pan
       mlmh report runs/20260101-120000-pan/results.json
     """
+    from mlmh import api
     from mlmh.report import write_report
-    from mlmh.rundir import RunDir
 
-    run = RunDir.of(run_dir)
-    path = write_report(run.read_results(), run)
+    loaded = api.load(run_dir)
+    path = write_report(loaded.results, loaded.run)
     click.echo(f"wrote {path}")

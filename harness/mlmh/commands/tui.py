@@ -35,20 +35,21 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
     """
     from mlmh.errors import SpecError
 
-    plan = None
+    prepared = None
     if preset is not None:
-        from mlmh.tui.screens.run import plan_run
+        from mlmh.tui.screens.run import prepare_run
 
-        plan = plan_run(preset)  # a bad preset fails here in one line, before the screen opens; the screen runs it
+        # a bad preset or a missing checkpoint fails here in one line, before the screen opens; the screen runs it
+        prepared = prepare_run(preset)
     if len(models) > 2:
         raise SpecError(f"--model: {len(models)} models given; the playground has two sides (give it at most twice)")
     if run_dir is not None:
-        from mlmh.tui.run_files import load_run
+        from mlmh import api
 
-        load_run(run_dir)
+        api.load(run_dir).samples  # its samples read now too: a bad file fails here in one line, before the app opens
     from mlmh.tui import create_app
 
-    app = create_app(preset=preset, run_dir=run_dir, models=models or None, text=text, plan=plan)
+    app = create_app(preset=preset, run_dir=run_dir, models=models or None, text=text, prepared=prepared)
     app.run()
     if app.return_code:  # the app stopped on an error (Textual printed it): the command failed, never exit 0
         raise SystemExit(app.return_code)

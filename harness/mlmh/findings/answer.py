@@ -98,7 +98,7 @@ def comparison_sections(results: RunResults, *, markdown: bool = True) -> list[S
 def decided(results: RunResults) -> Comparisons:
     """The comparisons of ``results``; a ValueError for results that were never judged (built by hand)."""
     if results.comparisons is None:
-        raise ValueError("results without their comparisons: read them with mlmh.rundir.load_results, or decide "
+        raise ValueError("results without their comparisons: read them with mlmh.load, or decide "
                          "them with mlmh.findings.comparisons.judged")
     return results.comparisons
 

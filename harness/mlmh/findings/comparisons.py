@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 from typing import Any, NamedTuple
 
+from mlmh.declared import baseline_results
 from mlmh.findings.verdicts import caveats_of, memorised, never_learned, summarise
 from mlmh.result_blocks import (MEMORISED, NO_GAP, ON_PLATEAU, BaselineVerdict, Comparisons, CorrelationVerdict,
                                 Disagreement, KindVerdict, Memorisation, PlateauVerdict, RatioTrend, TrendSeries)
@@ -194,13 +195,15 @@ def _recall_pair(row: ConditionResult) -> str:
 
 def baselines(results: RunResults) -> list[BaselineVerdict]:
     """What the visible context alone earns: the two baselines beside the best condition, per masking, on the
-    first main metric and the ROUGE-L and BERTScore ones."""
+    first main metric and the others declared ``baselines`` (ROUGE-L, BERTScore F1;
+    :class:`mlmh.components.Headline`)."""
     role = results.headline
     metrics = main_metrics(results, role)
     if not metrics or not results.filler_word:
         return []
     out = []
-    for metric in metrics[:1] + [m for m in metrics[1:] if m.startswith(("rougeL", "bertscore_f1"))]:
+    declared = tuple(baseline_results())
+    for metric in metrics[:1] + [m for m in metrics[1:] if m.startswith(declared)]:
         by_masking: dict[str, list[ConditionResult]] = defaultdict(list)
         for row in results.conditions:
             block = getattr(row, role)

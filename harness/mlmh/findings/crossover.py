@@ -29,25 +29,25 @@ from typing import Any, Sequence
 import numpy as np
 
 from mlmh import bounds
+from mlmh.declared import headline, sweep_results, swept_models
 from mlmh.params import parse_spec
 from mlmh.result_blocks import Crossover, SweepPoint
 from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
 
-SWEPT = {"trained-mlm": "mlm", "trained-clm": "clm"}  # the model kinds a sweep varies, and their objectives
 AXES = ("unique_tokens", "epochs")
 #: the largest value of each sweep axis: a run of more epochs, or more unique tokens than any corpus this
 #: tool trains on holds, could never finish (trained-* models' ``epochs`` parameter has the same bound)
 MAX_EPOCHS = bounds.EPOCHS.limit  # one ceiling of epochs (mlmh.bounds)
 AXIS_LIMITS = {"--sweep-epochs": MAX_EPOCHS, "--sweep-tokens": 10**9}
 LOSS = "validation_loss"
-QUALITY_METRICS = ("bleu", "rougeL", "bertscore_f1")  # scored on unseen documents when the run has them
 
 
 # -- the sweep's axes ---------------------------------------------------------------------------------
 
 def expand_models(models: Sequence[str], *, epochs: Sequence[float] | None = None,
                   tokens: Sequence[int] | None = None) -> list[str]:
-    """``models`` with every trained-mlm / trained-clm spec expanded over unique_tokens x epochs.
+    """``models`` with every spec of a model that declares ``swept`` (trained-mlm, trained-clm) expanded over
+    unique_tokens x epochs.
 
     An axis not given keeps the values the specs already carry (a preset's sweep); specs that differ only in
     the two axes collapse to one base first, so ``--sweep-epochs 1,2`` on a preset of 1..16 epochs gives 1, 2.
@@ -56,9 +56,10 @@ def expand_models(models: Sequence[str], *, epochs: Sequence[float] | None = Non
     seen_values: dict[str, list[str]] = {axis: [] for axis in AXES}
     out: list[str] = []
     at: int | None = None  # the expansion takes the place of the first swept spec
+    sweepable = swept_models()
     for spec in models:
         name, params = parse_spec(spec)
-        if name not in SWEPT:
+        if name not in sweepable:
             out.append(spec)
             continue
         at = len(out) if at is None else at
@@ -147,7 +148,7 @@ def summarise(results: Any, per_document: dict[str, dict[str, dict[str, float | 
         return None
     points = [p for u in sorted(series) for kind in ("mlm", "clm") if kind in series[u]
               for _, p in sorted(series[u][kind].points.items())]
-    metrics = [m for m in QUALITY_METRICS if any(m in p.unseen for p in points)]
+    metrics = [m for m in sweep_results() if any(m in p.unseen for p in points)]  # on unseen documents, if scored
     found = []
     for u, pair in sorted(sweeps.items()):
         mlm, clm = pair["mlm"], pair["clm"]
@@ -164,23 +165,24 @@ COMPARABILITY = ("validation losses are nats per token on the same validation bl
 
 def _series(results: Any, per_document: dict[str, dict[str, dict[str, float | None]]]) -> dict[int, dict[str, Series]]:
     out: dict[int, dict[str, Series]] = {}
+    swept = swept_models()  # name -> its kind: the sweep's objectives
     for spec, entry in results.models.items():
         name, params = parse_spec(spec)
         training = entry.training
-        if name not in SWEPT or "epochs" not in params or not training:
+        if name not in swept or "epochs" not in params or not training:
             continue
         epochs, u = float(params["epochs"]), int(float(params.get("unique_tokens", 0)))
         rows = [row for row in results.conditions if _same_model(row.model, name, params) and row.unseen is not None]
         row = rows[0] if rows else None  # the first masking x sampler of the model (a sweep has one)
         quality = row.unseen if row is not None else None
-        point = SweepPoint(unique_tokens=u, epochs=epochs, objective=SWEPT[name], model=spec,
+        point = SweepPoint(unique_tokens=u, epochs=epochs, objective=swept[name], model=spec,
                            unique_tokens_trained=training.get("unique_tokens"), validation_loss=training.get(LOSS),
                            approx_train_flops=training.get("approx_train_flops"),
                            train_seconds=training.get("train_seconds"), tokens_seen=training.get("tokens_seen"),
                            parameters=training.get("parameters"), condition=row.id if row else None,
                            unseen=dict(quality.metrics) if quality else {}, filler=dict(quality.filler) if quality else {},
                            deletion=dict(quality.deletion) if quality else {})
-        s = out.setdefault(u, {}).setdefault(SWEPT[name], Series())
+        s = out.setdefault(u, {}).setdefault(swept[name], Series())
         if epochs in s.points:
             continue  # a second base at the same point (another schedule): the first listed stands for it
         s.points[epochs] = point
@@ -268,8 +270,10 @@ def _crossover(u: int, measure: str, epochs: list[float], mlm: Series, at: float
 
 
 def _label(measure: str) -> str:
-    return {LOSS: "validation loss", "bleu": "unseen BLEU", "rougeL": "unseen ROUGE-L",
-            "bertscore_f1": "unseen BERTScore F1"}.get(measure, f"unseen {measure}")
+    if measure == LOSS:
+        return "validation loss"
+    declared = headline(measure)
+    return f"unseen {declared.label if declared and declared.label else measure}"
 
 
 def _num(x: float | None, digits: int = 3) -> str:

@@ -35,15 +35,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mlmh.analysis import STRONG
+from mlmh.declared import findings_results, headline
 from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
-                           correlation_verdict, describe_ci, not_tested, number, verdict)
+                                    correlation_verdict, describe_ci, not_tested, number, verdict)
 from mlmh.results import main_metrics
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
 
 SOURCE = "arXiv 2405.12630"
-#: the paper's quality metrics as this project names them; claim 1 is tested on each the run scored
-PAPER_METRICS = ("bleu", "rougeL", "meteor", "bertscore_f1")
 #: claim 5 needs a masking ratio at least this high ("very high masking")
 HIGH_RATIO = 0.5
 
@@ -163,7 +162,9 @@ def _random(row: ConditionResult) -> bool:
 
 
 def _unit(metric: str) -> str:
-    return f"{metric} points" if metric == "bleu" else metric
+    """How a difference in ``metric`` is counted: in its declared unit ("bleu points"), else in the metric."""
+    declared = headline(metric)
+    return f"{metric} {declared.unit}" if declared and declared.unit else metric
 
 
 def _part(label: str, value: float | None, low: float | None, high: float | None, direction: int,
@@ -389,9 +390,10 @@ def _item_score(ev: Evidence, task: str, score: str) -> str:
 
 
 def paper_metrics(results: RunResults) -> list[str]:
-    """The metrics claim 1 is tested on: the paper's ones the run scored on unseen documents, else the first."""
+    """The metrics claim 1 is tested on: the paper's quality metrics (the main results declared ``findings``: BLEU,
+    ROUGE-L, METEOR, BERTScore F1) the run scored on unseen documents, else the first."""
     names = main_metrics(results, "unseen")
-    return [m for m in PAPER_METRICS if m in names] or names[:1]
+    return [m for m in findings_results() if m in names] or names[:1]
 
 
 def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
@@ -405,4 +407,4 @@ def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
                   for rule in (lower_ratio_better, punctuation_extremes, no_strong_correlation, useful_at_high_masking)]
 
 
-__all__ = ["Evidence", "PAPER_METRICS", "SOURCE", "baseline_arm", "paired", "paper_metrics", "real_data_gain", "rules"]
+__all__ = ["Evidence", "SOURCE", "baseline_arm", "paired", "paper_metrics", "real_data_gain", "rules"]

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from mlmh.tui.host import TuiApp, TuiOptions
-from mlmh.tui.playground_job import DEFAULT_MODELS
+from mlmh.tui.playground_job import default_models
 
 if TYPE_CHECKING:
-    from mlmh.plan import RunPlan
+    from mlmh.api import PreparedRun
 
 
 class MlmhApp(TuiApp):
@@ -70,11 +70,14 @@ class MlmhApp(TuiApp):
 
 
 def create_app(preset: str | None = None, run_dir: str | None = None, models: tuple[str, ...] | list[str] | None = None,
-               *, text: str | None = None, autorun: bool = True, plan: "RunPlan | None" = None) -> MlmhApp:
+               *, text: str | None = None, autorun: bool = True, prepared: "PreparedRun | None" = None) -> MlmhApp:
     """The app, configured: ``preset`` opens the run screen, ``run_dir`` the results screen, ``models``
-    overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``). ``plan`` is ``preset``'s plan
-    when the caller checked it already (:func:`mlmh.tui.screens.run.plan_run`), so the run builds it once."""
-    chosen = tuple(models) if models else DEFAULT_MODELS
+    overrides the playground's two default models (e.g. ``hf-mlm:path=DIR``). ``prepared`` is ``preset``'s run
+    when the caller prepared it already (:func:`mlmh.tui.screens.run.prepare_run`), so the run builds its plan
+    once."""
+    defaults = default_models()
+    chosen = tuple(models) if models else defaults
     if len(chosen) == 1:
-        chosen = (chosen[0], DEFAULT_MODELS[1])
-    return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun, plan=plan))
+        chosen = (chosen[0], defaults[1])
+    return MlmhApp(TuiOptions(preset=preset, run_dir=run_dir, models=chosen, text=text, autorun=autorun,
+                                prepared=prepared))

@@ -5,19 +5,19 @@ type without importing :mod:`mlmh.tui.app`, which imports the screens."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.screen import Screen
 
-from mlmh.tui.playground_job import DEFAULT_MODELS, AdapterCache
+from mlmh.tui.playground_job import AdapterCache, default_models
 
 if TYPE_CHECKING:
     from textual import getters
 
-    from mlmh.plan import RunPlan
+    from mlmh.api import PreparedRun
 
 
 @dataclass
@@ -26,10 +26,10 @@ class TuiOptions:
 
     preset: str | None = None
     run_dir: str | None = None
-    models: tuple[str, ...] = DEFAULT_MODELS
+    models: tuple[str, ...] = field(default_factory=default_models)
     text: str | None = None
     autorun: bool = True  # generate the default example as soon as the playground opens
-    plan: "RunPlan | None" = None  # the plan of ``preset`` that ``mlmh tui`` checked: the run screen's first start runs it
+    prepared: "PreparedRun | None" = None  # what ``mlmh tui --preset`` prepared: the run screen's first start runs it
 
 
 class TuiApp(App):

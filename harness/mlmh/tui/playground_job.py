@@ -24,8 +24,18 @@ DEFAULT_TEXT = (
     "Everything is very fast in football, and the crowd loves it: the players run, "
     "the ball flies and nobody can stop to think."
 )
-DEFAULT_MODELS = ("trained-mlm", "trained-clm")
+#: the model kinds of the playground's two panes: a masked and a causal LM side by side
+PANE_KINDS = ("mlm", "clm")
 DEFAULT_DATASET = "pan"
+
+
+def default_models() -> tuple[str, ...]:
+    """The playground's two models when none are named: for each pane's kind, the model that declares itself
+    that kind's default (:mod:`mlmh.declared`)."""
+    from mlmh.declared import default_models as declared
+
+    defaults = declared()
+    return tuple(defaults[kind] for kind in PANE_KINDS)
 
 
 class Cancelled(MlmhError):

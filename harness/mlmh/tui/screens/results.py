@@ -15,17 +15,18 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Label, OptionList, Select, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from mlmh import api
+from mlmh.api import LoadedRun
 from mlmh.errors import MlmhError
 from mlmh.findings.answer import answer_lines, comparison_lines
 from mlmh.results import document_counts, roles
 from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition, short_id, short_spec
-from mlmh.tui.run_files import RunFiles, Sample, load_run
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
 from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
 from mlmh.tui.widgets.trace_view import TraceView
-from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, RunResults
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, RunResults, SampleRow
 
 VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
 ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
@@ -58,12 +59,12 @@ def findings_text(results: RunResults) -> Text:
     return text
 
 
-def trace_title(sample: Sample) -> str:
+def trace_title(sample: SampleRow) -> str:
     """The trace pane's title: the model and the sample's whole document id."""
     return f"{short_spec(sample.generation.model)} · {sample.generation.doc_id}"
 
 
-def sample_label(index: int, sample: Sample) -> Text:
+def sample_label(index: int, sample: SampleRow) -> Text:
     text = Text(short_id(sample.generation.doc_id), style="bold")
     if sample.role:
         text.append(f" {sample.role}", style="cyan" if sample.role == "unseen" else "magenta")
@@ -89,7 +90,7 @@ class ResultsScreen(TuiScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.run_files: RunFiles | None = None
+        self.run_files: LoadedRun | None = None
         self.condition: str | None = None
         self.role: str | None = None
         self.table_note = Text()
@@ -161,7 +162,8 @@ class ResultsScreen(TuiScreen):
     def load(self, path: str | Path) -> None:
         status = self.query_one("#res-status", Label)
         try:
-            run = load_run(path)
+            run = api.load(path)
+            samples = run.samples  # read here, so a bad file is said in the status line
         except MlmhError as exc:
             status.update(Text(str(exc), style="bold red"))
             return
@@ -171,7 +173,7 @@ class ResultsScreen(TuiScreen):
         self.role = results.headline if results.headline in roles(results) else next(iter(roles(results)), None)
         counts = document_counts(results)
         status.update(f"{results.config.preset or '?'}: {len(run.conditions)} conditions × "
-                      f"{counts or results.n_samples} documents; {len(run.samples)} samples"
+                      f"{counts or results.n_samples} documents; {len(samples)} samples"
                       + (" with step traces" if run.traced else " (texts only)"))
         self.query_one("#res-findings", Static).update(findings_text(results))
         self._show_table()
@@ -192,7 +194,7 @@ class ResultsScreen(TuiScreen):
         self.query_one("#res-findings-box").focus()  # the answer first; t, p, a and u reach the other tabs
 
     @property
-    def shown_run(self) -> RunFiles:
+    def shown_run(self) -> LoadedRun:
         """The loaded run, for the methods that run only once one is."""
         assert self.run_files is not None, "no run loaded"
         return self.run_files

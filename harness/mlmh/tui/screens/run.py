@@ -1,11 +1,10 @@
 """Run screen: start a preset run in a worker, a progress bar per stage with ETA, a live feed of the
-generated samples, and cancel. The run takes the CLI's path, :mod:`mlmh.api` (plan, run directory, run);
-this screen only listens to its events."""
+generated samples, and cancel. The run takes the CLI's path, :mod:`mlmh.api` (:func:`~mlmh.api.prepare`, then
+:func:`~mlmh.api.run`); this screen only listens to its events."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -24,7 +23,7 @@ from mlmh.tui.labels import short_condition
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 
 if TYPE_CHECKING:
-    from mlmh.plan import RunPlan
+    from mlmh.api import PreparedRun
 
 #: samples.jsonl (with step traces) is what the results drill-down reads, so TUI runs always log it
 TUI_OVERRIDES = {"log_samples": True}
@@ -46,11 +45,12 @@ class RunEnded(TextualMessage):
         self.output_path = output_path
 
 
-def plan_run(preset: str) -> "RunPlan":
-    """The checked plan of a TUI run of ``preset``: ``mlmh eval``'s (:func:`mlmh.api.plan`) with the TUI's overrides."""
+def prepare_run(preset: str) -> "PreparedRun":
+    """A TUI run of ``preset``, checked and placed as ``mlmh eval``'s is (:func:`mlmh.api.prepare`: nothing is made
+    for a run refused), with the TUI's overrides."""
     from mlmh import api
 
-    return api.plan(preset, dict(TUI_OVERRIDES))
+    return api.prepare(preset, dict(TUI_OVERRIDES))
 
 
 def sample_line(event: SampleGenerated) -> Text:
@@ -118,14 +118,11 @@ class RunScreen(TuiScreen):
         if not isinstance(preset, str):
             self.notify("pick a preset first", severity="error")
             return
-        from mlmh import api
-
         options = self.app.options
-        planned, options.plan = options.plan, None  # mlmh tui --preset's plan, for the first start only
+        prepared, options.prepared = options.prepared, None  # mlmh tui --preset's run, for the first start only
         try:
-            # checked here (or by mlmh tui --preset), run as checked
-            plan = planned if planned is not None and preset == options.preset else plan_run(preset)
-            out = api.place_run(plan)  # mlmh eval's checks: nothing is made for a run refused
+            if prepared is None or preset != options.preset:  # checked here (or by mlmh tui --preset), run as checked
+                prepared = prepare_run(preset)
         except MlmhError as exc:
             self.notify(str(exc), severity="error", title="Cannot start")
             return
@@ -136,7 +133,7 @@ class RunScreen(TuiScreen):
         self.output_path = None
         self._set_buttons()
         self.query_one("#run-status", Label).update(f"running preset {preset} …")
-        self._run(plan, out, self.cancel_event)
+        self._run(prepared, self.cancel_event)
 
     @on(Button.Pressed, "#run-cancel")
     def action_cancel(self) -> None:
@@ -156,7 +153,7 @@ class RunScreen(TuiScreen):
 
     # -- the worker -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="run")
-    def _run(self, plan: RunPlan, out: Path, cancel: threading.Event) -> None:
+    def _run(self, prepared: PreparedRun, cancel: threading.Event) -> None:
         from mlmh import api
         from mlmh.runner import RunCancelled
 
@@ -168,7 +165,7 @@ class RunScreen(TuiScreen):
             self.post_message(RunEventPosted(event))
 
         try:
-            api.run(plan, out, progress=listen, cancel=cancel)
+            api.run(prepared, progress=listen, cancel=cancel)
         except RunCancelled:
             self.post_message(RunEnded("cancelled", output[0] if output else None))
         except MlmhError as exc:
