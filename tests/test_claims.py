@@ -1,4 +1,4 @@
-"""Seed-002 claims (mlmh.claims): verdicts on constructed per-document counts, pairing, skipping, and the
+"""Seed-002 claims (mlmh.findings.claims): verdicts on constructed per-document counts, pairing, skipping, and the
 gmlm preset end to end on a tiny budget."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from mlmh.claims import ACCURACY, CLAIMS, STUTTER, Cell, evaluate, paired, slope_per_tenth
+from mlmh.findings.claims import ACCURACY, CLAIMS, STUTTER, Cell, evaluate, paired, slope_per_tenth
+from mlmh.findings.verdicts import verdict
 from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE
 from mlmh.types import NOT_TESTED as SKIPPED
-from mlmh.verdicts import verdict
 
 DOCS = [f"d{i}" for i in range(30)]
 

@@ -195,14 +195,15 @@ def test_results_are_written_as_strict_json():
 def test_typed_results_are_cleaned_where_their_json_would_be():
     """The runner cleans its typed results in place of their JSON: the same nulls, named by the same keys
     (a Score's extra and a version's libraries sit in their owner's object), the values it was given untouched."""
-    from mlmh.types import ConditionResult, Correlation, ModelRecord, RoleQuality, RunResults, Score, Versions
+    from mlmh.types import (ConditionResult, ConfigRecord, Correlation, ModelRecord, RoleQuality, RunResults, Score,
+                            Versions)
 
     unseen = RoleQuality(documents=2, scored=2, metrics={"bleu": Score(math.nan, 1.0, 2.0)},
                          verbatim_recall=Score(0.5, extra={"matched": math.inf}))
     row = ConditionResult(id="c", model="m", model_kind="mlm", masking="k", sampler="s", seed=0, unseen=unseen,
                           gap={"bleu": Score(1.0, extra={"significant": None, "spread": -math.inf})},
                           downstream={"ner": {"f1": math.nan}})
-    results = RunResults(run_id="r", config={"limit": math.inf}, conditions=[row], versions=Versions({"odd": math.nan}),
+    results = RunResults(run_id="r", config=ConfigRecord(extra={"limit": math.inf}), conditions=[row], versions=Versions({"odd": math.nan}),
                          correlations=[Correlation(metric="bleu", spearman_ci=[math.nan, 0.5])],
                          models={"m": ModelRecord(identity="m", training={"validation_loss": math.inf}, extra={"x": math.nan})},
                          baseline={"ner": {"f1": 0.5}})

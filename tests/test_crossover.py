@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mlmh.crossover import crossover_epoch, expand_models, parse_axis, summarise
+from mlmh.findings.crossover import crossover_epoch, expand_models, parse_axis, summarise
 from mlmh.errors import SpecError
 from mlmh.types import RunResults
 
@@ -97,9 +97,9 @@ def test_a_known_crossover_with_its_paired_ci():
     assert "U=1,000" in block.answer and "from 4 epochs" in block.answer
     # every point is there, with FLOPs, seconds and the baselines beside the scores
     assert len(block.points) == 8 and block.metrics == ["rougeL"]
-    point = next(p for p in block.points if p["objective"] == "clm" and p["epochs"] == 8.0)
-    assert point["validation_loss"] == pytest.approx(4.7, abs=0.1) and point["train_seconds"] == 24.0
-    assert point["filler"]["rougeL"]["value"] == 0.5 and point["deletion"]["rougeL"]["value"] == 0.4
+    point = next(p for p in block.points if p.objective == "clm" and p.epochs == 8.0)
+    assert point.validation_loss == pytest.approx(4.7, abs=0.1) and point.train_seconds == 24.0
+    assert point.filler["rougeL"].value == 0.5 and point.deletion["rougeL"].value == 0.4
 
 
 def test_no_crossover_within_the_sweep():

@@ -22,7 +22,7 @@ CORE = Path(__file__).resolve().parents[1] / "harness" / "mlmh"
 #: builtin names the core may still hold as literals, by module, with why; everything else is refused
 ALLOWED = {
     # Li et al.'s claims are about named methods: the claim states which sampler and model it tests
-    "claims.py": {"trained-mlm", "mask-predict", "gibbs", "one-shot", "adaptive-gibbs",
+    "findings/claims.py": {"trained-mlm", "mask-predict", "gibbs", "one-shot", "adaptive-gibbs",
                   "stutter"},  # the claims' own measure (mlmh.stutter), named as the metric's word level
     # a training mask schedule, named after the paper (MDLM) as the sampler that decodes it is
     "training/config.py": {"mdlm"},
@@ -38,8 +38,6 @@ ALLOWED = {
     "bench/goals.py": {"bertscore"},
     "commands/bench.py": {"bleu", "rouge", "meteor", "bertscore"},
     "bench/harness_figures.py": {"hf-mlm", "hf-clm", "one-shot", "mask-predict", "clm-infill", "bleu", "rouge"},
-    # report.md's filler lines (first main metric, ROUGE-L, BERTScore F1): they move into mlmh's findings
-    "report.py": {"rougeL", "bertscore_f1"},
 }
 
 
@@ -113,6 +111,7 @@ def test_the_builtins_declare_what_the_core_used_to_name():
     assert declared.main_results() == ["bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1"]
     assert declared.sweep_results() == ["bleu", "rougeL", "bertscore_f1"]
     assert declared.findings_results() == ["bleu", "rougeL", "meteor", "bertscore_f1"]
+    assert declared.baseline_results() == ["bleu", "rougeL", "bertscore_f1"]
     assert declared.fluency_results() == ("gen-ppl", "gen-ppl_original")
     assert declared.default_samplers() == {"mlm": "mask-predict", "clm": "clm-infill", "seq2seq": "seq2seq-infill"}
     assert declared.default_models() == {"mlm": "trained-mlm", "clm": "trained-clm"}
@@ -179,8 +178,8 @@ def third_party():
 
 def test_a_plugin_declares_main_results_defaults_sweeps_and_bench_settings(third_party):
     from mlmh.bench.samplers import sampler_cases
-    from mlmh.crossover import expand_models
-    from mlmh.paper_claims import _unit
+    from mlmh.findings.crossover import expand_models
+    from mlmh.findings.paper_claims import _unit
     from mlmh.results import pick_main
 
     assert declared.main_results() == ["bleu", "rouge1", "rouge2", "rougeL", "closeness", "meteor", "bertscore_f1"]

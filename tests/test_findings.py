@@ -1,4 +1,4 @@
-"""The paper's claims as findings (mlmh.paper_claims, mlmh.findings): verdicts on constructed runs, and each
+"""The paper's claims as findings (mlmh.findings.paper_claims, mlmh.findings.decide): verdicts on constructed runs, and each
 caveat (a model on the unigram plateau, no better than a baseline, memorising) turning a verdict into
 "not comparable"; the plateau rule against the best constant predictor; the answer report.md opens with."""
 
@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlmh.findings import answer_lines, run_findings
-from mlmh.paper_claims import baseline_arm
-from mlmh.report import kind_verdict, render_markdown
+from mlmh.findings.answer import answer_lines
+from mlmh.findings.comparisons import judged, kind_verdict
+from mlmh.findings.decide import run_findings
+from mlmh.findings.paper_claims import baseline_arm
+from mlmh.report import render_markdown
 from mlmh.training.stopping import TargetTally, Validation, beats_constant
-from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Correlation, DatasetInfo,
-                        DocumentSet, Finding,
+from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, ConfigRecord, Correlation,
+                        DatasetInfo, DocumentSet, Finding,
                         ModelRecord, RoleQuality, RunResults, Score)
 
 DOCS = [f"t{i}" for i in range(24)]
@@ -38,7 +40,7 @@ def results_of(rows, cards=None, correlations=None):
     cards = cards or {}
     models = {f"trained-{k}:full": ModelRecord(identity=k, model_kind=k, label=f"trained-{k}",
                                                training=cards.get(k, LEARNED)) for k in ("mlm", "clm")}
-    return RunResults(run_id="r", config={"preset": "test"}, conditions=rows, models=models,
+    return RunResults(run_id="r", config=ConfigRecord(preset="test"), conditions=rows, models=models,
                       correlations=[Correlation.from_dict(c) for c in correlations or []], headline="unseen",
                       filler_word="the")
 
@@ -90,9 +92,10 @@ def test_an_mlm_on_the_plateau_never_wins():
     finding = found["paper-1:bleu"]
     assert finding.verdict == NOT_COMPARABLE
     assert "never beat the best constant predictor" in finding.statement and finding.caveats
-    verdict, detail = kind_verdict(results, "bleu", "mlm", "clm", "unseen")
-    assert "not comparable" in verdict and "unigram plateau" in detail  # the per-metric count carries it too
-    report = render_markdown(results, [])
+    found_kind = kind_verdict(results, "bleu", "mlm", "clm", "unseen")
+    assert found_kind is not None and found_kind.caveats  # the per-metric count carries it too
+    assert "not comparable" in found_kind.verdict and "unigram plateau" in found_kind.detail
+    report = render_markdown(judged(results), [])
     answer = report[report.index("## Answer"):report.index("## Findings")]
     assert "**not comparable**" in answer and "MLM beats CLM" not in answer.replace("(1) MLM beats CLM on", "")
 
@@ -292,7 +295,7 @@ def test_the_answer_names_the_models_and_documents_it_rests_on():
 
 def test_a_not_comparable_answer_names_the_next_command():
     results, found = findings_of(kinds(30.0, 20.0), cards={"mlm": PLATEAU})
-    results.config = {"preset": "pan", "dataset": "text", "data": "reviews.jsonl"}
+    results.config = ConfigRecord(preset="pan", dataset="text", data="reviews.jsonl")
     found = run_findings(results, per_doc(results.conditions, {}), {}, [], seed=0)
     step = next(f.extra["next_step"] for f in found if f.extra.get("next_step"))
     assert step["command"] == "mlmh eval --preset paper --dataset text --data reviews.jsonl"
@@ -300,7 +303,7 @@ def test_a_not_comparable_answer_names_the_next_command():
     results.findings = found
     assert answer_lines(found, results=results)[-1].startswith(
         "Next step: `mlmh eval --preset paper --dataset text --data reviews.jsonl`: models trained from scratch")
-    results.config = {"preset": "paper"}  # already the pretrained start: no preset to send the reader to
+    results.config = ConfigRecord(preset="paper")  # already the pretrained start: no preset to send the reader to
     found = run_findings(results, per_doc(results.conditions, {}), {}, [], seed=0)
     step = next(f.extra["next_step"] for f in found if f.extra.get("next_step"))
     assert step["command"] == "" and "longer training" in step["why"]
@@ -311,15 +314,16 @@ def test_a_model_on_the_plateau_is_not_called_memorising():
     for r in rows:
         r.gap["bleu"] = Score(6.0, 4.0, 8.0, extra={"significant": True})
     results, found = findings_of(rows, cards={"mlm": PLATEAU})
-    from mlmh.report import memorization_findings
-    from mlmh.verdicts import memorised
+    from mlmh.findings.comparisons import memorisation
+    from mlmh.findings.verdicts import memorised
 
     mlm = next(r for r in rows if r.model_kind == "mlm")
     clm = next(r for r in rows if r.model_kind == "clm")
     assert memorised(results, mlm, "bleu") is None and "(quality gap)" in memorised(results, clm, "bleu")
-    lines = memorization_findings(results)
-    assert any("trained-mlm** never beat the best constant" in line and "not as memorization" in line for line in lines)
-    assert any("trained-clm** scores bleu higher on seen" in line for line in lines)
+    lines = [m.statement for m in memorisation(results)]
+    assert any("trained-mlm never beat the best constant" in line and "not as memorization" in line for line in lines)
+    assert any("trained-clm scores bleu higher on seen" in line for line in lines)
+    assert [m.verdict for m in memorisation(results)] == ["on the unigram plateau", "memorised"]
     assert "memorised" not in " ".join(found["paper-1:bleu"].caveats[:1])  # the plateau is the MLM's caveat
     unseen_better = Score(-6.0, -8.0, -4.0, extra={"significant": True})  # better on unseen: not recall
     clm.gap["bleu"] = unseen_better

@@ -1,5 +1,5 @@
 """The fluency check beside claim (1): the judge's perplexity of the overlap-winning MLM against the CLM's, per unseen
-document, with the originals', the baselines' and distinct-n beside (mlmh.fluency)."""
+document, with the originals', the baselines' and distinct-n beside (mlmh.findings.fluency)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from mlmh.findings import run_findings
+from mlmh.findings.comparisons import judged
+from mlmh.findings.decide import run_findings
 from mlmh.report import render_markdown
 from mlmh.types import FAILS, HOLDS, NOT_COMPARABLE, Score
 from test_findings import DOCS, PLATEAU, results_of, row
@@ -54,7 +55,7 @@ def test_the_overlap_winner_s_fluency_against_the_clm_s_paired_per_document(mlm_
     assert f"MLM {mlm_ppl / ORIGINAL:.2f}x, CLM {clm_ppl / ORIGINAL:.2f}x, filler 4.50x, deletion 2.00x" in finding.statement
     assert "(MLM distinct-2 0.800; CLM distinct-2 0.900)" in finding.statement and "repetition" in finding.statement
     assert "paper-1:bleu" in found  # beside claim (1), which it does not replace
-    assert "(1) fluency check" in render_markdown(results, [])
+    assert "(1) fluency check" in render_markdown(judged(results), [])
 
 
 def test_the_mlm_that_wins_on_overlap_is_the_one_judged():

@@ -64,9 +64,9 @@ def test_import_merges_raters_with_means_and_alpha(run_dir, tmp_path):
              lambda r: (max(1, score[key[r["item"]]["condition"]] - (int(r["item"][1:]) % 2)), ""))
     human = import_sheets(run_dir, [a, b])
     assert human.n_raters == 2 and human.raters == ["alice", "bob"]
-    assert human.conditions[ORIGINAL]["coherence"]["value"] == pytest.approx(np.mean(
+    assert human.conditions[ORIGINAL]["coherence"].value == pytest.approx(np.mean(
         [5] * 4 + [5 - (int(i[1:]) % 2) for i, k in key.items() if k["condition"] == ORIGINAL]))
-    assert human.conditions["clm | random | clm-infill"]["grammar"]["n"] == 4  # bob left grammar blank
+    assert human.conditions["clm | random | clm-infill"]["grammar"].n == 4  # bob left grammar blank
     items = sorted(key)
     alice = [score[key[i]["condition"]] for i in items]
     bob = [max(1, score[key[i]["condition"]] - (int(i[1:]) % 2)) for i in items]

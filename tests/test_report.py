@@ -1,4 +1,5 @@
-"""report.md findings and plots from a results dict; `mlmh report` rebuilds them."""
+"""report.md findings and plots from results.json's data (judged as a reader gets it); `mlmh report` rebuilds
+them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 import pytest
 
 from mlmh.cli import main
-from mlmh.report import best_conditions, kind_comparison, render_markdown, write_report
+from mlmh.findings.comparisons import judged, kind_cells
+from mlmh.report import render_markdown, write_report
+from mlmh.results import best_conditions
 from mlmh.types import RunResults
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -49,7 +52,7 @@ def results():
 
 
 def test_mlm_vs_clm_findings_say_which_wins_and_when_cis_overlap(results):
-    text = render_markdown(results, [])
+    text = render_markdown(judged(results), [])
     bleu_line = next(line for line in text.splitlines() if line.startswith("- **bleu**"))
     assert "MLM beats CLM" in bleu_line and "MLM higher in 4 of 4" in bleu_line and "4 with non-overlapping" in bleu_line
     rouge_line = next(line for line in text.splitlines() if line.startswith("- **rouge1**"))
@@ -58,12 +61,12 @@ def test_mlm_vs_clm_findings_say_which_wins_and_when_cis_overlap(results):
 
 
 def test_comparison_uses_the_best_mlm_sampler(results):
-    cells = kind_comparison(RunResults.from_dict(results), "bleu")
-    assert all(c["a"].sampler == "mask-predict:steps=10" for c in cells)
+    cells = kind_cells(RunResults.from_dict(results), "bleu")
+    assert all(c.a.sampler == "mask-predict:steps=10" for c in cells)
 
 
 def test_ratio_trend_and_correlation_in_words(results):
-    text = render_markdown(results, [])
+    text = render_markdown(judged(results), [])
     assert "**bleu** as the masking ratio grows" in text and "falls" in text
     assert "bleu vs av auc: strong positive correlation (rho=+0.71" in text and "a note" in text
     assert "| bleu | av auc | 16 | +0.71 | [+0.20, +0.90] | +0.60 |" in text
@@ -77,7 +80,7 @@ def test_best_per_column_respects_direction(results):
 
 
 def test_write_report_makes_markdown_and_three_pngs(results, tmp_path):
-    path = write_report(results, tmp_path)
+    path = write_report(judged(results), tmp_path)
     text = path.read_text()
     for name in ("quality_by_masking.png", "quality_vs_steps.png", "quality_vs_downstream.png"):
         assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC

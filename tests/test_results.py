@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlmh.report import disagreements, filler_findings, memorization_findings, render_markdown
+from mlmh.findings.comparisons import baselines, disagreements, judged, memorisation
+from mlmh.report import render_markdown
 from mlmh.types import RESULTS_SCHEMA, RunResults
 
 
@@ -60,13 +61,17 @@ def test_json_round_trip_is_lossless(results):
 def test_every_block_is_typed_and_writes_back_the_keys_it_read(results):
     """A file read and written again (``mlmh human import``) keeps every key of its blocks, a newer writer's too,
     and adds none; each block reads as its type."""
-    from mlmh.types import Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings, ModelRecord, RunError
+    from mlmh.types import (Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings, HumanScore, ModelRecord,
+                            RunError, Score, SweepPoint)
 
     results = {**results, "versions": {"mlmh": "9", "torch": "2", "plugins": {"mine": None}},
                "correlations": [{"metric": "bleu", "task": "ner", "score": "f1", "n": 3, "spearman": None,
                                  "summary": "not enough conditions", "kendall": 0.1}],
-               "human": {"criteria": ["coherence"], "n_raters": 2, "conditions": {}, "agreement": {"coherence": None}},
-               "crossover": {"points": [], "metrics": ["bleu"], "crossovers": [], "answer": "No sweep.", "new": 1}}
+               "human": {"criteria": ["coherence"], "n_raters": 2, "agreement": {"coherence": None}, "conditions": {
+                   "c": {"coherence": {"value": 4.0, "ci_low": 3.0, "ci_high": 5.0, "n": 6, "higher_is_better": True}}}},
+               "crossover": {"points": [{"unique_tokens": 1000, "epochs": 2.0, "objective": "mlm", "validation_loss": 4.5,
+                                         "unseen": {"bleu": score(30.0)}, "filler": {}, "deletion": {}, "later": True}],
+                             "metrics": ["bleu"], "crossovers": [], "answer": "No sweep.", "new": 1}}
     results["models"]["trained-clm"]["future_fact"] = [1, 2]
     typed = RunResults.from_dict(results)
     written = typed.to_dict()
@@ -79,7 +84,11 @@ def test_every_block_is_typed_and_writes_back_the_keys_it_read(results):
     assert isinstance(typed.correlations[0], Correlation) and typed.correlations[0].extra == {"kendall": 0.1}
     assert typed.versions.libraries == {"mlmh": "9", "torch": "2"} and typed.versions.plugins == {"mine": None}
     assert isinstance(typed.human, HumanRatings) and typed.human.n_raters == 2
+    assert typed.human.conditions["c"]["coherence"] == HumanScore(4.0, 3.0, 5.0, n=6)
     assert isinstance(typed.crossover, Crossover) and typed.crossover.answer == "No sweep."
+    (point,) = typed.crossover.points
+    assert isinstance(point, SweepPoint) and point.validation_loss == 4.5 and point.extra == {"later": True}
+    assert isinstance(point.unseen["bleu"], Score) and point.unseen["bleu"].ci_low == 29.0
 
 
 def test_schema_1_reads_as_seen_only_and_a_newer_schema_is_refused(results):
@@ -96,26 +105,27 @@ def test_the_report_leads_with_unseen_and_says_where_seen_disagrees(results):
     for row in results["conditions"]:  # every condition beats both baselines, so only memorization is a caveat
         for role in ("seen", "unseen"):
             row[role]["filler"]["bleu"], row[role]["deletion"]["bleu"] = score(12.0), score(15.0)
-    typed = RunResults.from_dict(results)
+    typed = judged(results)
     text = render_markdown(typed, [])
     assert text.index("on unseen documents") < text.index("on seen documents")
-    (line,) = disagreements(typed)
+    (found,) = disagreements(typed)
+    line = found.statement
     # the CLM's seen lead is its memorization (gap outside the CI), so it wins nothing there
     assert "on unseen documents MLM beats CLM, but on seen documents CLM ahead of MLM (not comparable)" in line
     assert "12 s in all" in text and "metric 'boom'" in text
 
 
 def test_memorization_is_flagged_only_where_the_gap_ci_excludes_zero(results):
-    lines = memorization_findings(RunResults.from_dict(results))
-    clm = next(line for line in lines if line.startswith("**trained-clm**"))
-    mlm = next(line for line in lines if line.startswith("**trained-mlm**"))
+    lines = [m.statement for m in memorisation(RunResults.from_dict(results))]
+    clm = next(line for line in lines if line.startswith("trained-clm "))
+    mlm = next(line for line in lines if line.startswith("trained-mlm:"))
     assert "flagged as memorization" in clm and "2 of 2" in clm and "verbatim: 76.0% seen, 30.0% unseen" in clm
     assert "no seen - unseen bleu gap outside its CI" in mlm
 
 
 def test_filler_and_training_card_are_reported(results):
-    typed = RunResults.from_dict(results)
-    first, second = filler_findings(typed)[:2]
+    typed = judged(results)
+    first, second = [b.statement for b in baselines(typed)[:2]]
     assert first.startswith("bleu, random:ratio=0.5: the best condition (trained-mlm / mask-predict:steps=4) scores 34.00")
     assert 'filling every mask with "the" scores 20.00' in first and "deleting the masked words 31.00" in first
     assert "no better than" not in first
@@ -176,7 +186,7 @@ def test_the_training_section_names_a_model_by_its_short_spec(results):
 
     full = "trained-clm:batch_size=0,budget=tokens,dataset=,device=auto,size=tiny,max_steps=40"
     results["models"] = {full: {**results["models"]["trained-clm"], "label": "trained-clm:max_steps=40"}}
-    lines = training_section(RunResults.from_dict(results))
+    lines = training_section(judged(results))
     assert "### trained-clm:max_steps=40" in lines and not [line for line in lines if "batch_size=0" in line]
 
 

@@ -60,7 +60,7 @@ DAMAGE = [
     (["human"], {"conditions": "x"}, "key human.conditions must be an object, not text"),
     (["errors"], [{"component": 1}], "key errors[0].component must be text"),
     (["dataset"], {"train_documents": "many"}, "key dataset.train_documents must be an integer, not text"),
-    (["schema_version"], 9, "key schema_version must be one of 1, 2, 3, not 9 (a newer mlmh wrote it? upgrade mlmh)"),
+    (["schema_version"], 9, "key schema_version must be one of 1, 2, 3, 4, not 9 (a newer mlmh wrote it? upgrade mlmh)"),
 ]
 
 
@@ -120,8 +120,9 @@ def _paths(value, path=(), seen=None):
 def test_every_key_of_results_given_a_wrong_type_is_named_or_reads_and_renders():
     """A walk over every place of a real run's results (list items collapsed to their first), each replaced by a
     value of another type: the schema names it by key, or the results type, render (report, figures' data,
-    notebook rows, the TUI's answer) without a Python error. That is :meth:`RunDir.read_results` after parsing."""
+    notebook rows, the TUI's answer) without a Python error. That is :func:`mlmh.api.load` after parsing."""
     from mlmh import schema
+    from mlmh.findings.comparisons import judged
     from mlmh.plots import crossover_data
     from mlmh.report import render_markdown
     from mlmh.tui.screens.results import findings_text
@@ -151,11 +152,11 @@ def test_every_key_of_results_given_a_wrong_type_is_named_or_reads_and_renders()
             if schema.problem(changed, schema.RESULTS, "$") is not None:
                 refused += 1
                 continue
-            results = RunResults.from_dict(changed)
+            results = judged(RunResults.from_dict(changed))
             render_markdown(results, [])
             crossover_data(results)
             results.to_rows()
-            findings_text(results.findings)
+            findings_text(results)
     assert len(paths) > 200 and refused > len(paths)
 
 

@@ -155,7 +155,7 @@ def check_the_run(tracked):
     assert len(results.conditions) == 2 and all(row.unseen.metrics["bleu"].has_ci for row in results.conditions)
     assert [p[0] for p in expected_curves(results)["validation_loss"]] == [5, 10]
     assert [f.claim for f in results.findings if f.tested] == ["b:mask-predict"]
-    assert results.config["trackers"] == ["broken", "wandb", "mlflow", "tensorboard"]
+    assert results.config.to_dict()["trackers"] == ["broken", "wandb", "mlflow", "tensorboard"]
 
 
 def check_the_failing_tracker(tracked):
@@ -190,7 +190,7 @@ def check_mlflow(tracked):
         for name, value in expected_condition_scores(results, row).items():
             assert child.data.metrics[name] == pytest.approx(value), name
         assert child.data.metrics["unseen/verbatim_recall"] == pytest.approx(row.unseen.verbatim_recall.value)
-    assert json.loads(run.data.params["models"]) == results.config["models"]
+    assert json.loads(run.data.params["models"]) == results.config.to_dict()["models"]
     assert run.data.params["dataset"] == "pan"
     (model,) = {name.split("/")[1] for name in metrics if name.startswith("training/")}
     for label, points in expected_curves(results).items():
@@ -240,7 +240,7 @@ def check_tensorboard(tracked):
         f"unseen/{name}/bleu" for name in names]
     assert [re.match(p, f"training/{model}/validation_loss") is not None for p in charts["training"]["validation_loss"]] == [True]
     assert text("report") == (run_dir / "report.md").read_text(encoding="utf-8")
-    assert json.loads(text("config").strip("`\njson")) == results.config
+    assert json.loads(text("config").strip("`\njson")) == results.config.to_dict()
 
 
 def custom_charts(events) -> dict[str, dict[str, list[str]]]:
@@ -294,7 +294,7 @@ def check_wandb(tracked):
     (run,) = [r.run for r in by_kind["run"]]
     assert run.display_name == run_dir.name and run.project == "mlmh"
     config = {item.key: json.loads(item.value_json) for item in run.config.update if item.key != "_wandb"}
-    assert config == results.config
+    assert config == results.config.to_dict()
     summary = {}
     for record in by_kind["summary"]:
         for item in record.summary.update:

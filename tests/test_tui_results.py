@@ -164,7 +164,7 @@ async def test_a_run_without_any_samples_says_so(tmp_path):
 
 async def test_the_findings_come_first_in_the_words_of_the_answer(tmp_path):
     from mlmh.api import load
-    from mlmh.findings import answer_lines
+    from mlmh.findings.answer import answer_lines
 
     directory = write_run(tmp_path / "run")
     app = create_app(run_dir=str(directory))
@@ -249,7 +249,7 @@ async def test_a_finished_sweep_shows_its_answer_and_curves(tmp_path):
 
     from test_crossover import sweep
 
-    from mlmh.crossover import summarise
+    from mlmh.findings.crossover import summarise
 
     directory = write_run(tmp_path / "run")
     data = json.loads((directory / "results.json").read_text(encoding="utf-8"))

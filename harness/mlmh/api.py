@@ -132,8 +132,8 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     """The checked plan of a run: ``preset`` with ``overrides`` (keys left None are not set), or, to resume a run
     directory with no preset named, the configuration that run saved. ``sweep_epochs`` and ``sweep_tokens``
     ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained sweep
-    (:func:`mlmh.crossover.expand_models`). Building the plan (:func:`mlmh.plan.build_plan`) is the check, and
-    it is the plan :func:`prepare` hands :func:`run`, so a run builds its components once (a sweep included);
+    (:func:`mlmh.findings.crossover.expand_models`). Building the plan (:func:`mlmh.plan.build_plan`) is the check,
+    and it is the plan :func:`prepare` hands :func:`run`, so a run builds its components once (a sweep included);
     ``mlmh eval --show-config`` shows its configuration."""
     from mlmh.config import resolve
     from mlmh.plan import build_components, build_plan
@@ -159,8 +159,8 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
     config = resolve(preset, overrides)
     if sweep_epochs is not None or sweep_tokens is not None:
-        from mlmh.crossover import expand_models, parse_axis
         from mlmh.declared import swept_models
+        from mlmh.findings.crossover import expand_models, parse_axis
         from mlmh.params import parse_spec
 
         build_components(config, "models")  # the preset's own models are checked before the sweep expands them
@@ -249,14 +249,17 @@ class LoadedRun:
 
 
 def load(path: str | Path) -> LoadedRun:
-    """A finished run, from its directory or its results file: the one reader of a run, for ``mlmh report``, the
-    TUI and notebooks (``mlmh.load("runs/ID").results.to_pandas()``). A bad file is one line naming it and the key
-    (:mod:`mlmh.schema`'s rules, as every run file is read)."""
+    """A finished run, from its directory or its results file: the one reader of a run, for ``mlmh report``,
+    ``mlmh human``, the TUI and notebooks (``mlmh.load("runs/ID").results.to_pandas()``). A bad file is one line
+    naming it and the key (:mod:`mlmh.schema`'s rules, as every run file is read); results written before runs
+    kept their comparisons get them here (:func:`mlmh.findings.comparisons.judged`, the one place), so every
+    reader states the verdicts the run would have."""
+    from mlmh.findings.comparisons import judged
     from mlmh.rundir import RunDir
 
     options.check_path(path, "path", optional=False)
     run = RunDir.of(path)
-    return LoadedRun(run, run.read_results())
+    return LoadedRun(run, judged(run.read_results()))
 
 
 def _generation_samples(run: "RunDir", results: "RunResults") -> list["SampleRow"]:

@@ -60,8 +60,8 @@ class Model(Component):
     model_kind: ClassVar[str] = ""
     #: the model of its kind a face opens with when none is named (the TUI playground's panes)
     default: ClassVar[bool] = False
-    #: a data-constrained sweep (``--sweep-epochs``/``--sweep-tokens``, :mod:`mlmh.crossover`) expands this model over
-    #: its ``unique_tokens`` and ``epochs`` parameters, which it must declare
+    #: a data-constrained sweep (``--sweep-epochs``/``--sweep-tokens``, :mod:`mlmh.findings.crossover`) expands this
+    #: model over its ``unique_tokens`` and ``epochs`` parameters, which it must declare
     swept: ClassVar[bool] = False
 
     def identity(self, context: LoadContext) -> str:
@@ -157,8 +157,10 @@ class Headline:
 
     ``rank`` orders the main results of every plugin (lower first; ties in registration order). ``label`` is how
     a sentence names it ("BLEU"); ``unit`` how a finding counts a difference in it ("points": "bleu points").
-    ``findings``: the papers' claims are tested on it (:mod:`mlmh.paper_claims`); ``sweep``: a data-constrained
-    sweep compares the models on it (:mod:`mlmh.crossover`)."""
+    ``findings``: the papers' claims are tested on it (:mod:`mlmh.findings.paper_claims`); ``sweep``: a
+    data-constrained sweep compares the models on it (:mod:`mlmh.findings.crossover`); ``baselines``: the run's
+    best condition is set against the filler and deletion baselines on it, as on the first main result
+    (:func:`mlmh.findings.comparisons.baselines`)."""
 
     result: str
     rank: int
@@ -166,6 +168,7 @@ class Headline:
     unit: str = ""
     findings: bool = False
     sweep: bool = False
+    baselines: bool = False
 
 
 class Metric(Cached, Component):
@@ -176,7 +179,7 @@ class Metric(Cached, Component):
     #: the results of this metric that readers lead with (:class:`Headline`)
     headlines: ClassVar[tuple[Headline, ...]] = ()
     #: a fluency judge declares (the result that scores regenerations, the result that scores the originals): a
-    #: finding compares fluency beside claim 1 where a run scored them (:mod:`mlmh.fluency`)
+    #: finding compares fluency beside claim 1 where a run scored them (:mod:`mlmh.findings.fluency`)
     fluency: ClassVar[tuple[str, str] | None] = None
 
     def score(self, items: Sequence[ScoringItem], *, seed: int = 0) -> list["MetricResult"]:

@@ -44,6 +44,11 @@ def sweep_results() -> list[str]:
     return [headline.result for headline in headlines() if headline.sweep]
 
 
+def baseline_results() -> list[str]:
+    """The main results the best condition is set against the filler and deletion baselines on, in table order."""
+    return [headline.result for headline in headlines() if headline.baselines]
+
+
 def headline(result: str) -> Headline | None:
     """The declaration of a main result, or None for a result no metric declares main."""
     return next((h for h in headlines() if h.result == result), None)

@@ -25,7 +25,7 @@ from mlmh.rundir import HUMAN_KEY as KEY_FILE, HUMAN_SHEET
 from mlmh.inputs import check_input_file
 from mlmh.outputs import check_output_file
 from mlmh.rundir import RunDir, write_atomic
-from mlmh.types import GenerationRow, HumanRatings
+from mlmh.types import GenerationRow, HumanRatings, HumanScore
 
 CRITERIA = ("coherence", "grammar")
 ORIGINAL = "original (human-written)"
@@ -160,11 +160,12 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
     """Merge raters' sheets: per-condition means with bootstrap CIs, and ordinal Krippendorff's alpha."""
     import krippendorff
 
+    from mlmh.api import load
     from mlmh.stats import mean_ci
 
     run = RunDir(run_dir)
     key = run.read_human_key()
-    results = run.read_results() if run.results.is_file() else None  # checked before anything is written
+    results = load(run.path).results if run.results.is_file() else None  # checked before anything is written
     raters: dict[str, dict[str, dict[str, int]]] = {}
     for sheet in sheets:
         name, ratings, _ = read_sheet(sheet, key)
@@ -172,7 +173,7 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
             name += "'"
         raters[name] = ratings
     items = sorted(key)
-    conditions: dict[str, dict[str, Any]] = {}
+    conditions: dict[str, dict[str, HumanScore]] = {}
     per_condition: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for ratings in raters.values():
         for item, scores in ratings.items():
@@ -182,8 +183,8 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
         conditions[condition] = {}
         for criterion in CRITERIA:
             mean, low, high = mean_ci(by_criterion.get(criterion, []), seed=seed)
-            conditions[condition][criterion] = {"value": mean, "ci_low": low, "ci_high": high,
-                                                "n": len(by_criterion.get(criterion, [])), "higher_is_better": True}
+            conditions[condition][criterion] = HumanScore(value=mean, ci_low=low, ci_high=high,
+                                                          n=len(by_criterion.get(criterion, [])), higher_is_better=True)
     agreement: dict[str, float | None] = {}
     for criterion in CRITERIA:
         matrix = np.array([[raters[r].get(i, {}).get(criterion, np.nan) for i in items] for r in raters], dtype=float)

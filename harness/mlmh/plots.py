@@ -23,12 +23,12 @@ from typing import IO, Any, Protocol
 
 from mlmh.results import higher_is_better, main_metrics
 from mlmh.rundir import RunDir, write_atomic
-from mlmh.types import ConditionResult, RunResults, Score
+from mlmh.types import ConditionResult, RunResults, Score, SweepPoint
 
 #: colour family (a matplotlib colormap) per model kind; unknown kinds share the grey one
 KIND_COLORMAP = {"mlm": "Blues", "clm": "Oranges", "seq2seq": "Greens"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
-#: the axes of a data-constrained sweep (:mod:`mlmh.crossover`): joined lines on a log scale
+#: the axes of a data-constrained sweep (:mod:`mlmh.findings.crossover`): joined lines on a log scale
 SWEEP_AXES = ("epochs", "training FLOPs")
 
 
@@ -201,16 +201,16 @@ def crossover_data(results: RunResults) -> list[Panel]:
     if block is None or not block.points:
         return []
     points = block.points
-    budgets = sorted({p["unique_tokens"] for p in points})
+    budgets = sorted({p.unique_tokens for p in points})
     panels = []
     for measure in ["validation_loss", *block.metrics]:
-        for axis, key in zip(SWEEP_AXES, ("epochs", "approx_train_flops")):
+        for axis, x_of in zip(SWEEP_AXES, (_epochs, _flops)):
             series = []
             for objective in ("mlm", "clm"):
                 for shade, u in enumerate(budgets):
-                    mine = sorted((p for p in points if p["objective"] == objective and p["unique_tokens"] == u
-                                   and p.get(key)), key=lambda p: p[key])
-                    values = [(p[key], _sweep_value(p, measure)) for p in mine]
+                    mine = [(x, p) for p in points if p.objective == objective and p.unique_tokens == u
+                            and (x := x_of(p))]
+                    values = [(x, _sweep_value(p, measure)) for x, p in sorted(mine, key=lambda pair: pair[0])]
                     kept = [Point(x, v[0], v[1], v[2]) for x, v in values if v is not None]
                     if kept:
                         cmap = _colormap(objective)
@@ -222,10 +222,18 @@ def crossover_data(results: RunResults) -> list[Panel]:
     return panels
 
 
-def _sweep_value(point: dict[str, Any], measure: str) -> tuple[float, float | None, float | None] | None:
+def _epochs(point: SweepPoint) -> float | None:
+    return point.epochs
+
+
+def _flops(point: SweepPoint) -> float | None:
+    return point.approx_train_flops
+
+
+def _sweep_value(point: SweepPoint, measure: str) -> tuple[float, float | None, float | None] | None:
     if measure == "validation_loss":
-        return (point["validation_loss"], None, None) if point.get("validation_loss") is not None else None
-    return _point(Score.from_dict(point["unseen"].get(measure)))
+        return (point.validation_loss, None, None) if point.validation_loss is not None else None
+    return _point(point.unseen.get(measure))
 
 
 def _colormap(kind: str) -> Any:

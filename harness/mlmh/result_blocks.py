@@ -1,15 +1,18 @@
 """The typed blocks of a run's results besides its conditions and findings (:class:`mlmh.types.RunResults`):
-versions, the dataset, the document sets, the models, correlations, failed components, human ratings and a
-sweep's crossover. Each one's ``to_dict`` is exactly its block of results.json (docs/RESULTS.md) and its
-``from_dict`` reads it back, keys it does not know kept in ``extra`` (every block but :class:`RunError`) and keys
-the file lacked left absent, so a results file read and written again (``mlmh human import``) neither loses nor
-adds a key."""
+the scores, the configuration, versions, the dataset, the document sets, the models, correlations, failed
+components, human ratings, a sweep's crossover and the comparisons the run decided. Each one's ``to_dict`` is
+exactly its block of results.json (docs/RESULTS.md) and its ``from_dict`` reads it back, keys it does not know
+kept in ``extra`` (every block but :class:`RunError`), keys the file lacked left absent and the keys in the
+order read, so a results file read and written again (``mlmh human import``) neither loses nor adds a key."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence, TypeVar
+
+if TYPE_CHECKING:
+    from mlmh.runconfig import RunConfig
 
 B = TypeVar("B", bound="Block")
 
@@ -19,11 +22,50 @@ OMIT_EMPTY = {"omit_empty": True}
 FLAT = {"flat": True}
 
 
+class Readable(Protocol):
+    """What a results.json value nested in a block is read and written by (a :class:`Block`, a :class:`Score`)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def nested(kind: type[Readable], *within: str, **options: Any) -> Any:
+    """A field holding ``kind`` values, read and written by ``kind``: one (``within`` empty), or inside lists and
+    maps, outermost first (``nested(Score, "map")``: a metric -> Score object)."""
+    default = list if within[:1] == ("list",) else dict if within else None
+    metadata = {"nested": (kind, within), **(options.pop("metadata", {}))}
+    if default is None:
+        return field(default=options.pop("default", None), metadata=metadata, **options)
+    return field(default_factory=default, metadata=metadata, **options)
+
+
+def _read(kind: type[Readable], within: Sequence[str], value: Any) -> Any:
+    if value is None:
+        return None
+    if not within:
+        return kind.from_dict(value)
+    if within[0] == "list":
+        return [_read(kind, within[1:], v) for v in value]
+    return {k: _read(kind, within[1:], v) for k, v in value.items()}
+
+
+def _written(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_written(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _written(v) for k, v in value.items()}
+    return value if value is None else value.to_dict()
+
+
 class Block:
     """A results.json block as a dataclass: its keys are its fields, in their order, then ``extra``'s. A block read
-    from a file that lacked some of its keys (an older writer's) writes them back absent, not as defaults."""
+    from a file that lacked some of its keys (an older writer's) writes them back absent, not as defaults, and
+    writes its keys in the order the file had them."""
 
     _absent: frozenset[str] = frozenset()  # the fields the object read had no key for
+    _order: tuple[str, ...] = ()  # the keys of the object read, in its order
     if TYPE_CHECKING:  # every Block is a dataclass: what dataclasses.fields takes
         __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
@@ -33,11 +75,16 @@ class Block:
         flat = next((f.name for f in fields if f.metadata.get("flat")), None)
         named = {f.name for f in fields if not f.metadata.get("flat")}
         values: dict[str, Any] = {k: v for k, v in data.items() if k in named}
+        for f in fields:
+            if "nested" in f.metadata and f.name in values:
+                kind, within = f.metadata["nested"]
+                values[f.name] = _read(kind, within, values[f.name])
         if flat is not None:
             values[flat] = {k: v for k, v in data.items() if k not in named}
         block = cls(**values)
+        object.__setattr__(block, "_order", tuple(data))  # frozen blocks too
         if named - data.keys():
-            object.__setattr__(block, "_absent", frozenset(named - data.keys()))  # frozen blocks too
+            object.__setattr__(block, "_absent", frozenset(named - data.keys()))
         return block
 
     def to_dict(self) -> dict[str, Any]:
@@ -47,8 +94,83 @@ class Block:
             if f.metadata.get("flat"):
                 out |= value
             elif f.name not in self._absent and not (f.metadata.get("omit_empty") and not value):
-                out[f.name] = value
-        return out
+                out[f.name] = _written(value) if "nested" in f.metadata else value
+        return {k: out[k] for k in self._order if k in out} | out if self._order else out
+
+
+class Measured(Protocol):
+    """A metric's result as :meth:`Score.of` reads it (:class:`mlmh.types.MetricResult`)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    higher_is_better: bool
+    info: dict[str, Any]
+    error: str | None
+
+
+@dataclass
+class Score:
+    """A value with its bootstrap 95% CI, as results.json stores every quality figure."""
+
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    higher_is_better: bool = True
+    info: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)  # e.g. matched/masked counts, significant
+
+    @classmethod
+    def of(cls, result: Measured) -> "Score":
+        """What results.json keeps of a metric's result: its value, CI, direction, provenance and error."""
+        return cls(value=result.value, ci_low=result.ci_low, ci_high=result.ci_high,
+                   higher_is_better=result.higher_is_better, info=result.info, error=result.error)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Score | None":
+        if data is None:
+            return None
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}
+        out["higher_is_better"] = self.higher_is_better
+        if self.info:
+            out["info"] = self.info
+        if self.error:
+            out["error"] = self.error
+        return {**out, **self.extra}
+
+    @property
+    def has_ci(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None
+
+    def overlaps(self, other: "Score") -> bool | None:
+        """Whether the two CIs overlap; None when either has none."""
+        if self.ci_low is None or self.ci_high is None or other.ci_low is None or other.ci_high is None:
+            return None
+        return not (self.ci_high < other.ci_low or other.ci_high < self.ci_low)
+
+
+@dataclass
+class ConfigRecord(Block):
+    """The run's resolved configuration as results.json records it (:meth:`mlmh.runconfig.RunConfig.to_dict`): the
+    keys the faces read typed, every other key (the specs, the limit, the batch size...) in ``extra`` as the
+    run wrote it. A key a file lacks reads as None (``seeds`` as [])."""
+
+    preset: str | None = None
+    dataset: str | None = None
+    data: str | None = None  # the dataset's files, when given
+    seeds: list[int] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+    @classmethod
+    def of(cls, config: RunConfig) -> "ConfigRecord":
+        """What results.json records of the configuration a run ran: its ``to_dict``, keys in its order."""
+        return cls.from_dict(config.to_dict())
 
 
 @dataclass
@@ -154,29 +276,199 @@ class RunError(Block):
 
 
 @dataclass
+class HumanScore(Block):
+    """One criterion's mean human rating of one condition, with its bootstrap 95% CI and how many ratings it holds."""
+
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    higher_is_better: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
 class HumanRatings(Block):
     """Blinded human ratings imported into a run (:mod:`mlmh.human`): per condition and criterion a mean with its
-    bootstrap CI (``value``, ``ci_low``, ``ci_high``, ``n``), and the raters' agreement per criterion."""
+    bootstrap CI (:class:`HumanScore`), and the raters' agreement per criterion."""
 
     criteria: list[str] = field(default_factory=list)
     n_raters: int = 0
     raters: list[str] = field(default_factory=list)
     n_items: int = 0
-    conditions: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    conditions: dict[str, dict[str, HumanScore]] = nested(HumanScore, "map", "map")
     agreement: dict[str, float | None] = field(default_factory=dict)
     agreement_method: str = ""
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
 @dataclass
-class Crossover(Block):
-    """Where masked overtakes causal in a data-constrained sweep (:mod:`mlmh.crossover`): every swept point, the
-    metrics compared, one crossover finding per budget and measure, the answer in one sentence, and what the two
-    validation losses are."""
+class SweepPoint(Block):
+    """One model of a data-constrained sweep (:mod:`mlmh.findings.crossover`): its unique-token budget U, epochs and
+    objective, what its training card says (validation loss, FLOPs, seconds, tokens, parameters), and its first
+    condition's unseen scores beside the filler's and deletion's."""
 
-    points: list[dict[str, Any]] = field(default_factory=list)
+    unique_tokens: int = 0
+    epochs: float = 0.0
+    objective: str = ""
+    model: str | None = None
+    unique_tokens_trained: int | None = None
+    validation_loss: float | None = None
+    approx_train_flops: float | None = None
+    train_seconds: float | None = None
+    tokens_seen: int | None = None
+    parameters: int | None = None
+    condition: str | None = None
+    unseen: dict[str, Score] = nested(Score, "map")
+    filler: dict[str, Score] = nested(Score, "map")
+    deletion: dict[str, Score] = nested(Score, "map")
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class Crossover(Block):
+    """Where masked overtakes causal in a data-constrained sweep (:mod:`mlmh.findings.crossover`): every swept
+    point, the metrics compared, one crossover finding per budget and measure, the answer in one sentence, and
+    what the two validation losses are."""
+
+    points: list[SweepPoint] = nested(SweepPoint, "list")
     metrics: list[str] = field(default_factory=list)
     crossovers: list[dict[str, Any]] = field(default_factory=list)
     answer: str = ""
     comparability: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+# -- the comparisons: what report.md's Findings state beside the claims, decided once by the run -------------
+# (mlmh.findings.comparisons decides them; each item's ``statement`` is the sentence every face shows)
+@dataclass
+class KindVerdict(Block):
+    """One main metric, one model kind against another (MLM against CLM or seq2seq) on one document set: per
+    masking setting and seed the best condition of each kind; only wins with non-overlapping CIs count, and a
+    lead resting on a condition a caveat rules out is "not comparable" (``caveats``)."""
+
+    role: str = ""
+    metric: str = ""
+    kinds: list[str] = field(default_factory=list)  # [a, b]
+    verdict: str = ""  # "MLM beats CLM", "MLM and CLM tie", "MLM ahead of CLM (not comparable)"
+    settings: int = 0  # masking settings (x seeds) where both kinds have a condition
+    wins: list[int] = field(default_factory=list)  # [a, b]: settings where each kind scores better
+    sure: list[int] = field(default_factory=list)  # [a, b]: of those, the ones with non-overlapping CIs
+    caveats: list[str] = field(default_factory=list)
+    detail: str = ""
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class Disagreement(Block):
+    """A main metric whose MLM-against-CLM verdict on seen documents is not the one on unseen documents."""
+
+    metric: str = ""
+    unseen: str = ""  # the verdict on unseen documents
+    seen: str = ""
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+#: a model's memorisation verdict (:class:`Memorisation`)
+MEMORISED, ON_PLATEAU, NO_GAP = "memorised", "on the unigram plateau", "no gap"
+
+
+@dataclass
+class Memorisation(Block):
+    """One model's seen - unseen gap on the first main metric over its conditions: ``memorised`` where some gap lies
+    outside its CI (:func:`mlmh.findings.verdicts.memorised`), ``on the unigram plateau`` where the model never
+    learned (its gap is noise about a constant), else ``no gap``; the largest gap and its condition beside."""
+
+    model: str = ""
+    metric: str = ""
+    verdict: str = ""
+    flagged: int = 0  # conditions whose gap lies outside its CI
+    conditions: int = 0
+    largest: str = ""  # the condition with the largest gap
+    gap: Score | None = nested(Score)
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class BaselineVerdict(Block):
+    """What the visible context alone earns on one metric and masking (the headline documents): the best
+    condition beside filling every mask with the filler word and deleting the masked words."""
+
+    role: str = ""
+    metric: str = ""
+    masking: str = ""
+    condition: str = ""  # the best condition (its scores with their CIs are the condition's)
+    value: float | None = None
+    filler: float | None = None
+    deletion: float | None = None  # None: no deletion score
+    beats_filler: bool = True
+    beats_deletion: bool | None = None  # None: no deletion score
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class TrendSeries(Block):
+    """One model and sampler (and masking family) across the masking ratios: which way the metric moves
+    (``falls``, ``rises``, ``shows no clear trend``, ``flat``), its Spearman rho, and its first and last points."""
+
+    series: str = ""
+    direction: str = ""
+    rho: float | None = None  # None: flat, or no rank correlation defined
+    ratios: list[float] = field(default_factory=list)  # [first, last]
+    values: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class RatioTrend(Block):
+    """How one main metric moves as the random masking ratio grows, per model and sampler with three or more ratios."""
+
+    role: str | None = None
+    metric: str = ""
+    series: list[TrendSeries] = nested(TrendSeries, "list")
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class CorrelationVerdict(Block):
+    """The verdict of a main quality metric against a downstream task's first score (:class:`Correlation`'s
+    summary), the one the findings state; the table has them all."""
+
+    metric: str = ""
+    task: str = ""
+    score: str = ""
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class PlateauVerdict(Block):
+    """A trained model whose card says it never beat the best constant predictor on held-out text: no finding is
+    decided on it (:func:`mlmh.findings.verdicts.never_learned`). ``model`` is its spec in ``models``."""
+
+    model: str = ""
+    statement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class Comparisons(Block):
+    """The verdicts report.md's Findings state beside the claims, decided once by the run (or, for results.json
+    written before they were kept, when it is read), so every face states the same ones: MLM against CLM
+    and seq2seq per main metric and document set, where seen and unseen disagree, memorisation per model, the
+    filler and deletion baselines, the masking-ratio trends, the headline correlations and the models still on
+    the unigram plateau."""
+
+    kinds: list[KindVerdict] = nested(KindVerdict, "list")
+    disagreements: list[Disagreement] = nested(Disagreement, "list")
+    memorisation: list[Memorisation] = nested(Memorisation, "list")
+    baselines: list[BaselineVerdict] = nested(BaselineVerdict, "list")
+    ratio_trends: list[RatioTrend] = nested(RatioTrend, "list")
+    correlations: list[CorrelationVerdict] = nested(CorrelationVerdict, "list")
+    plateaus: list[PlateauVerdict] = nested(PlateauVerdict, "list")
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)

@@ -5,20 +5,16 @@ run: which document sets it scored (headline first), which metrics lead a table,
 better high or low, which conditions are best in a column, and how a number is written. Each answer
 lives here, so the report and the TUI always star the same cells and round by the same rule.
 
-A finished run is read by :func:`mlmh.api.load` (through :class:`~mlmh.rundir.RunDir`); the runner builds
-RunResults directly and RunDir writes its ``to_dict``.
+A finished run is read by :func:`mlmh.api.load` (results.json parsed by :meth:`mlmh.rundir.RunDir.read_results`);
+the runner builds RunResults directly and RunDir writes its ``to_dict``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping, Protocol
 
 from mlmh.declared import main_results
-from mlmh.types import ConditionResult, ModelRecord, RunResults, Score
-
-
-def as_results(results: RunResults | dict[str, Any]) -> RunResults:
-    return results if isinstance(results, RunResults) else RunResults.from_dict(results)
+from mlmh.types import ConditionResult, ModelRecord, RunResults
 
 
 # -- models ------------------------------------------------------------------------------------------
@@ -126,7 +122,20 @@ def format_number(value: float, *, compact: bool = False) -> str:
     return f"{value:.1f}" if magnitude < 100 else f"{value:.0f}"
 
 
-def format_score(score: Score | None, with_ci: bool = True) -> str:
+class Estimate(Protocol):
+    """A value with its 95% CI, as a table writes it (a :class:`~mlmh.types.Score`, a human rating's mean)."""
+
+    @property
+    def value(self) -> float | None: ...
+
+    @property
+    def ci_low(self) -> float | None: ...
+
+    @property
+    def ci_high(self) -> float | None: ...
+
+
+def format_score(score: Estimate | None, with_ci: bool = True) -> str:
     """``value [ci_low, ci_high]``, or ``n/a`` when there is no value."""
     if score is None or score.value is None:
         return "n/a"

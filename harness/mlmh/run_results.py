@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mlmh.events import Progress, StageStarted
+from mlmh.findings.comparisons import compare
 from mlmh.run_state import ROLES, SPLIT_OF_ROLE, RunLog, RunState
 from mlmh.splits import group_key
-from mlmh.types import (RESULTS_SCHEMA, ConditionResult, Crossover, DatasetInfo, DocumentSet, Finding, Generation,
-                        GenerationRow, MetricResult, ModelRecord, RunResults, SampleRow, Score, Versions)
+from mlmh.types import (RESULTS_SCHEMA, ConditionResult, ConfigRecord, Crossover, DatasetInfo, DocumentSet, Finding,
+                        Generation, GenerationCosts, GenerationRow, MetricResult, ModelRecord, RunResults, SampleRow,
+                        Score, Versions)
 
 if TYPE_CHECKING:
     from mlmh.plots import FigureStore
@@ -57,7 +59,7 @@ class ResultsStage:
         for condition in self.conditions:
             row = self._condition_result(condition, headline)
             conditions.append(row)
-            truncated = row.generation["truncated_documents"]
+            truncated = row.generation.truncated_documents
             if truncated:  # fit_to_windows estimates per word; a model may still cut a few unmasked tokens
                 self._note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                            "tokens; no masked word was among them (generation.truncated_tokens)",
@@ -65,7 +67,7 @@ class ResultsStage:
         corpus, test = self.state.corpus, self.state.test
         results = RunResults(
             run_id=self.out.name,
-            config=self.config.to_dict(),
+            config=ConfigRecord.of(self.config),
             conditions=conditions,
             schema_version=RESULTS_SCHEMA,
             versions=versions(),
@@ -92,6 +94,7 @@ class ResultsStage:
         )
         results.findings = self._findings(results)
         results = self._finite(results)
+        results.comparisons = compare(results)  # on the finite results, as report.md states them
         results.crossover = self._crossover(results, headline)
         return results
 
@@ -116,13 +119,13 @@ class ResultsStage:
             **row, seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
             metrics=quality[headline].metrics if headline in quality else {},
             downstream=self.state.downstream.get(condition.id, {}),
-            generation=_generation_stats(self.state.generations.get(condition.id, [])),
+            generation=GenerationCosts.of(self.state.generations.get(condition.id, [])),
             failed=self.log.failed.get(condition.id))
 
     def _crossover(self, results: RunResults, headline: str) -> Crossover | None:
-        """The data-constrained crossover when the run is a sweep (:mod:`mlmh.crossover`), paired over the unseen
+        """The data-constrained crossover when the run is a sweep (:mod:`mlmh.findings.crossover`), paired over the unseen
         documents' per-document scores; a failure is reported by name and the rest of the results stand."""
-        from mlmh.crossover import summarise
+        from mlmh.findings.crossover import summarise
 
         per_document = self._unseen_per_document() if headline == "unseen" else {}
         try:
@@ -137,8 +140,8 @@ class ResultsStage:
 
     def _unseen_per_document(self) -> dict[str, dict[str, dict[str, Any]]]:
         """condition -> metric -> unseen document -> its score (the metrics' per-sample values); the filler and
-        deletion baselines of each masking and seed under :func:`mlmh.paper_claims.baseline_arm`'s names."""
-        from mlmh.paper_claims import baseline_arm
+        deletion baselines of each masking and seed under :func:`mlmh.findings.paper_claims.baseline_arm`'s names."""
+        from mlmh.findings.paper_claims import baseline_arm
 
         arms = [(c.id, self.state.metric_results.get(c.id, []), self.state.generations.get(c.id, []))
                 for c in self.conditions]
@@ -156,8 +159,8 @@ class ResultsStage:
     def _findings(self, results: RunResults) -> list[Finding]:
         """Both papers' claims tested on this run (:mod:`mlmh.findings`); a failure is reported by name and the
         rest of the results stand."""
-        from mlmh.claims import run_cells
-        from mlmh.findings import run_findings
+        from mlmh.findings.claims import run_cells
+        from mlmh.findings.decide import run_findings
 
         try:
             per_document = self._unseen_per_document() if results.headline == "unseen" else {}
@@ -215,21 +218,6 @@ def _per_sample(results: list[MetricResult], gens: list[Generation]) -> dict[str
     for n, g in enumerate(gens):
         out[g.doc_id] = {r.name: (r.per_sample[n] if n < len(r.per_sample) else None) for r in results}
     return out
-
-
-def _generation_stats(gens: list[Generation]) -> dict[str, Any]:
-    seconds = sum(g.seconds for g in gens)
-    processed = sum(g.tokens_processed for g in gens)
-    return {
-        "samples": len(gens),
-        "forward_passes": sum(g.forward_passes for g in gens),
-        "generated_tokens": sum(g.generated_tokens for g in gens),
-        "tokens_processed": processed,
-        "truncated_tokens": sum(g.truncated_tokens for g in gens),
-        "truncated_documents": sum(1 for g in gens if g.truncated_tokens),
-        "seconds": round(seconds, 4),
-        "tokens_per_s": round(processed / seconds, 1) if seconds > 0 else None,
-    }
 
 
 def versions() -> Versions:

@@ -362,7 +362,9 @@ class RunDir:
         return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", schema.RESULTS)
 
     def read_results(self) -> Any:
-        """The typed results (RunResults) of the run, for the report, the CLI and the TUI."""
+        """The typed results (RunResults) of the run as results.json holds them: the one parse of the file. A
+        finished run is read by :func:`mlmh.api.load`, which also decides the comparisons of a file written
+        before runs kept them (the run directory sits below the judgement, whose rules read the registry)."""
         from mlmh.types import RunResults
 
         data = self.read_results_data()

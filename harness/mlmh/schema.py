@@ -186,7 +186,10 @@ NUMBERS = MapOf(Maybe(NUMBER))
 CONDITION = Obj({"id": str, "model": str, "model_kind": str, "masking": str, "sampler": str, "seed": int,
                  "masking_ratio": Maybe(NUMBER), "steps": Maybe(int), "seen": ROLE_QUALITY,
                  "unseen": ROLE_QUALITY, "gap": SCORES, "metrics": SCORES,
-                 "downstream": Maybe(MapOf(NUMBERS)), "generation": Maybe(dict), "failed": Maybe(str)},
+                 "downstream": Maybe(MapOf(NUMBERS)), "generation": Maybe(Obj({
+                     **{k: int for k in ("samples", "forward_passes", "generated_tokens", "tokens_processed",
+                                         "truncated_tokens", "truncated_documents")},
+                     "seconds": NUMBER, "tokens_per_s": Maybe(NUMBER)})), "failed": Maybe(str)},
                 required=("id", "model", "model_kind", "masking", "sampler", "seed"))
 #: a finding's verdict: one of the closed set; "skipped" is how results written before schema 3 said "not tested"
 VERDICT = OneOf((*VERDICTS, "skipped"))
@@ -195,7 +198,7 @@ FINDING_PART = Obj({"label": str, "statistic": Maybe(NUMBER), "ci_low": Maybe(NU
 FINDING = Obj({"claim": str, "source": str, "text": str, "verdict": VERDICT, "statement": str,
                "statistic": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "unit": str,
                "documents": int, "conditions": ListOf(str), "caveats": ListOf(str), "parts": ListOf(FINDING_PART),
-               # what every face reads of a finding's extra: its grounds and next step (mlmh.grounds)
+               # what every face reads of a finding's extra: its grounds and next step (mlmh.findings.grounds)
                "extra": Obj({"rests_on": ListOf(str), "next_step": Obj({"command": str, "why": str}),
                              "reason": str})}, required=("claim", "verdict"))
 #: what the report and the figures read of a trained model's card (mlmh.result_blocks.TRAINING_FACTS)
@@ -232,17 +235,39 @@ SWEEP_CROSSOVER = Obj({"unique_tokens": NUMBER, "measure": str, "epochs": Maybe(
                       required=("unique_tokens", "measure", "epochs", "swept_epochs", "per_epoch", "statement"))
 CROSSOVER = Obj({"points": ListOf(SWEEP_POINT), "metrics": ListOf(str), "crossovers": ListOf(SWEEP_CROSSOVER),
                  "answer": str, "comparability": str})
+#: the run's comparisons (mlmh.result_blocks.Comparisons): every item's sentence, and what the faces read beside it
+PAIR = ListOf(int)
+COMPARISONS = Obj({
+    "kinds": ListOf(Obj({"role": str, "metric": str, "kinds": ListOf(str), "verdict": str, "settings": int,
+                         "wins": PAIR, "sure": PAIR, "caveats": ListOf(str), "detail": str, "statement": str},
+                        required=("metric", "verdict", "statement"))),
+    "disagreements": ListOf(Obj({"metric": str, "unseen": str, "seen": str, "statement": str},
+                                required=("metric", "statement"))),
+    "memorisation": ListOf(Obj({"model": str, "metric": str, "verdict": str, "flagged": int, "conditions": int,
+                                "largest": str, "gap": Maybe(SCORE), "statement": str},
+                               required=("model", "verdict", "statement"))),
+    "baselines": ListOf(Obj({"role": str, "metric": str, "masking": str, "condition": str, "value": Maybe(NUMBER),
+                             "filler": Maybe(NUMBER), "deletion": Maybe(NUMBER), "beats_filler": bool,
+                             "beats_deletion": Maybe(bool), "statement": str}, required=("metric", "statement"))),
+    "ratio_trends": ListOf(Obj({"role": Maybe(str), "metric": str, "statement": str, "series": ListOf(Obj(
+        {"series": str, "direction": str, "rho": Maybe(NUMBER), "ratios": ListOf(NUMBER), "values": ListOf(NUMBER)}))},
+        required=("metric", "statement"))),
+    "correlations": ListOf(Obj({"metric": str, "task": str, "score": str, "statement": str}, required=("statement",))),
+    "plateaus": ListOf(Obj({"model": str, "statement": str}, required=("model", "statement")))})
 #: results.json as the report, the CLI summary and the TUI read it (docs/RESULTS.md); null means absent
-#: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into
+#: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into (its typed keys:
+#: mlmh.result_blocks.ConfigRecord)
 RESULTS = Obj({
-    "schema_version": OneOf(range(1, RESULTS_SCHEMA + 1), " (a newer mlmh wrote it? upgrade mlmh)"), "run_id": Maybe(str), "config": dict, "conditions": ListOf(CONDITION),
+    "schema_version": OneOf(range(1, RESULTS_SCHEMA + 1), " (a newer mlmh wrote it? upgrade mlmh)"), "run_id": Maybe(str),
+    "config": Obj({"preset": str, "dataset": str, "data": Maybe(str), "seeds": ListOf(int)}), "conditions": ListOf(CONDITION),
     "versions": Maybe(Obj({"plugins": MapOf(Maybe(str))})),
     "dataset": Maybe(Obj({"name": str, "source": str, "train_documents": int, "validation_documents": int,
                           "test_documents": int, "validation_groups": int})),
     "documents": Maybe(MapOf(Obj({"split": str, "documents": int, "ids": ListOf(str), "groups": int, "cut": int}))),
     "headline": Maybe(str), "filler_word": Maybe(str), "n_samples": Maybe(int),
     "baseline": Maybe(MapOf(NUMBERS)), "correlations": Maybe(ListOf(CORRELATION)),
-    "models": Maybe(MapOf(MODEL)), "findings": Maybe(ListOf(FINDING)), "notes": Maybe(ListOf(str)),
+    "models": Maybe(MapOf(MODEL)), "findings": Maybe(ListOf(FINDING)), "comparisons": Maybe(COMPARISONS),
+    "notes": Maybe(ListOf(str)),
     "errors": Maybe(ListOf(RUN_ERROR)), "started_at": Maybe(str), "timings": Maybe(MapOf(NUMBER)),
     "human": Maybe(HUMAN), "crossover": Maybe(CROSSOVER)}, required=("conditions",))
 #: config.json: the resolved configuration (mlmh.config.RunConfig) a run saved for ``--resume``

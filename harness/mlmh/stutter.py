@@ -1,6 +1,6 @@
 """Stutter (Li et al. 2024, "Promises and pitfalls of generative masked language modeling"): generated
 positions equal to their left neighbour. One definition, shared by the ``stutter`` metric (a builtin
-plugin) and the claims the core checks (:mod:`mlmh.claims`), so the two cannot drift apart."""
+plugin) and the claims the core checks (:mod:`mlmh.findings.claims`), so the two cannot drift apart."""
 
 from __future__ import annotations
 

@@ -170,7 +170,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
     """The :class:`TrackedRun` of a run's results, written in ``directory``; curves are named by each model's
     label (its short spec, as the conditions name it)."""
     directory = Path(directory)
-    run = TrackedRun(run_id=results.run_id or directory.name, directory=directory, config=dict(results.config))
+    run = TrackedRun(run_id=results.run_id or directory.name, directory=directory, config=results.config.to_dict())
     used: set[str] = set()
     for row in results.conditions:
         name = safe_name(row.id)

@@ -9,8 +9,8 @@ from typing import Any, Iterator, TypeVar, cast
 
 from mlmh.errors import MlmhError
 # the results' blocks besides conditions and findings, typed where RunResults is and importable from here
-from mlmh.result_blocks import (FLAT, Correlation, Crossover, DatasetInfo, DocumentSet, HumanRatings, ModelRecord,
-                                RunError, Versions)
+from mlmh.result_blocks import (FLAT, Block, Comparisons, ConfigRecord, Correlation, Crossover, DatasetInfo, DocumentSet,
+                                HumanRatings, HumanScore, ModelRecord, RunError, Score, SweepPoint, Versions)
 
 T = TypeVar("T")
 
@@ -281,54 +281,10 @@ class SampleRow:
 # -- results of a run (results.json) ---------------------------------------------------------------
 #: Version of the results.json schema (docs/RESULTS.md). 1: one quality block per condition;
 #: 2: quality on ``seen`` and ``unseen`` documents, their gap, verbatim recall and the filler baseline;
-#: 3: typed findings (both papers' claims, caveats, parts), model labels, the best-constant check on cards.
-RESULTS_SCHEMA = 3
-
-
-@dataclass
-class Score:
-    """A value with its bootstrap 95% CI, as results.json stores every quality figure."""
-
-    value: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    higher_is_better: bool = True
-    info: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)  # e.g. matched/masked counts, significant
-
-    @classmethod
-    def of(cls, result: MetricResult) -> "Score":
-        """What results.json keeps of a metric's result: its value, CI, direction, provenance and error."""
-        return cls(value=result.value, ci_low=result.ci_low, ci_high=result.ci_high,
-                   higher_is_better=result.higher_is_better, info=result.info, error=result.error)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Score | None":
-        if data is None:
-            return None
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in data.items() if k in known},
-                   extra={k: v for k, v in data.items() if k not in known})
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}
-        out["higher_is_better"] = self.higher_is_better
-        if self.info:
-            out["info"] = self.info
-        if self.error:
-            out["error"] = self.error
-        return {**out, **self.extra}
-
-    @property
-    def has_ci(self) -> bool:
-        return self.ci_low is not None and self.ci_high is not None
-
-    def overlaps(self, other: "Score") -> bool | None:
-        """Whether the two CIs overlap; None when either has none."""
-        if self.ci_low is None or self.ci_high is None or other.ci_low is None or other.ci_high is None:
-            return None
-        return not (self.ci_high < other.ci_low or other.ci_high < self.ci_low)
+#: 3: typed findings (both papers' claims, caveats, parts), model labels, the best-constant check on cards;
+#: 4: the run's comparisons (MLM against CLM and seq2seq, disagreements, memorisation, baselines, ratio trends,
+#: correlations, models on the plateau), decided by the run; a file without them gets them when it is read.
+RESULTS_SCHEMA = 4
 
 
 def _scores(data: dict[str, Any] | None) -> dict[str, Score]:
@@ -370,6 +326,32 @@ class RoleQuality:
 
 
 @dataclass
+class GenerationCosts(Block):
+    """What generating one condition's documents cost (results.json's ``generation``): samples, forward passes,
+    tokens generated and processed, tokens and documents cut at a model window, seconds and throughput."""
+
+    samples: int = 0
+    forward_passes: int = 0
+    generated_tokens: int = 0
+    tokens_processed: int = 0
+    truncated_tokens: int = 0
+    truncated_documents: int = 0
+    seconds: float = 0.0
+    tokens_per_s: float | None = None  # None: no time measured
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+    @classmethod
+    def of(cls, generations: list[Generation]) -> "GenerationCosts":
+        seconds = sum(g.seconds for g in generations)
+        processed = sum(g.tokens_processed for g in generations)
+        return cls(samples=len(generations), forward_passes=sum(g.forward_passes for g in generations),
+                   generated_tokens=sum(g.generated_tokens for g in generations), tokens_processed=processed,
+                   truncated_tokens=sum(g.truncated_tokens for g in generations),
+                   truncated_documents=sum(1 for g in generations if g.truncated_tokens), seconds=round(seconds, 4),
+                   tokens_per_s=round(processed / seconds, 1) if seconds > 0 else None)
+
+
+@dataclass
 class ConditionResult:
     """One model x masking x sampler x seed: its quality per document set, gap, downstream scores, costs."""
 
@@ -386,7 +368,7 @@ class ConditionResult:
     gap: dict[str, Score] = field(default_factory=dict)  # seen - unseen, with a CI
     metrics: dict[str, Score] = field(default_factory=dict)  # the headline set's (RunResults.headline)
     downstream: dict[str, dict[str, float]] = field(default_factory=dict)
-    generation: dict[str, Any] = field(default_factory=dict)
+    generation: GenerationCosts = field(default_factory=GenerationCosts)
     failed: str | None = None  # the component failure that left this condition without results
 
     @classmethod
@@ -395,7 +377,8 @@ class ConditionResult:
         return cls(id=data["id"], model=data["model"], model_kind=data["model_kind"], masking=data["masking"],
                    sampler=data["sampler"], seed=data["seed"], masking_ratio=data.get("masking_ratio"),
                    steps=data.get("steps"), **roles, gap=_scores(data.get("gap")), metrics=_scores(data.get("metrics")),
-                   downstream=data.get("downstream") or {}, generation=data.get("generation") or {},
+                   downstream=data.get("downstream") or {},
+                   generation=GenerationCosts.from_dict(data.get("generation") or {}),
                    failed=data.get("failed"))
 
     def to_dict(self) -> dict[str, Any]:
@@ -412,7 +395,7 @@ class ConditionResult:
             out["gap"] = {k: v.to_dict() for k, v in self.gap.items()}
         out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
         out["downstream"] = self.downstream
-        out["generation"] = self.generation
+        out["generation"] = self.generation.to_dict()
         if self.failed:
             out["failed"] = self.failed
         return out
@@ -495,7 +478,7 @@ class RunResults:
     report, the CLI summary, human evaluation and the TUI."""
 
     run_id: str
-    config: dict[str, Any]  # the resolved RunConfig's to_dict, as the run recorded it
+    config: ConfigRecord  # the resolved RunConfig, as the run recorded it
     conditions: list[ConditionResult]
     schema_version: int = RESULTS_SCHEMA
     versions: Versions = field(default_factory=Versions)
@@ -507,13 +490,14 @@ class RunResults:
     baseline: dict[str, dict[str, float | None]] = field(default_factory=dict)  # task -> score -> value (real train split)
     correlations: list[Correlation] = field(default_factory=list)
     models: dict[str, ModelRecord] = field(default_factory=dict)  # spec -> identity, kind, training card facts
-    findings: list[Finding] = field(default_factory=list)  # claims tested by the run (mlmh.findings)
+    findings: list[Finding] = field(default_factory=list)  # claims tested by the run (mlmh.findings.decide)
+    comparisons: Comparisons | None = None  # None only until decided (mlmh.findings.comparisons.judged)
     notes: list[str] = field(default_factory=list)
     errors: list[RunError] = field(default_factory=list)  # components that failed, by name
     started_at: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     human: HumanRatings | None = None
-    crossover: Crossover | None = None  # a data-constrained sweep's points and crossovers (mlmh.crossover)
+    crossover: Crossover | None = None  # a data-constrained sweep's points and crossovers (mlmh.findings.crossover)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResults":
@@ -528,14 +512,17 @@ class RunResults:
                                        metrics=row.metrics)
         given = {k: v for k, v in data.items() if v is not None}
         return cls(
-            run_id=given.get("run_id", ""), config=given.get("config", {}), conditions=rows, schema_version=RESULTS_SCHEMA,
+            run_id=given.get("run_id", ""), config=ConfigRecord.from_dict(given.get("config", {})), conditions=rows,
+            schema_version=RESULTS_SCHEMA,
             versions=Versions.from_dict(given.get("versions", {})), dataset=DatasetInfo.from_dict(given.get("dataset", {})),
             documents={role: DocumentSet.from_dict(d) for role, d in given.get("documents", {}).items()},
             headline=given.get("headline", "seen" if version == 1 else "unseen"), filler_word=given.get("filler_word"),
             n_samples=given.get("n_samples", 0), baseline=given.get("baseline", {}),
             correlations=[Correlation.from_dict(c) for c in given.get("correlations", [])],
             models={spec: ModelRecord.from_dict(m) for spec, m in given.get("models", {}).items()},
-            findings=[Finding.from_dict(f) for f in given.get("findings", [])], notes=given.get("notes", []),
+            findings=[Finding.from_dict(f) for f in given.get("findings", [])],
+            comparisons=Comparisons.from_dict(given["comparisons"]) if "comparisons" in given else None,
+            notes=given.get("notes", []),
             errors=[RunError.from_dict(e) for e in given.get("errors", [])], started_at=given.get("started_at", ""),
             timings=given.get("timings", {}),
             human=HumanRatings.from_dict(given["human"]) if "human" in given else None,
@@ -545,7 +532,7 @@ class RunResults:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("human", "crossover") and value is None:
+            if f.name in ("comparisons", "human", "crossover") and value is None:
                 continue
             out[f.name] = to_dict(value)
         return out

@@ -225,7 +225,7 @@ class BertScoreMetric(Metric):
 
     name = "bertscore"
     description = "bert-score precision, recall, F1 (three results); offline model, declared layer"
-    headlines = (Headline("bertscore_f1", 40, label="BERTScore F1", findings=True, sweep=True),)
+    headlines = (Headline("bertscore_f1", 40, label="BERTScore F1", findings=True, sweep=True, baselines=True),)
     parameters = (
         Param("model", str, "", "HF name or local dir; empty = roberta-large if cached, else the packaged MiniLM"),
         Param("layer", int, 0, "hidden layer to use; 0 = the default for the model (17 roberta-large, 5 MiniLM)", min=0),

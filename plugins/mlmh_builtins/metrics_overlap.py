@@ -30,7 +30,7 @@ class BleuMetric(InputsOnly, Metric):
 
     name = "bleu"
     description = "sacrebleu corpus BLEU (0-100, signature recorded); per-sample smoothed sentence BLEU"
-    headlines = (Headline("bleu", 10, label="BLEU", unit="points", findings=True, sweep=True),)
+    headlines = (Headline("bleu", 10, label="BLEU", unit="points", findings=True, sweep=True, baselines=True),)
     parameters = (
         Param("tokenize", str, "13a", "sacrebleu tokenizer", choices=("13a", "intl", "char", "none", "zh", "ja-mecab", "ko-mecab", "flores101", "flores200")),
         Param("lowercase", bool, False, "lowercase before scoring"),
@@ -88,7 +88,7 @@ class RougeMetric(InputsOnly, Metric):
     higher_is_better = True
     ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
     headlines = (Headline("rouge1", 20, label="ROUGE-1"), Headline("rouge2", 21, label="ROUGE-2"),
-                 Headline("rougeL", 22, label="ROUGE-L", findings=True, sweep=True))
+                 Headline("rougeL", 22, label="ROUGE-L", findings=True, sweep=True, baselines=True))
     parameters = (
         Param("use_stemmer", bool, False, "Porter-stem tokens before matching (rouge-score option)"),
         Param("lsum_split", str, "punct", "sentence breaks for rougeLsum: after . ! ? (punct) or existing newlines only", choices=("punct", "newline")),

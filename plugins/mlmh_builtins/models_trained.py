@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from mlmh import hookimpl
 from mlmh import bounds
 from mlmh.components import LoadContext, Model
-from mlmh.crossover import MAX_EPOCHS
+from mlmh.findings.crossover import MAX_EPOCHS
 from mlmh.devices import DEVICE_PARAM, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
 from mlmh.params import Param

@@ -97,11 +97,12 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
 
 def print_summary(results: Any, out: Any) -> None:
     """The final comparison: conditions x main metrics on the headline (unseen) documents with CIs, the
-    first metric on seen documents and its gap, then the answer: the findings in words, as report.md opens."""
+    first metric on seen documents and its gap, then the answer (the findings in words, as report.md opens) and
+    the comparisons, as report.md's Findings state them."""
     from rich.console import Console
     from rich.markup import escape
 
-    from mlmh.findings import answer_lines
+    from mlmh.findings.answer import answer_lines, comparison_lines
 
     console = Console()
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
@@ -112,6 +113,9 @@ def print_summary(results: Any, out: Any) -> None:
         console.print("[bold]Answer[/] (findings on unseen documents, paired bootstrap 95% CIs; details in report.md):")
         for line in answer:
             console.print("- " + escape(line), soft_wrap=not console.is_terminal)
+    console.print("[bold]Findings[/] (the run's comparisons, as report.md states them):")
+    for line in comparison_lines(results):
+        console.print(escape(line), soft_wrap=not console.is_terminal)
     if results.baseline:
         console.print("Downstream baseline (real train split): " + "; ".join(
             f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))
@@ -162,10 +166,10 @@ def summary_table(results: Any, width: int) -> Any:
 
     role = results.headline
     metrics = main_metrics(results, role)
-    several_seeds = len(results.config.get("seeds", [])) > 1
+    several_seeds = len(results.config.seeds) > 1
     both = len(roles(results)) == 2 and metrics
     counts = document_counts(results)
-    table = Table(title=f"{results.config.get('preset', '?')}: {counts or results.n_samples} documents per condition; "
+    table = Table(title=f"{results.config.preset or '?'}: {counts or results.n_samples} documents per condition; "
                         f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
     best = {m: best_conditions(results, m, role) for m in metrics}
     headers = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]

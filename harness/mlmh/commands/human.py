@@ -50,7 +50,7 @@ def import_(run_dir: str, sheets: tuple[str, ...]) -> None:
 
     human_results = import_sheets(run_dir, list(sheets))
     for condition, scores in human_results.conditions.items():
-        text = ", ".join(f"{c} {s['value']:.2f} (n={s['n']})" for c, s in scores.items() if s["value"] is not None)
+        text = ", ".join(f"{c} {s.value:.2f} (n={s.n})" for c, s in scores.items() if s.value is not None)
         click.echo(f"{condition}: {text}")
     agreement = ", ".join(f"{c}: {'n/a' if a is None else f'{a:.3f}'}" for c, a in human_results.agreement.items())
     click.echo(f"Krippendorff's alpha (ordinal): {agreement}")

@@ -6,7 +6,6 @@ baselines, plot a metric against masking ratio and quality against downstream sc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 from rich.text import Text
 from textual import on
@@ -19,7 +18,7 @@ from textual.widgets.option_list import Option
 from mlmh import api
 from mlmh.api import LoadedRun
 from mlmh.errors import MlmhError
-from mlmh.findings import answer_lines
+from mlmh.findings.answer import answer_lines, comparison_lines
 from mlmh.results import document_counts, roles
 from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.host import TuiScreen
@@ -27,7 +26,7 @@ from mlmh.tui.labels import short_condition, short_id, short_spec
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
 from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
 from mlmh.tui.widgets.trace_view import TraceView
-from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, Finding, RunResults, SampleRow
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, RunResults, SampleRow
 
 VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
 ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
@@ -36,20 +35,27 @@ TAB_FOCUS = {"tab-findings": "#res-findings-box", "tab-table": "#res-table", "ta
              "tab-samples": "#res-sample-list"}
 
 
-def findings_text(findings: Sequence[Finding], results: RunResults | None = None) -> Text:
-    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer_lines`), each verdict in its colour
-    and what it rests on dimmed."""
-    if not findings:
-        return Text("This run tested no claims: results.json has no findings.", style="dim")
-    styles = {verdict.upper(): style for verdict, style in VERDICT_STYLES.items()}
-    text = Text()
-    for line in answer_lines(findings, markdown=False, results=results):
-        verdict, _, statement = line.partition(": ")
-        if verdict in styles:
-            text.append(verdict, style=styles[verdict])
-            text.append(f": {statement}\n")
-        else:
-            text.append(line + "\n\n", style="dim")
+def findings_text(results: RunResults) -> Text:
+    """The run's answer as report.md opens with it (:func:`mlmh.findings.answer.answer_lines`), each verdict in its
+    colour and what it rests on dimmed, then its comparisons as report.md's Findings state them
+    (:func:`mlmh.findings.answer.comparison_lines`), headings in bold."""
+    if not results.findings:
+        text = Text("This run tested no claims: results.json has no findings.\n\n", style="dim")
+    else:
+        styles = {verdict.upper(): style for verdict, style in VERDICT_STYLES.items()}
+        text = Text()
+        for line in answer_lines(results.findings, markdown=False, results=results):
+            verdict, _, statement = line.partition(": ")
+            if verdict in styles:
+                text.append(verdict, style=styles[verdict])
+                text.append(f": {statement}\n")
+            else:
+                text.append(line + "\n\n", style="dim")
+    for line in comparison_lines(results):
+        if line.startswith("- "):
+            text.append(line + "\n")
+        else:  # a heading, after a blank line
+            text.append(("" if text.plain.endswith("\n\n") else "\n") + line + "\n", style="bold")
     return text
 
 
@@ -110,7 +116,7 @@ class ResultsScreen(TuiScreen):
                 with Horizontal(id="res-plots"):
                     yield MetricByRatioPlot(id="res-plot-ratio")
                     yield QualityDownstreamPlot(id="res-plot-downstream")
-                # a data-constrained sweep's answer and curves (mlmh.crossover); shown only for such a run
+                # a data-constrained sweep's answer and curves (mlmh.findings.crossover); shown only for such a run
                 yield Label("", id="res-crossover")
                 yield CrossoverPlot(id="res-plot-crossover")
             with TabPane("Samples", id="tab-samples"):
@@ -166,10 +172,10 @@ class ResultsScreen(TuiScreen):
         results = run.results
         self.role = results.headline if results.headline in roles(results) else next(iter(roles(results)), None)
         counts = document_counts(results)
-        status.update(f"{results.config.get('preset', '?')}: {len(run.conditions)} conditions × "
+        status.update(f"{results.config.preset or '?'}: {len(run.conditions)} conditions × "
                       f"{counts or results.n_samples} documents; {len(samples)} samples"
                       + (" with step traces" if run.traced else " (texts only)"))
-        self.query_one("#res-findings", Static).update(findings_text(results.findings, results))
+        self.query_one("#res-findings", Static).update(findings_text(results))
         self._show_table()
         metrics = [c.label for c in self.query_one(ResultsTable).table_columns if c.key.startswith("metric:")]
         metric_select = self.query_one("#res-metric", Select)

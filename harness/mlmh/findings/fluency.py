@@ -20,10 +20,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from mlmh.declared import fluency_results
-from mlmh.paper_claims import SOURCE, Evidence, paper_metrics
+from mlmh.findings.paper_claims import SOURCE, Evidence, paper_metrics
+from mlmh.findings.verdicts import FAILS, HOLDS, describe_ci, not_tested, verdict
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
-from mlmh.verdicts import FAILS, HOLDS, describe_ci, not_tested, verdict
 
 
 
@@ -48,7 +48,7 @@ def judged(results: RunResults, judge: Judge) -> bool:
 
 
 def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
-    """The fluency check as a rule over a run's :class:`~mlmh.paper_claims.Evidence`, where the run has gen-ppl."""
+    """The fluency check as a rule over a run's :class:`~mlmh.findings.paper_claims.Evidence`, where the run has gen-ppl."""
     judge = declared_judge()
     if judge is None:
         return []

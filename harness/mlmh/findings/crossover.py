@@ -31,7 +31,7 @@ import numpy as np
 from mlmh import bounds
 from mlmh.declared import headline, sweep_results, swept_models
 from mlmh.params import parse_spec
-from mlmh.result_blocks import Crossover
+from mlmh.result_blocks import Crossover, SweepPoint
 from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
 
 AXES = ("unique_tokens", "epochs")
@@ -129,7 +129,7 @@ def crossover_epoch(epochs: Sequence[float], ahead: Sequence[bool]) -> float | N
 class Series:
     """One objective at one U across epochs: per epoch its point (results.json) and paired per-item values."""
 
-    points: dict[float, dict[str, Any]] = field(default_factory=dict)
+    points: dict[float, SweepPoint] = field(default_factory=dict)
     blocks: dict[float, np.ndarray] = field(default_factory=dict)  # epoch -> (n, 2) summed loss, normaliser
     documents: dict[float, dict[str, dict[str, float]]] = field(default_factory=dict)  # epoch -> metric -> doc -> value
 
@@ -148,7 +148,7 @@ def summarise(results: Any, per_document: dict[str, dict[str, dict[str, float | 
         return None
     points = [p for u in sorted(series) for kind in ("mlm", "clm") if kind in series[u]
               for _, p in sorted(series[u][kind].points.items())]
-    metrics = [m for m in sweep_results() if any(m in p["unseen"] for p in points)]  # on unseen documents, if scored
+    metrics = [m for m in sweep_results() if any(m in p.unseen for p in points)]  # on unseen documents, if scored
     found = []
     for u, pair in sorted(sweeps.items()):
         mlm, clm = pair["mlm"], pair["clm"]
@@ -174,14 +174,14 @@ def _series(results: Any, per_document: dict[str, dict[str, dict[str, float | No
         epochs, u = float(params["epochs"]), int(float(params.get("unique_tokens", 0)))
         rows = [row for row in results.conditions if _same_model(row.model, name, params) and row.unseen is not None]
         row = rows[0] if rows else None  # the first masking x sampler of the model (a sweep has one)
-        point = {"unique_tokens": u, "epochs": epochs, "objective": swept[name], "model": spec,
-                 "unique_tokens_trained": training.get("unique_tokens"), LOSS: training.get("validation_loss"),
-                 "approx_train_flops": training.get("approx_train_flops"), "train_seconds": training.get("train_seconds"),
-                 "tokens_seen": training.get("tokens_seen"), "parameters": training.get("parameters"),
-                 "condition": row.id if row else None,
-                 "unseen": {m: s.to_dict() for m, s in row.unseen.metrics.items()} if row else {},
-                 "filler": {m: s.to_dict() for m, s in row.unseen.filler.items()} if row else {},
-                 "deletion": {m: s.to_dict() for m, s in row.unseen.deletion.items()} if row else {}}
+        quality = row.unseen if row is not None else None
+        point = SweepPoint(unique_tokens=u, epochs=epochs, objective=swept[name], model=spec,
+                           unique_tokens_trained=training.get("unique_tokens"), validation_loss=training.get(LOSS),
+                           approx_train_flops=training.get("approx_train_flops"),
+                           train_seconds=training.get("train_seconds"), tokens_seen=training.get("tokens_seen"),
+                           parameters=training.get("parameters"), condition=row.id if row else None,
+                           unseen=dict(quality.metrics) if quality else {}, filler=dict(quality.filler) if quality else {},
+                           deletion=dict(quality.deletion) if quality else {})
         s = out.setdefault(u, {}).setdefault(swept[name], Series())
         if epochs in s.points:
             continue  # a second base at the same point (another schedule): the first listed stands for it
@@ -201,7 +201,7 @@ def _same_model(short: str, name: str, params: dict[str, str]) -> bool:
 
 
 def _loss_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, seed: int, n: int) -> dict[str, Any]:
-    losses = [(mlm.points[e][LOSS], clm.points[e][LOSS]) for e in epochs]
+    losses = [(mlm.points[e].validation_loss, clm.points[e].validation_loss) for e in epochs]
     ahead = [m is not None and c is not None and m < c for m, c in losses]
     at = crossover_epoch(epochs, ahead)
     paired = all(e in mlm.blocks and e in clm.blocks and len(mlm.blocks[e]) == len(clm.blocks[e]) == len(mlm.blocks[epochs[0]])
@@ -215,15 +215,14 @@ def _loss_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, seed:
         return np.stack(cols, axis=-1)
 
     size = len(mlm.blocks[epochs[0]]) if paired else 0
-    return _crossover(u, LOSS, epochs, mlm, at, [m - c if None not in (m, c) else None for m, c in losses],
+    return _crossover(u, LOSS, epochs, mlm, at, [_difference(m, c) for m, c in losses],
                       differences if paired and size >= 2 else None, size, lower_is_better=True, seed=seed,
                       n_resamples=n, paired_over="validation blocks")
 
 
 def _quality_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, metric: str, seed: int,
                        n: int) -> dict[str, Any]:
-    values = [(mlm.points[e]["unseen"].get(metric, {}).get("value"), clm.points[e]["unseen"].get(metric, {}).get("value"))
-              for e in epochs]
+    values = [(_value(mlm.points[e], metric), _value(clm.points[e], metric)) for e in epochs]
     ahead = [m is not None and c is not None and m > c for m, c in values]
     at = crossover_epoch(epochs, ahead)
     docs = sorted(set.intersection(*[set(s.documents.get(e, {}).get(metric, {})) for s in (mlm, clm) for e in epochs]))
@@ -233,9 +232,18 @@ def _quality_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, me
     def differences(index: np.ndarray) -> np.ndarray:  # (resamples, epochs): mean per-document MLM - CLM
         return (per_doc["mlm"][index] - per_doc["clm"][index]).mean(axis=-2)
 
-    return _crossover(u, metric, epochs, mlm, at, [m - c if None not in (m, c) else None for m, c in values],
+    return _crossover(u, metric, epochs, mlm, at, [_difference(m, c) for m, c in values],
                       differences if len(docs) >= 2 else None, len(docs), lower_is_better=False, seed=seed,
                       n_resamples=n, paired_over="unseen documents (per-document values)")
+
+
+def _difference(mlm: float | None, clm: float | None) -> float | None:
+    return None if mlm is None or clm is None else mlm - clm
+
+
+def _value(point: SweepPoint, metric: str) -> float | None:
+    score = point.unseen.get(metric)
+    return None if score is None else score.value
 
 
 def _crossover(u: int, measure: str, epochs: list[float], mlm: Series, at: float | None, gaps: list[float | None],
@@ -245,7 +253,7 @@ def _crossover(u: int, measure: str, epochs: list[float], mlm: Series, at: float
     distribution of the crossover epoch itself (every epoch resampled with the same items)."""
     per_epoch = [{"epochs": e, "difference": g} for e, g in zip(epochs, gaps)]
     out: dict[str, Any] = {"unique_tokens": u, "measure": measure, "epochs": at,
-                           "approx_train_flops": mlm.points[at]["approx_train_flops"] if at is not None else None,
+                           "approx_train_flops": mlm.points[at].approx_train_flops if at is not None else None,
                            "swept_epochs": epochs, "paired_over": paired_over, "n": size, "per_epoch": per_epoch,
                            "lower_is_better": lower_is_better}
     if differences is not None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from mlmh.findings.verdicts import DOWNSTREAM, MEMORISED, PLATEAU, never_learned
 from mlmh.results import model_record_of
 from mlmh.types import NOT_COMPARABLE, Finding, ModelRecord, RunResults
-from mlmh.verdicts import DOWNSTREAM, MEMORISED, PLATEAU, never_learned
 
 #: the preset whose models start from a pretrained encoder: the next step when scratch models cannot learn a corpus
 PRETRAINED_PRESET = "paper"
@@ -53,9 +53,8 @@ def next_step(results: RunResults, findings: Sequence[Finding]) -> dict[str, str
     text = " ".join(c for f in blocked for c in f.caveats) + " ".join(f.statement for f in blocked)
     scratch = [m for m, record in results.models.items() if record.training and not record.training.get("init")]
     config = results.config
-    where = (f" --dataset {config['dataset']}" if config.get("dataset") else "") + \
-            (f" --data {config['data']}" if config.get("data") else "")
-    if config.get("preset") != PRETRAINED_PRESET and scratch and (_mentions(text, PLATEAU) or _mentions(text, MEMORISED)):
+    where = (f" --dataset {config.dataset}" if config.dataset else "") + (f" --data {config.data}" if config.data else "")
+    if config.preset != PRETRAINED_PRESET and scratch and (_mentions(text, PLATEAU) or _mentions(text, MEMORISED)):
         return {"command": f"mlmh eval --preset {PRETRAINED_PRESET}{where}",
                 "why": "models trained from scratch could not learn this corpus without memorising it or staying on "
                        "the unigram plateau; that preset fine-tunes one pretrained start as MLM, CLM and seq2seq "
@@ -68,7 +67,7 @@ def next_step(results: RunResults, findings: Sequence[Finding]) -> dict[str, str
 
 
 def _mentions(text: str, kind: str) -> bool:
-    """Whether caveat sentences of ``kind`` are in ``text`` (by the words :func:`mlmh.verdicts.summarise` uses)."""
+    """Whether caveat sentences of ``kind`` are in ``text`` (by the words :func:`mlmh.findings.verdicts.summarise` uses)."""
     words = {PLATEAU: "unigram plateau", MEMORISED: "memorised", DOWNSTREAM: "cannot tell useful synthetic text"}
     return words[kind] in text
 

@@ -10,8 +10,8 @@ has none (so every preset can call :func:`evaluate`). Its statistic is computed 
 on the **unseen** documents, pooled as the run's own tables pool them (sum of hits / sum of positions),
 and every condition of a claim is resampled with the same document indices (:func:`mlmh.stats.resample_ci`):
 the conditions of one masking and seed share their documents and masks, so the CI is that of a paired
-comparison. Verdicts and caveats follow :mod:`mlmh.verdicts`; :mod:`mlmh.findings` runs these claims beside
-the paper's own (:mod:`mlmh.paper_claims`) and leaves out a model that never left the unigram plateau.
+comparison. Verdicts and caveats follow :mod:`mlmh.findings.verdicts`; :mod:`mlmh.findings` runs these claims beside
+the paper's own (:mod:`mlmh.findings.paper_claims`) and leaves out a model that never left the unigram plateau.
 
 Two per-document measures, both from the generations through the run's own rules:
 
@@ -28,9 +28,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from mlmh.findings.verdicts import INCONCLUSIVE, describe_ci, not_tested, number, verdict
 from mlmh.stats import resample_ci
 from mlmh.types import Finding
-from mlmh.verdicts import INCONCLUSIVE, describe_ci, not_tested, number, verdict
 
 SOURCE = "Li et al., ICML 2024"
 ACCURACY, STUTTER = "masked-word accuracy", "stutter"

@@ -36,11 +36,11 @@ import numpy as np
 
 from mlmh.analysis import STRONG
 from mlmh.declared import findings_results, headline
+from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
+                                    correlation_verdict, describe_ci, not_tested, number, verdict)
 from mlmh.results import main_metrics
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
-from mlmh.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
-                           correlation_verdict, describe_ci, not_tested, number, verdict)
 
 SOURCE = "arXiv 2405.12630"
 #: claim 5 needs a masking ratio at least this high ("very high masking")
@@ -56,7 +56,7 @@ class Evidence:
     per_document: dict[str, dict[str, dict[str, float]]]  # condition id -> metric -> unseen doc id -> value
     tasks: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)  # who -> task -> score -> per item
     seed: int = 0
-    strict: bool = True  # leave out the conditions a caveat rules out (mlmh.verdicts.caveats_of)
+    strict: bool = True  # leave out the conditions a caveat rules out (mlmh.findings.verdicts.caveats_of)
     left_out: list[Caveat] = field(default_factory=list)  # the caveats of the conditions left out, as found
 
     def usable(self, row: ConditionResult, metric: str | None) -> bool:

@@ -1,13 +1,14 @@
 """A run's findings: the claims of both seed papers tested on its conditions, caveats deciding the verdicts.
 
 This is the product's answer, read first by report.md, the terminal summary, the TUI, notebooks and trackers
-(all through ``RunResults.findings``). The claims themselves live with their papers: arXiv 2405.12630's five
-in :mod:`mlmh.paper_claims` (with a fluency check beside claim (1), :mod:`mlmh.fluency`, where a run scored
-gen-ppl), Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the verdict and caveat rules in
-:mod:`mlmh.verdicts`. Here each claim is decided once, the same way:
+(all through ``RunResults.findings``; :func:`mlmh.findings.answer.answer_lines` says them). The claims themselves
+live with their papers: arXiv 2405.12630's five in :mod:`mlmh.findings.paper_claims` (with a fluency check beside
+claim (1), :mod:`mlmh.findings.fluency`, where a run scored gen-ppl), Li et al.'s (ICML 2024) in
+:mod:`mlmh.findings.claims`; the verdict and caveat rules in :mod:`mlmh.findings.verdicts`. Here each claim is
+decided once, the same way:
 
-1. Test the claim on the conditions no caveat rules out (:func:`mlmh.verdicts.caveats_of`): a model still on
-   the unigram plateau, a condition no better than the filler or deletion on the metric, a memorising model.
+1. Test the claim on the conditions no caveat rules out (:func:`mlmh.findings.verdicts.caveats_of`): a model still
+   on the unigram plateau, a condition no better than the filler or deletion on the metric, a memorising model.
    Say which were left out, and why, in the finding.
 2. If that leaves the claim without conditions but the run had some, the verdict is "not comparable", with
    the caveats as its reason: a claim never "holds" (or fails) on a model that learned nothing.
@@ -15,15 +16,15 @@ gen-ppl), Li et al.'s (ICML 2024) in :mod:`mlmh.claims`; the verdict and caveat 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-from mlmh import claims as gmlm
-from mlmh import fluency, paper_claims
-from mlmh.grounds import annotate, data_line
-from mlmh.paper_claims import Evidence
+from mlmh.findings import claims as gmlm
+from mlmh.findings import fluency, paper_claims
+from mlmh.findings.grounds import annotate
+from mlmh.findings.paper_claims import Evidence
+from mlmh.findings.verdicts import PLATEAU, Caveat, never_learned, not_comparable, summarise
 from mlmh.results import model_record_of
 from mlmh.types import NOT_TESTED, Finding, RunResults
-from mlmh.verdicts import PLATEAU, Caveat, never_learned, not_comparable, summarise
 
 Rule = Callable[[Evidence], Finding]
 
@@ -79,34 +80,4 @@ def run_findings(results: RunResults, per_document: dict[str, dict[str, dict[str
     return found
 
 
-# -- the answer, as every face states it ---------------------------------------------------------------
-def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results: RunResults | None = None) -> list[str]:
-    """One sentence per tested finding, verdict first, each followed by the models it rests on (once while they
-    stay the same); a line naming the claims the run did not test; the documents the answer stands on (with
-    ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.grounds`)."""
-    lines, said = [], None
-    for f in findings:
-        if f.tested:
-            verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
-            lines.append(f"{verdict}: {f.statement}")
-            grounds = f.extra.get("rests_on")
-            if grounds and grounds != said:
-                lines.append("Rests on: " + "; ".join(grounds) + ".")
-                said = grounds
-    untested = [f for f in findings if not f.tested]
-    if untested:
-        lines.append("Not tested in this run: " + "; ".join(
-            f"{f.text} ({f.extra.get('reason', 'no conditions')})" for f in untested) + ".")
-    documents = data_line(results) if results is not None else ""
-    if documents and lines:
-        lines.append(f"Measured on {documents}.")
-    step: dict[str, Any] = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})
-    if step.get("command"):
-        command = f"`{step['command']}`" if markdown else step["command"]
-        lines.append(f"Next step: {command}: {step.get('why', '')}.")
-    elif step:
-        lines.append(f"Next step: {step.get('why', '')}.")
-    return lines
-
-
-__all__ = ["answer_lines", "decide", "run_findings", "NOT_TESTED"]
+__all__ = ["decide", "run_findings", "NOT_TESTED"]

@@ -1,0 +1,120 @@
+"""The run's answer and comparisons as every face states them: report.md, the terminal summary and the TUI
+call these and only lay the lines out (markdown, Rich text). Nothing is decided here: the findings come from
+:mod:`mlmh.findings.decide`, the comparisons from :mod:`mlmh.findings.comparisons`, both kept in the results."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+from mlmh.findings.grounds import data_line
+from mlmh.result_blocks import Comparisons
+from mlmh.results import roles
+from mlmh.types import Finding, RunResults
+
+ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
+              "seen": "seen documents (train split: the models learned from them)"}
+
+
+# -- the answer: the findings -----------------------------------------------------------------------------
+def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results: RunResults | None = None) -> list[str]:
+    """One sentence per tested finding, verdict first, each followed by the models it rests on (once while they
+    stay the same); a line naming the claims the run did not test; the documents the answer stands on (with
+    ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.findings.grounds`)."""
+    lines, said = [], None
+    for f in findings:
+        if f.tested:
+            verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
+            lines.append(f"{verdict}: {f.statement}")
+            grounds = f.extra.get("rests_on")
+            if grounds and grounds != said:
+                lines.append("Rests on: " + "; ".join(grounds) + ".")
+                said = grounds
+    untested = [f for f in findings if not f.tested]
+    if untested:
+        lines.append("Not tested in this run: " + "; ".join(
+            f"{f.text} ({f.extra.get('reason', 'no conditions')})" for f in untested) + ".")
+    documents = data_line(results) if results is not None else ""
+    if documents and lines:
+        lines.append(f"Measured on {documents}.")
+    step: dict[str, Any] = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})
+    if step.get("command"):
+        command = f"`{step['command']}`" if markdown else step["command"]
+        lines.append(f"Next step: {command}: {step.get('why', '')}.")
+    elif step:
+        lines.append(f"Next step: {step.get('why', '')}.")
+    return lines
+
+
+# -- the comparisons ----------------------------------------------------------------------------------------
+class Section(NamedTuple):
+    """A heading and its lines: one per comparison, or the one line saying why there is none. report.md writes
+    each as a paragraph and a bullet list."""
+
+    heading: str
+    lines: list[str]
+
+
+def _stated(statement: str, subject: str, markdown: bool) -> str:
+    """``statement`` with its leading ``subject`` in bold (markdown)."""
+    if markdown and subject and statement.startswith(subject):
+        return f"**{subject}**{statement[len(subject):]}"
+    return statement
+
+
+def comparison_sections(results: RunResults, *, markdown: bool = True) -> list[Section]:
+    """The comparisons of ``results`` (decided: :func:`mlmh.findings.comparisons.judged`) as report.md's Findings
+    lay them out: MLM against CLM (and seq2seq) per document set, where seen and unseen disagree and memorisation
+    (runs with both sets), the baselines, the masking-ratio trends and the correlations."""
+    block = decided(results)
+    present = roles(results)
+    sections = []
+    for role in present:
+        mine = [k for k in block.kinds if k.role == role]
+        against_clm = [_stated(k.statement, k.metric, markdown) for k in mine if k.kinds == ["mlm", "clm"]]
+        sections.append(Section(f"MLM against CLM on {ROLE_LABEL.get(role, role)}; best MLM sampler per masking "
+                                "setting:", against_clm or ["No masking setting has both an MLM and a CLM condition."]))
+        against_seq = [_stated(k.statement, k.metric, markdown) for k in mine if k.kinds == ["mlm", "seq2seq"]]
+        if against_seq:
+            sections.append(Section(f"MLM against seq2seq on {role} documents:", against_seq))
+    if len(present) == 2:
+        sections.append(Section("Where seen and unseen documents disagree:",
+                                [_stated(d.statement, d.metric, markdown) for d in block.disagreements]
+                                or ["Nowhere: the MLM-CLM verdict is the same on both sets."]))
+        sections.append(Section("Memorization (seen - unseen gap; flagged when its 95% CI excludes 0):",
+                                [_stated(m.statement, m.model, markdown) for m in block.memorisation]
+                                or ["No gap could be computed."]))
+    if block.baselines:
+        sections.append(Section(f"What the visible context alone earns ({results.headline} documents; a model that "
+                                "does not beat these baselines has learned nothing the metric can see):",
+                                [b.statement for b in block.baselines]))
+    sections.append(Section("Masking-ratio trend:", [_stated(t.statement, t.metric, markdown) for t in block.ratio_trends]
+                            or ["Fewer than three masking ratios in this run: no trend to report."]))
+    sections.append(Section("Quality of the synthetic corpus (seen regenerations) vs its downstream usefulness:",
+                            [c.statement for c in block.correlations]
+                            or ["No correlation computed (no downstream scores)."]))
+    return sections
+
+
+def decided(results: RunResults) -> Comparisons:
+    """The comparisons of ``results``; a ValueError for results that were never judged (built by hand)."""
+    if results.comparisons is None:
+        raise ValueError("results without their comparisons: read them with mlmh.load, or decide "
+                         "them with mlmh.findings.comparisons.judged")
+    return results.comparisons
+
+
+def plateau_of(results: RunResults, spec: str) -> str | None:
+    """Why the trained model ``spec`` decides no finding (it never left the unigram plateau), or None."""
+    return next((p.statement for p in decided(results).plateaus if p.model == spec), None)
+
+
+def comparison_lines(results: RunResults) -> list[str]:
+    """The comparisons in plain lines for the terminal and the TUI: each section's heading, then its lines as
+    ``- ...``; the trained models still on the unigram plateau last (report.md says so in its Training section)."""
+    lines = []
+    for section in comparison_sections(results, markdown=False):
+        lines += [section.heading] + [f"- {line}" for line in section.lines]
+    plateaus = decided(results).plateaus
+    if plateaus:
+        lines += ["Training:"] + [f"- {p.statement}: no finding is decided on it." for p in plateaus]
+    return lines
