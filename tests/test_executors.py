@@ -144,7 +144,7 @@ def test_a_unit_error_fails_its_condition_alone_by_name(tmp_path, monkeypatch, b
 
 @pytest.mark.slow
 def test_cancel_stops_the_workers_between_units(tmp_path):
-    from mlmh.runner import RunCancelled
+    from mlmh.errors import RunCancelled
 
     cancel = threading.Event()
 

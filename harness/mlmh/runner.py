@@ -4,7 +4,8 @@ Public API (the CLI, the TUI and the bench call these)::
 
     from mlmh.config import resolve
     from mlmh.plan import build_plan
-    from mlmh.runner import run_experiment, RunCancelled
+    from mlmh.runner import run_experiment
+    from mlmh.errors import RunCancelled
 
     plan = build_plan(resolve("quick", {"limit": 4}))   # checks the RunConfig: a RunPlan
     results = run_experiment(plan, listener=print,          # any callable taking a RunEvent
@@ -14,7 +15,7 @@ Public API (the CLI, the TUI and the bench call these)::
 ``run_experiment`` takes only a checked plan (every path builds its plan once) and returns the typed
 results (:class:`~mlmh.types.RunResults`): each stage hands typed values to the next, and results.json is
 their serialisation, written once, atomically (:class:`~mlmh.rundir.RunDir`). It raises
-:class:`RunCancelled` when ``cancel`` is set and :class:`~mlmh.errors.MlmhError` subclasses on bad input.
+:class:`~mlmh.errors.RunCancelled` when ``cancel`` is set and :class:`~mlmh.errors.MlmhError` subclasses on bad input.
 
 Stages: data -> models (train on first use) -> mask -> generate -> metrics -> downstream -> correlation
 -> report. The grid is models x maskings x samplers x seeds; a sampler that cannot drive a model's kind is
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mlmh.config import RunConfig
-from mlmh.errors import MlmhError, SpecError
+from mlmh.errors import MlmhError, RunCancelled, SpecError
 from mlmh.events import (EventBus, Listener, Message, Progress, RunFinished, RunStarted, SampleGenerated,
                          StageFinished, StageStarted)
 from mlmh.plan import RunPlan, expect_plan
@@ -44,16 +45,6 @@ from mlmh.types import Corpus, Generation, MetricResult, RoleQuality, RunError, 
 
 __all__ = ["RunCancelled", "Runner", "run_experiment", "select_documents", "strip_timings", "versions", "TIMING_KEYS",
            "LoadedModel", "RunLog", "RunState", "Scoring", "ROLES", "SPLIT_OF_ROLE", "REAL_TRAIN"]
-
-
-class RunCancelled(MlmhError):
-    """The run was stopped (cancel event, Ctrl-C: exit 130; SIGTERM: 143); cached samples stay for ``--resume``."""
-
-    exit_code = 130
-
-    def __init__(self, message: str, exit_code: int = 130) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def run_experiment(plan: RunPlan, listener: Listener | None = None, cancel: threading.Event | None = None,
