@@ -114,7 +114,7 @@ def run(prepared: PreparedRun, *, progress: "Listener | None" = None,
         cancel: threading.Event | None = None) -> "RunResults":
     """Run what :func:`prepare` checked (its plan, into its directory, on its executor, which is closed
     afterwards); ``progress`` hears every event, a set ``cancel`` stops the run between batches."""
-    from mlmh.runner import run_experiment
+    from mlmh.run.runner import run_experiment
 
     options.check_instance(prepared, "prepared", PreparedRun, "a prepared run (mlmh.api.prepare)")
     _check_listening(progress=progress, cancel=cancel)
