@@ -15,7 +15,7 @@ import mlmh
 from mlmh import api
 from mlmh.cli import cli
 from mlmh.errors import SpecError
-from mlmh.runner import strip_timings
+from mlmh.run.results import strip_timings
 from mlmh.types import RunResults
 
 #: one small grid for both faces: the quick preset with models trained for three steps, one masking, two
@@ -112,6 +112,6 @@ def test_mlmh_exports_the_api_lazily():
     assert set(mlmh.API) <= set(mlmh.__all__)
     with pytest.raises(AttributeError, match="no attribute 'evaluat'"):
         mlmh.evaluat  # noqa: B018
-    code = "import sys, mlmh; print(sorted(m for m in ('mlmh.api', 'torch', 'mlmh.runner') if m in sys.modules))"
+    code = "import sys, mlmh; print(sorted(m for m in ('mlmh.api', 'torch', 'mlmh.run.runner') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

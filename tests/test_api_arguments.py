@@ -73,7 +73,7 @@ WRONG = [object(), 3.5, ["x"], {"k": 1}, b"bytes", True]
 @pytest.fixture
 def no_work(monkeypatch):
     monkeypatch.setattr("mlmh.api._load_and_regenerate", _reach)
-    monkeypatch.setattr("mlmh.runner.run_experiment", _reach)
+    monkeypatch.setattr("mlmh.run.runner.run_experiment", _reach)
     monkeypatch.setattr("mlmh.generation.generate", _reach)
     monkeypatch.setattr("mlmh.executors.make_executor", lambda *a, **k: _Executor())
 

@@ -16,7 +16,7 @@ from mlmh.config import from_table
 from mlmh.contracts import finite_only, metric_problem, score_metric, strict_json
 from mlmh.errors import MlmhError
 from mlmh.plan import build_plan
-from mlmh.runner import run_experiment
+from mlmh.run.runner import run_experiment
 from mlmh.types import MetricResult
 
 

@@ -98,7 +98,8 @@ def test_a_run_over_a_corrupt_cache_regenerates_and_says_so(tmp_path):
     import runner_fakes
     from mlmh.config import from_table
     from mlmh.plan import build_plan
-    from mlmh.runner import run_experiment, strip_timings
+    from mlmh.run.results import strip_timings
+    from mlmh.run.runner import run_experiment
 
     runner_fakes.install()
     config = lambda: from_table({**runner_fakes.FAKE_PRESET, "maskings": ["every-nth:ratio=0.5"],  # noqa: E731

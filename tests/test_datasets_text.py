@@ -296,7 +296,7 @@ def test_id_field_keeps_your_ids_in_results_generations_and_frames(tmp_path):
     import runner_fakes
     from mlmh.config import from_table
     from mlmh.plan import build_plan
-    from mlmh.runner import run_experiment
+    from mlmh.run.runner import run_experiment
 
     runner_fakes.install()
     rows = [{"id": f"doc:{i:03d}/A", "author": f"a{i % 4}", "text": f"{GOOD['text']} Number {i} of sixteen."}

@@ -9,7 +9,8 @@ import pytest
 from mlmh.adapters.base import BaseAdapter
 from mlmh.config import resolve
 from mlmh.plan import build_plan
-from mlmh.runner import run_experiment, strip_timings
+from mlmh.run.results import strip_timings
+from mlmh.run.runner import run_experiment
 
 pytestmark = pytest.mark.slow
 

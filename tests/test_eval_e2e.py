@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from mlmh.runner import strip_timings
+from mlmh.run.results import strip_timings
 
 PRESET = '''
 description = "end-to-end test: three tiny models trained for a few steps"

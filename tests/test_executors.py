@@ -23,7 +23,8 @@ from mlmh.errors import MlmhError, ModelError, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.executors import LocalWorkersExecutor, RayExecutor, Worker, make_executor, wants_gpu, worker_spec
 from mlmh.plan import build_plan
-from mlmh.runner import run_experiment, strip_timings
+from mlmh.run.results import strip_timings
+from mlmh.run.runner import run_experiment
 
 PRESET = {**runner_fakes.FAKE_PRESET, "models": ["logged-mlm", "fake-clm"],
           "samplers": ["logged-fill", "fake-clm-fill"], "maskings": ["every-nth:ratio=0.3", "every-nth:ratio=0.6"],
@@ -144,7 +145,7 @@ def test_a_unit_error_fails_its_condition_alone_by_name(tmp_path, monkeypatch, b
 
 @pytest.mark.slow
 def test_cancel_stops_the_workers_between_units(tmp_path):
-    from mlmh.runner import RunCancelled
+    from mlmh.errors import RunCancelled
 
     cancel = threading.Event()
 

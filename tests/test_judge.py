@@ -17,7 +17,7 @@ from mlmh.config import from_table
 from mlmh.errors import ModelError, SpecError
 from mlmh.plan import build_plan
 from mlmh.registry import get_registry
-from mlmh.runner import run_experiment
+from mlmh.run.runner import run_experiment
 from mlmh.types import Corpus
 from mlmh_builtins import judge as judges
 from mlmh_builtins import metrics_ppl

@@ -10,7 +10,7 @@ from mlmh import hookimpl
 from mlmh.config import from_table
 from mlmh.plan import build_plan
 from mlmh.plugin_manager import get_plugin_manager
-from mlmh.runner import run_experiment
+from mlmh.run.runner import run_experiment
 
 
 class Broken:

@@ -12,11 +12,12 @@ from test_tui_run import wait_until
 
 import mlmh
 import runner_fakes
-from mlmh import api, runner
+from mlmh import api
 from mlmh import plan as plan_module
 from mlmh.config import from_table
 from mlmh.errors import SpecError
-from mlmh.runner import run_experiment
+from mlmh.run import runner
+from mlmh.run.runner import run_experiment
 
 SMALL = {**runner_fakes.FAKE_PRESET, "maskings": ["every-nth:ratio=0.5"], "samplers": ["fake-fill", "fake-clm-fill"],
          "tasks": [], "limit": 3}

@@ -113,7 +113,7 @@ def check_trackers(module, tmp_path):
     import runner_fakes
     from mlmh.config import from_table
     from mlmh.plan import build_plan
-    from mlmh.runner import run_experiment
+    from mlmh.run.runner import run_experiment
 
     runner_fakes.install()
     config = from_table({**runner_fakes.FAKE_PRESET, "trackers": ["csv"]}, name="fake", source="fake.toml")

@@ -44,7 +44,7 @@ def swapped(monkeypatch):
 
     monkeypatch.setattr(api, "prepare", prepare)
     monkeypatch.setattr(api, "run", run)
-    monkeypatch.setattr("mlmh.runner.run_experiment", lambda *a, **k: pytest.fail("a face ran past mlmh.api.run"))
+    monkeypatch.setattr("mlmh.run.runner.run_experiment", lambda *a, **k: pytest.fail("a face ran past mlmh.api.run"))
     return calls
 
 
@@ -94,7 +94,7 @@ async def test_the_tui_prepares_then_runs(started_by, fake_preset, swapped, monk
 @pytest.mark.parametrize("face", ["eval", "evaluate", "tui", "tui-screen"])
 async def test_a_missing_checkpoint_is_refused_before_any_folder_on_every_face(face, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("mlmh.runner.run_experiment", lambda *a, **k: pytest.fail("the run started"))
+    monkeypatch.setattr("mlmh.run.runner.run_experiment", lambda *a, **k: pytest.fail("the run started"))
     if face == "evaluate":
         with pytest.raises(SpecError) as info:
             mlmh.evaluate("paper-hub")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mlmh.components import LoadContext
-from mlmh.runner import RunCancelled
+from mlmh.errors import RunCancelled
 from mlmh.modelcache import ModelCache
 from mlmh.training.jobs import parallel_slots, train_missing
 from mlmh.types import Corpus, Document

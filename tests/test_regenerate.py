@@ -34,7 +34,7 @@ def regenerations(monkeypatch):
 def finished_run(tmp_path_factory, tiny_mlm):
     from mlmh.config import resolve
     from mlmh.plan import build_plan
-    from mlmh.runner import run_experiment
+    from mlmh.run.runner import run_experiment
 
     out = tmp_path_factory.mktemp("regenerate") / "run"
     config = resolve("quick", {"models": [f"hf-mlm:path={tiny_mlm}"], "maskings": ["random:ratio=0.5"],

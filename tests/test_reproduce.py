@@ -10,7 +10,7 @@ from mlmh.config import resolve
 from mlmh.errors import SpecError
 from mlmh.plan import build_plan
 from mlmh.reproduce import reproduce
-from mlmh.runner import run_experiment
+from mlmh.run.runner import run_experiment
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ MACHINE_KEYS = {"versions", "created", "started", "finished", "output_path", "ho
 
 def normalised(value, tmp: str):
     """``value`` without timings and machine facts, with the run's temporary directory written as ``<tmp>``."""
-    from mlmh.runner import strip_timings
+    from mlmh.run.results import strip_timings
 
     def walk(v):
         if isinstance(v, dict):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mlmh.runner import strip_timings
+from mlmh.run.results import strip_timings
 from processes import children, wait_gone
 
 DOCS = 10

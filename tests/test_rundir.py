@@ -23,11 +23,12 @@ import runner_fakes
 from mlmh import rundir
 from mlmh.cli import main
 from mlmh.config import from_table
-from mlmh.errors import DataError, SpecError
+from mlmh.errors import DataError, RunCancelled, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.plan import build_plan
+from mlmh.run.results import strip_timings
+from mlmh.run.runner import run_experiment
 from mlmh.rundir import RunDir, RunDirError, write_atomic
-from mlmh.runner import RunCancelled, run_experiment, strip_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"maskings": ["every-nth:ratio=0.5"], "samplers": ["fake-fill", "fake-clm-fill"], "tasks": ["label-task"],

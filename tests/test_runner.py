@@ -8,10 +8,12 @@ import pytest
 
 import runner_fakes
 from mlmh.config import from_table
-from mlmh.errors import SpecError
+from mlmh.errors import RunCancelled, SpecError
 from mlmh.events import Message, Progress, RunFinished, RunStarted, SampleGenerated, StageFinished, StageStarted
 from mlmh.plan import build_plan
-from mlmh.runner import RunCancelled, run_experiment, select_documents, strip_timings
+from mlmh.run.results import strip_timings
+from mlmh.run.runner import run_experiment
+from mlmh.selection import select_documents
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,8 @@ from mlmh.config import from_table
 from mlmh.events import Message
 from mlmh.plan import build_plan
 from mlmh.registry import get_registry
-from mlmh.runner import run_experiment, strip_timings
+from mlmh.run.results import strip_timings
+from mlmh.run.runner import run_experiment
 from mlmh.types import Generation, MetricResult, Step
 
 KEY = dict(kind="metric", spec="bleu:tokenize=13a", code="mlmh==0.1+abc", libraries=(("sacrebleu", "2.6.0"),),

@@ -22,7 +22,7 @@ def test_help_lists_plugin_commands(plugin_site):  # noqa: F811
 
 
 def test_the_allocator_is_set_by_the_cli_entry_not_on_import():
-    code = ("import mlmh.cli, mlmh.generation, mlmh.runner, mlmh.bench.run\n"
+    code = ("import mlmh.cli, mlmh.generation, mlmh.run.runner, mlmh.bench.run\n"
             "import gc\nfrom mlmh import allocator\nbefore = allocator._tuned, gc.get_threshold()[0]\n"
             "try:\n    mlmh.cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(*before, allocator._tuned, gc.get_threshold()[0])")

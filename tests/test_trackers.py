@@ -25,7 +25,7 @@ from mlmh.errors import SpecError
 from mlmh.plan import build_plan
 from mlmh.plugin_manager import get_plugin_manager
 from mlmh.api import load
-from mlmh.runner import run_experiment
+from mlmh.run.runner import run_experiment
 from mlmh.tracking import VERDICT_VALUES, safe_name
 
 PRESET = '''

@@ -67,7 +67,7 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
     with the command. ``resume=True`` continues an interrupted run (with ``preset=None`` and an
     ``output_path``: as that run was configured); ``use_cache=False`` is ``--no-cache``; ``workers``,
     ``backend`` and ``ray_address`` are the command's options; setting ``cancel`` stops the run between
-    batches (:class:`mlmh.runner.RunCancelled`).
+    batches (:class:`mlmh.errors.RunCancelled`).
 
     Bad input raises :class:`mlmh.errors.SpecError` or :class:`~mlmh.errors.DataError` with the one-line
     message the command prints.
@@ -114,7 +114,7 @@ def run(prepared: PreparedRun, *, progress: "Listener | None" = None,
         cancel: threading.Event | None = None) -> "RunResults":
     """Run what :func:`prepare` checked (its plan, into its directory, on its executor, which is closed
     afterwards); ``progress`` hears every event, a set ``cancel`` stops the run between batches."""
-    from mlmh.runner import run_experiment
+    from mlmh.run.runner import run_experiment
 
     options.check_instance(prepared, "prepared", PreparedRun, "a prepared run (mlmh.api.prepare)")
     _check_listening(progress=progress, cancel=cancel)
@@ -352,7 +352,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
 
     ``load(model)`` returns a built model's adapter (default: the model loads, a trained-* one training on
     ``dataset``); the playground's keeps models between calls and shows their training. A set ``cancel``
-    stops before the next side (:class:`mlmh.runner.RunCancelled`).
+    stops before the next side (:class:`mlmh.errors.RunCancelled`).
 
     >>> import mlmh.api
     >>> left, right = mlmh.api.compare("The cat sat on the mat and looked at the door.",
@@ -365,7 +365,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     from mlmh.components import LoadContext
     from mlmh.generation import mask_texts, prepare_items, regenerate
     from mlmh.registry import get_registry
-    from mlmh.runner import RunCancelled
+    from mlmh.errors import RunCancelled
     from mlmh.types import Document
 
     if isinstance(text, str) and not text.strip():

@@ -25,3 +25,14 @@ class ModelError(MlmhError):
 
 class PluginError(MlmhError):
     """A plugin that failed to import or register."""
+
+
+class RunCancelled(MlmhError):
+    """A run or regeneration that was stopped (cancel event, Ctrl-C: exit 130; SIGTERM: 143); a run's cached
+    samples stay for ``--resume``."""
+
+    exit_code = 130
+
+    def __init__(self, message: str, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -302,7 +302,7 @@ def build_plan(config: "RunConfig") -> RunPlan:
 
     This is the validation of a configuration: an unknown name or a bad parameter is a SpecError naming
     the preset key or the flag, and the plan it returns is the one checked, which the runner runs
-    (:func:`mlmh.runner.run_experiment`), so a run builds its components once.
+    (:func:`mlmh.run.runner.run_experiment`), so a run builds its components once.
     """
     from mlmh.options import check_instance
     from mlmh.registry import get_registry

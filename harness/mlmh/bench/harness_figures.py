@@ -63,7 +63,7 @@ def measure_scaling(work_dir: Path, *, documents: int = 12, runs: int = 3, size:
     Both runs load the same models (random weights, so no training) and the same dataset; interleaved.
     """
     from mlmh.plan import build_plan
-    from mlmh.runner import run_experiment
+    from mlmh.run.runner import run_experiment
 
     work_dir = Path(work_dir)
     models = prepare_scaling_models(size, work_dir)

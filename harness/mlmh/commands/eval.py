@@ -68,8 +68,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
     """
     from mlmh import api
     from mlmh.progress import progress_listener
-    from mlmh.errors import MlmhError
-    from mlmh.runner import RunCancelled
+    from mlmh.errors import MlmhError, RunCancelled
 
     overrides = options.run_overrides(click.get_current_context().params)
     if show_config:

@@ -273,7 +273,7 @@ class PlaygroundScreen(TuiScreen):
 
     @work(thread=True, exclusive=True, group="playground")
     def _generate(self, request: PlaygroundRequest, cancel: threading.Event) -> None:
-        from mlmh.runner import RunCancelled
+        from mlmh.errors import RunCancelled
 
         started = time.perf_counter()
         try:

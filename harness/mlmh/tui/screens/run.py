@@ -155,7 +155,7 @@ class RunScreen(TuiScreen):
     @work(thread=True, exclusive=True, group="run")
     def _run(self, prepared: PreparedRun, cancel: threading.Event) -> None:
         from mlmh import api
-        from mlmh.runner import RunCancelled
+        from mlmh.errors import RunCancelled
 
         output: list[str] = []
 

@@ -1,0 +1,67 @@
+"""The data stage: the run's corpus, the documents each set regenerates, and the set the comparison leads with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from mlmh.contracts import describe_error
+from mlmh.errors import MlmhError
+from mlmh.events import Progress, StageStarted
+from mlmh.plan import RunPlan
+from mlmh.run.context import RunContext
+from mlmh.selection import select_documents, subcorpus
+from mlmh.types import Corpus, Document
+
+#: the two document sets of every run: regenerations of train documents (the synthetic corpus of the
+#: paper's protocol) and of test documents that no model trained on or was selected on
+ROLES = ("seen", "unseen")
+SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
+
+
+@dataclass(frozen=True)
+class RunData:
+    """What the data stage makes."""
+
+    corpus: Corpus
+    documents: Mapping[str, list[Document]]  # role -> the documents regenerated (before the mask stage cuts them)
+    role_of: Mapping[str, str]  # document id -> role
+    headline: str  # the set the comparison leads with: unseen when there is a test split
+    test: Corpus  # the real test split the downstream tasks test on
+
+
+def load_data(plan: RunPlan, ctx: RunContext) -> RunData:
+    """Load the plan's dataset, pick each set's documents and check every component against the corpus
+    (:meth:`~mlmh.plan.RunPlan.check`, which may drop a preset's default that cannot run on it)."""
+    config = plan.config
+    ctx.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {config.dataset}"))
+    try:
+        corpus = plan.load_corpus()
+    except MlmhError:
+        raise
+    except Exception as exc:  # the run's one dataset: nothing can run without it, but say whose fault
+        raise MlmhError(f"{plan.describe(plan.dataset)} failed to load "
+                        f"{config.data or 'its bundled sample'}: {describe_error(exc)}") from None
+    if config.data is None:
+        ctx.note(f"dataset {config.dataset}: using its {corpus.source} (pass --data PATH for the real files)")
+    for note in corpus.notes:
+        ctx.note(f"dataset {config.dataset}: {note}")
+    documents = {role: select_documents(corpus, config.limit, SPLIT_OF_ROLE[role]) for role in ROLES}
+    if not documents["seen"]:
+        raise MlmhError(f"dataset {config.dataset} has no train documents to generate from ({corpus.source})")
+    if not documents["unseen"]:
+        ctx.note(f"dataset {config.dataset} has no test split: quality is measured on seen (train) "
+                 "documents only, and cannot separate generation from memorization", "warning")
+    data = RunData(corpus=corpus, documents=documents,
+                   role_of={d.id: role for role in ROLES for d in documents[role]},
+                   headline="unseen" if documents["unseen"] else "seen",
+                   test=subcorpus(corpus, corpus.split("test")))
+    if any(not m.name.startswith("trained-") for m in plan.models):
+        ctx.note("seen / unseen are the dataset's train / test splits; mlmh does not know what a user "
+                 "checkpoint (hf-*) was trained on")
+    plan.check(corpus)
+    for note in plan.notes:
+        ctx.note(note)
+    ctx.bus.emit(Progress(stage="data", completed=1, total=1,
+                          info={role: len(docs) for role, docs in documents.items()}))
+    return data
