@@ -65,10 +65,10 @@ def test_every_regeneration_outside_a_run_goes_through_regenerate(face, regenera
         assert reproduce(run, sample.split('"')[0]).identical
         assert regenerations == [(["mlm"], 1)]
     else:
-        from mlmh.bench.samplers import CASE_BY_KEY, bench_items, measure_sampler
+        from mlmh.bench.samplers import bench_items, case_by_key, measure_sampler
 
         items = bench_items(12, 2, request.getfixturevalue("vocabulary"))
-        cell = measure_sampler(CASE_BY_KEY["one-shot"], get_registry().build("sampler", "one-shot"),
+        cell = measure_sampler(case_by_key()["one-shot"], get_registry().build("sampler", "one-shot"),
                                request.getfixturevalue("bench_adapters")["mlm"], items, runs=1)
         assert cell["masked_tokens"] == 6
         assert len(regenerations) >= 2 and all(call == (["mlm"], 2) for call in regenerations)  # its plan, each run
