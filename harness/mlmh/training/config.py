@@ -128,7 +128,8 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
-                unique_tokens: int = 0, keep: str = "best", max_passes: float = 0.0, spelled: Callable[[str], str] | None = None,
+                unique_tokens: int = 0, keep: str = "best", max_passes: float = 0.0,
+                spelled: Callable[[str], str] | None = None,
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
