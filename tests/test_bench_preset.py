@@ -82,3 +82,14 @@ def test_the_machine_names_its_cpu_and_times_the_reference_workload(tmp_path):
     assert cpu_model(info) == "AMD EPYC 7B13 (AVX2)"
     assert cpu_model(tmp_path / "absent")  # elsewhere: the platform's word
     assert 0 < reference_seconds() < 60
+
+
+def test_the_machine_names_the_kernels_and_the_caps_on_their_instruction_set():
+    import os
+    import subprocess
+    import sys
+
+    capped = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    code = "from mlmh.bench.machine import kernels; print(kernels())"
+    line = subprocess.run([sys.executable, "-c", code], env=capped, capture_output=True, text=True, check=True).stdout
+    assert line.strip() == "torch DEFAULT (ATEN_CPU_CAPABILITY=default)"  # an AVX2 machine measured on any CPU

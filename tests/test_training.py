@@ -456,6 +456,21 @@ def test_budget_rules_scale_the_step_budget():
     assert mlm_compute == round(300 * ratio) and abs(mlm_compute / 300 - 1) <= 0.1  # matched sizes: ~ tokens
 
 
+def test_max_passes_caps_every_budget_at_passes_over_the_train_targets():
+    # 100 blocks of batch 16: one pass over the CLM's targets is 7 steps (ceil 6.25); the MLM supervises 40% of its
+    # tokens, so its pass takes 2.5x the steps: matched targets stay matched under the cap
+    clm, note = budget_steps(make_config("clm", budget="targets", max_passes=2), 300, 1500, blocks=100)
+    assert clm == 13 and "capped at 2 passes" in note and "100 blocks" in note
+    mlm, _ = budget_steps(make_config("mlm", budget="targets", max_passes=2), 300, 1500, blocks=100)
+    assert mlm == 32  # ceil(2 x 100 / (16 x 0.4))
+    within, note = budget_steps(make_config("clm", budget="targets", max_passes=2), 10, 1500, blocks=100)
+    assert within == 10 and "within 2 passes" in note
+    assert budget_steps(make_config("clm", budget="targets"), 300, 1500, blocks=100)[0] == 300  # no cap by default
+    assert "max_passes" not in make_config("clm").to_dict()  # an unset cap keeps the keys of models trained before it
+    assert make_config("clm", max_passes=2).to_dict()["max_passes"] == 2
+    with pytest.raises(SpecError, match="max_passes"):
+        make_config("clm", max_passes=-1, spelled=lambda key: f"trained-clm:{key}")
+
 def test_card_counts_tokens_targets_and_flops(tmp_path):
     clm = train(TEXTS, micro("clm", max_steps=2), tmp_path / "clm", threads=1)
     assert clm["budget"] == "tokens" and clm["supervised_targets"] == clm["tokens_seen"] - 2 * MICRO["batch_size"]

@@ -5,6 +5,10 @@ goals were first met on), so every figure travels with the CPU that made it and 
 workload: a single-threaded float32 matrix-multiply loop, the kind of work model training and generation spend
 their time in. A figure divided by the reference time compares across machines; a goal is met on the machine
 the report names.
+
+The kernels torch picks are named too (``torch.backends.cpu.get_cpu_capability``): an AVX-512 machine measures an
+AVX2 machine's kernels when run with ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2``
+(docs/PERFORMANCE.md), the same clock and caches aside.
 """
 
 from __future__ import annotations
@@ -55,7 +59,22 @@ def reference_seconds() -> float:
         torch.set_num_threads(previous)
 
 
+#: the environment variables that cap the instruction set of torch's, MKL's and oneDNN's kernels
+ISA_CAPS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
+def kernels() -> str:
+    """The vector kernels torch dispatches to here, with any cap the environment set on them."""
+    import os
+
+    import torch
+
+    caps = [f"{name}={os.environ[name]}" for name in ISA_CAPS if os.environ.get(name)]
+    return f"torch {torch.backends.cpu.get_cpu_capability()}" + (f" ({', '.join(caps)})" if caps else "")
+
+
 def describe() -> dict[str, Any]:
-    """The machine block every bench report carries: the CPU, and the reference workload's time."""
-    return {"cpu": cpu_model(), "reference_workload": f"{PRODUCTS} float32 {SIZE}x{SIZE} matmuls, 1 thread",
+    """The machine block every bench report carries: the CPU, the kernels, and the reference workload's time."""
+    return {"cpu": cpu_model(), "kernels": kernels(),
+            "reference_workload": f"{PRODUCTS} float32 {SIZE}x{SIZE} matmuls, 1 thread",
             "reference_cpu_seconds": reference_seconds()}

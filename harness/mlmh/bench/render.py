@@ -30,7 +30,7 @@ def report_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown tables (docs/PERFORMANCE.md keeps the latest real run in this form)."""
     lines: list[str] = []
     machine = report["machine"]
-    lines.append(f"{machine.get('cpu', 'CPU not recorded')}; reference workload ({machine.get('reference_workload', '-')}) "
+    lines.append(f"{machine.get('cpu', 'CPU not recorded')}, {machine.get('kernels', 'kernels not recorded')}; reference workload ({machine.get('reference_workload', '-')}) "
                  f"{machine.get('reference_cpu_seconds', '-')} CPU-s. "
                  f"{machine['threads']} torch threads on {machine['cores']} cores, torch {machine['torch']}; load average "
                  f"{machine['load_average_before'][0]:.1f} before, {machine['load_average_after'][0]:.1f} after; "

@@ -111,9 +111,13 @@ class TrainingConfig:
     precision: str = "float32"  # "float32" | "bf16" (autocast, CUDA only)
     unique_tokens: int = 0  # train on the first train blocks holding this many tokens (0 = all): the data budget U
     keep: str = "best"  # "best" validation checkpoint | "last": the weights after the whole budget (epochs)
+    max_passes: float = 0.0  # at most this many supervised passes over the train split's targets (0 = no cap)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        fields = dataclasses.asdict(self)
+        if not self.max_passes:  # a cap left unset keeps the cache keys of the models trained before it existed
+            del fields["max_passes"]
+        return fields
 
     @property
     def learning_rate(self) -> float:
@@ -124,7 +128,8 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 epochs: float | None = None, init: str = "", positions: str = "rotary", mask_schedule: str = "",
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
-                unique_tokens: int = 0, keep: str = "best", spelled: Callable[[str], str] | None = None,
+                unique_tokens: int = 0, keep: str = "best", max_passes: float = 0.0,
+                spelled: Callable[[str], str] | None = None,
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
@@ -167,6 +172,8 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                         f"{patience_tokens}")
     if unique_tokens < 0:
         raise SpecError(f"{flag('unique_tokens')} must be >= 0; got {unique_tokens}")
+    if max_passes < 0:
+        raise SpecError(f"{flag('max_passes')} must be >= 0; got {max_passes}")
     if keep not in KEEPS:
         raise SpecError(f"unknown keep '{keep}' (valid: {', '.join(KEEPS)})")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
@@ -176,4 +183,5 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     return TrainingConfig(objective=objective, size=size, shape=shape, seed=seed, max_steps=max_steps,
                           epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
                           budget=budget, eval_every=eval_every, patience_tokens=patience_tokens, device=resolved,
-                          precision=resolve_precision(precision, resolved), unique_tokens=unique_tokens, keep=keep)
+                          precision=resolve_precision(precision, resolved), unique_tokens=unique_tokens, keep=keep,
+                          max_passes=max_passes)

@@ -67,13 +67,26 @@ def target_share(config: TrainingConfig) -> float:
     return config.mask_ratio if config.mask_schedule == "fixed" else 0.5  # type: ignore[return-value]  # fixed: a ratio is set
 
 
-def budget_steps(config: TrainingConfig, steps: int, vocab_size: int) -> tuple[int, str]:
+def budget_steps(config: TrainingConfig, steps: int, vocab_size: int, blocks: int = 0) -> tuple[int, str]:
     """The step budget under ``config.budget`` from the ``tokens`` budget ``steps``, and how it was set.
 
     ``targets``: steps x (the CLM's target share / this objective's), at most ``MAX_BUDGET_SCALE``x.
     ``compute``: training FLOPs ~ 6 x parameters x tokens, so steps x (the CLM's parameters / this
     model's); the sizes are matched within 10%, so this stays close to ``tokens``.
+    ``max_passes`` then caps any of them at that many passes over the ``blocks`` train blocks' supervised targets.
     """
+    matched, note = _matched_steps(config, steps, vocab_size)
+    if not config.max_passes or not blocks:
+        return matched, note
+    cap = max(1, math.ceil(config.max_passes * blocks / (config.shape.batch_size * target_share(config))))
+    if matched <= cap:
+        return matched, f"{note}; within {config.max_passes:g} passes over the train targets ({cap} steps)"
+    return cap, (f"{note}, capped at {config.max_passes:g} passes over the train targets ({blocks} blocks: "
+                 f"{cap} steps)")
+
+
+def _matched_steps(config: TrainingConfig, steps: int, vocab_size: int) -> tuple[int, str]:
+    """The steps the declared budget matches across objectives, before any cap on passes."""
     if config.budget == "tokens":
         return steps, "same tokens (steps x batch x seq_len) for every objective"
     if config.budget == "targets":
@@ -150,7 +163,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         token_steps = config.max_steps or (
             math.ceil(config.epochs * len(train_blocks.ids) / shape.batch_size) if config.epochs else shape.steps
         )
-        steps, budget_note = budget_steps(config, token_steps, len(tokenizer))
+        steps, budget_note = budget_steps(config, token_steps, len(tokenizer), len(train_blocks.ids))
         eval_every = config.eval_every or max(MIN_EVAL_EVERY, token_steps // EVALUATIONS_PER_BUDGET)
         vocabulary = output_vocabulary(model, config, train_blocks)
         with vocabulary or contextlib.nullcontext():
@@ -192,6 +205,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             if config.objective == "seq2seq" else "",
             "budget": config.budget,
             "budget_note": budget_note,
+            "max_passes": config.max_passes,
             "steps": steps,
             "steps_run": run["steps_run"],
             "step_kept": run["step_kept"],
