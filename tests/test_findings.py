@@ -309,6 +309,17 @@ def test_a_not_comparable_answer_names_the_next_command():
     assert step["command"] == "" and "longer training" in step["why"]
 
 
+def test_a_pretrained_start_that_memorised_is_sent_to_fewer_passes():
+    rows = kinds(30.0, 20.0)
+    for r in rows:
+        r.gap["bleu"] = Score(6.0, 4.0, 8.0, extra={"significant": True})  # every condition: seen above unseen
+    cards = {"mlm": {**LEARNED, "init": "minilm"}, "clm": {**LEARNED, "init": "minilm"}}
+    results, found = findings_of(rows, cards=cards)
+    results.config = ConfigRecord(preset="paper")
+    found = run_findings(results, per_doc(results.conditions, {}), {}, [], seed=0)
+    step = next(f.extra["next_step"] for f in found if f.extra.get("next_step"))
+    assert step["command"] == "" and "max_passes" in step["why"]
+
 def test_a_model_on_the_plateau_is_not_called_memorising():
     rows = kinds(30.0, 20.0)
     for r in rows:
