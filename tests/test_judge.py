@@ -280,6 +280,10 @@ def test_the_real_judge_finds_fluent_text_likelier_than_the_same_words_shuffled(
     results = score("gen-ppl:judge=gemma-3-270m", [fluent, shuffled])
     ppl_fluent, ppl_shuffled = results["gen-ppl"].per_sample
     assert ppl_fluent < 100 < ppl_shuffled and ppl_shuffled > 10 * ppl_fluent
+    # the cheaper precision on the real judge: within the declared tolerance of float32, text by text
+    exact = score("gen-ppl:judge=gemma-3-270m,precision=float32", [fluent, shuffled])["gen-ppl"].per_sample
+    cheap = score("gen-ppl:judge=gemma-3-270m,precision=bf16", [fluent, shuffled])["gen-ppl"].per_sample
+    assert all(abs(b / a - 1) <= metrics_ppl.BF16_TOLERANCE for a, b in zip(exact, cheap))
     assert os.path.isdir(results["gen-ppl"].info["model"].split("converted to ")[1].rstrip(")"))
 
 
@@ -298,9 +302,12 @@ def test_bench_reports_the_judge_s_tokens_per_cpu_second_or_why_it_is_off(tmp_pa
     assert figures["tokens"] == sum(len(metrics_ppl.token_ids(tokenizer, t, 10**6)[0]) - 1 for t in texts)
     assert figures["tokens_per_cpu_s"] == pytest.approx(figures["tokens"] / figures["cpu_seconds"])
     assert figures["load_seconds"] > 0 and figures["pairs"] == bench_metrics.JUDGE_PAIRS
+    # timed as a run scores: the precision auto picks on this CPU, one thread
+    assert figures["precision"] == metrics_ppl.resolve_precision("auto") and figures["threads"] == 1
     report = {"machine": {"threads": 1, "cores": 2, "torch": "x", "load_average_before": [1.0], "load_average_after": [1.0]},
               "method": {"timed_runs": 1}, "wall_seconds": 1.0, "sizes": {}, "goals": [], "metrics": {"judge": figures}}
     assert "| judge | 16 |" in report_markdown(report) and "loaded in" in report_markdown(report)
+    assert f"judge ({figures['precision']}, 1 thread(s))" in report_markdown(report)
 
 
 def test_the_doctor_shows_the_judge_off_with_its_command_and_still_passes(not_installed, monkeypatch):

@@ -12,8 +12,8 @@ batches, right-padded with an attention mask, so a text's perplexity does not de
 output layer (most of a large-vocabulary LM's work) runs only at the positions that predict a token; each
 distinct text is scored once per process (the originals repeat across every condition of a run).
 
-The cost (docs/PERFORMANCE.md): ``precision=auto`` runs the model in bfloat16 where the CPU multiplies it in
-hardware (AVX512-BF16, AMX), 2.3x fewer CPU-seconds than float32 for Gemma 3 270M, each text's perplexity
+The cost (docs/PERFORMANCE.md): ``precision=auto`` multiplies in bf16 where the CPU has bf16 units (AVX512-BF16,
+AMX; :mod:`mlmh_builtins.bf16_products`), half float32's CPU-seconds for Gemma 3 270M with each text's perplexity
 within :data:`BF16_TOLERANCE` of float32's; float32 elsewhere (emulated bf16 is slower) or when asked for.
 Scoring runs on one torch thread by default: on a busy machine a second thread spins while it waits.
 """
@@ -40,8 +40,9 @@ from mlmh_builtins.judge import JUDGES, get_judge, judge_check, judge_dir
 from mlmh_builtins.metrics_common import base_info, mean_result
 
 ENV_MODEL = "MLMH_GENPPL_MODEL"
-#: declared: a text's perplexity in bf16 differs from float32's by at most this fraction (measured on Gemma 3 270M
-#: over the bundled PAN sample's originals and shuffled texts: 1.3% at most; tests hold the tiny judge to it)
+#: declared: a text's perplexity in bf16 differs from float32's by at most this fraction, whatever its batch
+#: (measured on Gemma 3 270M over the bundled PAN sample's originals and shuffled texts: 0.85% at most, 0.9% by
+#: batch; tests hold the tiny judge to it)
 BF16_TOLERANCE = 0.03
 #: rows of logits turned into float32 at a time to take their log-softmax (bounds the float copy's memory)
 NLL_ROWS = 128
@@ -96,7 +97,8 @@ def token_ids(tokenizer: Any, text: str, max_tokens: int) -> tuple[list[int], in
 def batch_nll(model: Any, sequences: Sequence[Sequence[int]]) -> list[tuple[float, int]]:
     """(summed NLL in nats, predicted tokens) of each sequence, in one forward pass. Right padding and
     an attention mask: a causal LM's prediction at a real position never sees the padding after it,
-    and positions count from each sequence's start, so the values do not depend on the batch. Every
+    and positions count from each sequence's start, so the values do not depend on the batch (in bf16,
+    whose kernels round differently for another number of rows, within :data:`BF16_TOLERANCE`). Every
     sequence has at least two tokens (one predicted).
 
     The output layer sees only the positions that predict a token (neither padding nor a sequence's
@@ -186,8 +188,8 @@ class GenPerplexityMetric(Metric):
         Param("max_tokens", int, 0, "truncate each text to this many tokens; 0 = the model's window", min=0, max=bounds.SEQUENCE),
         Param("batch_tokens", int, 512, "padded tokens per forward pass (bounds the logits' memory)", min=1,
               max=bounds.SEQUENCE),
-        Param("precision", str, "auto", "the reference LM's weights: auto (bf16 where the CPU multiplies bf16 in "
-              f"hardware, else float32), float32, bf16 (each text's perplexity within {BF16_TOLERANCE:.0%} of float32's)",
+        Param("precision", str, "auto", "the reference LM's matrix products: auto (bf16 where the CPU has bf16 "
+              f"units, else float32), float32, bf16 (each text's perplexity within {BF16_TOLERANCE:.0%} of float32's)",
               choices=PRECISIONS),
         Param("threads", int, 1, "torch threads while scoring; 0 = every core", min=0, max=bounds.THREADS),
     )
