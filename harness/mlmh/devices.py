@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 from mlmh.errors import SpecError
@@ -115,9 +116,16 @@ def inference_threads(model: Any) -> Iterator[None]:
     if "OMP_NUM_THREADS" in os.environ or not isinstance(hidden, int):
         yield
         return
+    with torch_threads(threads_for(hidden)):
+        yield
+
+
+@contextmanager
+def torch_threads(wanted: int) -> Iterator[None]:
+    """Run the block on ``wanted`` torch threads, and restore the count afterwards."""
     import torch
 
-    before, wanted = torch.get_num_threads(), threads_for(hidden)
+    before = torch.get_num_threads()
     if wanted == before:
         yield
         return
@@ -126,3 +134,19 @@ def inference_threads(model: Any) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The CPU's feature flags as Linux lists them (``avx512f``, ``amx_bf16``...); empty elsewhere."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
+
+
+def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (AVX512-BF16 or AMX-BF16). Without it torch
+    emulates bf16 and is slower than float32: a 512 x 640 by 640 x 262,144 product took 0.36 CPU-s in bf16 and
+    1.37 in float32 with AMX, 5.2 and 1.4 with AVX-512 alone, 10.8 and 1.3 with AVX2 (oneDNN held to each)."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags(cpuinfo))

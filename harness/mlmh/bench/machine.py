@@ -24,13 +24,15 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The processor's model name, with the vector extensions that decide torch's kernels (AVX2, AVX-512)."""
     import platform
 
+    from mlmh.devices import cpu_flags
+
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return platform.processor() or platform.machine() or "unknown"
     name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
                 platform.machine() or "unknown")
-    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
+    flags = cpu_flags(cpuinfo)
     vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
     return f"{name} ({vector})"
 

@@ -113,7 +113,8 @@ def bertscore_cached_figures(metric, pairs: int, *, runs: int) -> dict[str, Any]
 def judge_figures(*, runs: int = 3) -> dict[str, Any]:
     """gen-ppl's pretrained judge: its load (from mlmh's cache, converted there first if it is not), then its
     tokens per CPU-second scoring JUDGE_PAIRS sentences and their references cold (its causal LM over every
-    token, the 262k-word output layer included); ``off`` with the install command where it is not installed."""
+    token, the 262k-word output layer included) in the precision and threads a run scores with;
+    ``off`` with the install command where it is not installed."""
     import time
 
     from mlmh.registry import get_registry
@@ -127,6 +128,8 @@ def judge_figures(*, runs: int = 3) -> dict[str, Any]:
     load_seconds, load_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     timing = measure(cold_score(metric, metric_pairs(JUDGE_PAIRS, words=JUDGE_WORDS)), runs=runs, warmup=0)
     tokens = sum(result.info["predicted_tokens"] for result in timing.result)
+    info = timing.result[0].info
     return {"pairs": JUDGE_PAIRS, "tokens": tokens, "seconds": timing.seconds, "pairs_per_s": JUDGE_PAIRS / timing.seconds,
             "cpu_seconds": timing.cpu_seconds, "tokens_per_cpu_s": tokens / timing.cpu_seconds, "runs": timing.runs,
-            "load_seconds": load_seconds, "load_cpu_seconds": load_cpu}
+            "load_seconds": load_seconds, "load_cpu_seconds": load_cpu,
+            "precision": info.get("precision"), "threads": info.get("threads")}

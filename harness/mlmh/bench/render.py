@@ -72,7 +72,8 @@ def metric_note(figures: dict[str, Any]) -> str:
     if figures.get("error") or figures.get("off"):
         return figures.get("error") or f"off: {figures['off']}"
     if "load_seconds" in figures:
-        return (f"judge: {figures['tokens']} tokens cold; loaded in {figures['load_seconds']:.3g} s "
+        how = f" ({figures['precision']}, {figures['threads']} thread(s))" if figures.get("precision") else ""
+        return (f"judge{how}: {figures['tokens']} tokens cold; loaded in {figures['load_seconds']:.3g} s "
                 f"({figures['load_cpu_seconds']:.3g} CPU-s)")
     return ""
 
