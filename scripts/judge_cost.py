@@ -36,8 +36,8 @@ def documents() -> list[Any]:
 
     from transformers import AutoTokenizer
 
+    from mlmh.data.selection import select_documents
     from mlmh.registry import get_registry
-    from mlmh.selection import select_documents
     from mlmh.words import split_words
     from mlmh_builtins.metrics_bertscore import minilm_path
 
@@ -56,8 +56,8 @@ def documents() -> list[Any]:
 
 def paper_mix() -> dict[str, list[str]]:
     """Set name -> its 32 texts (16 seen, then 16 unseen): the originals, each masking's baselines and conditions."""
+    from mlmh.findings.memorization import baseline_words, filler_word
     from mlmh.generation import prepare_items
-    from mlmh.memorization import baseline_words, filler_word
     from mlmh.registry import get_registry
 
     docs = documents()

@@ -32,7 +32,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MLMH_CACHE_DIR", str(tmp_path_factory.mktemp("mlmh-cache")))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
     from mlmh_builtins import judge
 
     # a judge is converted once per session where its extra is installed (a paper preset run in a test would

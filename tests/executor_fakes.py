@@ -71,7 +71,7 @@ def register_samplers(register):
 
 def install() -> None:
     """Register the runner fakes and this module (as entry points would)."""
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
 
     runner_fakes.install()
     pm = get_plugin_manager()

@@ -132,7 +132,7 @@ PRESET = {
 
 
 def install() -> None:
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
 
     runner_fakes.install()
     pm = get_plugin_manager()

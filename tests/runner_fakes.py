@@ -232,7 +232,7 @@ def install() -> None:
     """Register this module with the plugin manager (as an entry point would)."""
     import sys
 
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
 
     pm = get_plugin_manager()
     if not pm.is_registered(sys.modules[__name__]):

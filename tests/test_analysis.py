@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mlmh.analysis import correlate, verdict
+from mlmh.findings.correlation import correlate, verdict
 from mlmh.types import Correlation
 
 

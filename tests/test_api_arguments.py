@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlmh import api
-from mlmh.config import resolve
+from mlmh.config.presets import resolve
 from mlmh.errors import SpecError
 
 MODEL = "trained-mlm:size=tiny,max_steps=3"
@@ -75,7 +75,7 @@ def no_work(monkeypatch):
     monkeypatch.setattr("mlmh.api._load_and_regenerate", _reach)
     monkeypatch.setattr("mlmh.run.runner.run_experiment", _reach)
     monkeypatch.setattr("mlmh.generation.generate", _reach)
-    monkeypatch.setattr("mlmh.executors.make_executor", lambda *a, **k: _Executor())
+    monkeypatch.setattr("mlmh.run.executors.make_executor", lambda *a, **k: _Executor())
 
 
 def test_the_walk_knows_every_public_function():
@@ -108,7 +108,7 @@ def test_every_argument_of_a_wrong_type_is_one_spec_error_naming_it(name, tmp_pa
 
 @pytest.mark.parametrize("value", [None, "quick", {"preset": "quick"}, object()])
 def test_build_plan_names_its_argument(value):
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
 
     with pytest.raises(SpecError, match=r"^config .*: expected a RunConfig"):
         build_plan(value)

@@ -392,7 +392,7 @@ def test_bertscore_throughput_reports_cold_cached_and_bare_encoder():
 
 
 def test_allocator_tuned_once_and_never_against_the_environment(monkeypatch):
-    from mlmh import allocator
+    from mlmh.machine import allocator
 
     calls = []
 

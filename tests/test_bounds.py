@@ -10,8 +10,9 @@ import signal
 import click
 import pytest
 
-from mlmh import bounds, options
+from mlmh import bounds
 from mlmh.cli import main
+from mlmh.config import options
 from mlmh.errors import SpecError
 from mlmh.registry import get_registry
 
@@ -95,7 +96,7 @@ def test_commands_refuse_absurd_counts_before_any_work(args, message, capsys, tm
 
 
 def test_preset_keys_are_bounded(tmp_path):
-    from mlmh.config import from_table
+    from mlmh.config.presets import from_table
 
     with pytest.raises(SpecError, match=r"key 'batch_size' must be <= 4096 \(items per forward pass\)"):
         from_table({"dataset": "pan", "models": ["trained-mlm"], "maskings": ["random"], "samplers": ["one-shot"], "batch_size": 10**9}, name="p", source="p.toml")

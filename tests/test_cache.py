@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from mlmh.cache import SampleCache, sample_key
+from mlmh.storage.cache import SampleCache, sample_key
 from mlmh.types import Generation, Step
 
 BASE = dict(model="trained-mlm:size=tiny@abc", tokenizer="WordPiece:300", doc_id="d1", text="The cat sat.",
@@ -68,7 +68,7 @@ def test_stored_json_is_the_text_of_to_dict():
     with to_dict first, int keys and tuples included; a key JSON has no form for takes to_dict's str()."""
     import json
 
-    from mlmh.cache import stored_json
+    from mlmh.storage.cache import stored_json
     from mlmh.types import Generation, MetricResult, Step, to_dict
 
     steps = [Step(tokens=["a", "[MASK]", "c"], changed=[1], confidences={1: 0.25}, masked=[]),

@@ -10,10 +10,10 @@ from pathlib import Path
 from mlmh.api import load
 from mlmh.commands.eval import print_summary
 from mlmh.findings.comparisons import judged
-from mlmh.report import render_markdown
-from mlmh.runconfig import RunConfig
+from mlmh.report.markdown import render_markdown
 from mlmh.tui.screens.results import findings_text
 from mlmh.types import ConfigRecord, GenerationCosts, RunResults
+from mlmh.types.runconfig import RunConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: report.md of the fixture run, as mlmh wrote it before the comparisons were kept in results.json

@@ -12,10 +12,10 @@ import math
 import pytest
 
 import fault_fakes
-from mlmh.config import from_table
-from mlmh.contracts import finite_only, metric_problem, score_metric, strict_json
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
 from mlmh.errors import MlmhError
-from mlmh.plan import build_plan
+from mlmh.plugins.contracts import finite_only, metric_problem, score_metric, strict_json
 from mlmh.run.runner import run_experiment
 from mlmh.types import MetricResult
 
@@ -69,7 +69,7 @@ def test_a_failing_component_fails_its_conditions_and_the_rest_completes(tmp_pat
 
 @pytest.mark.slow
 def test_a_sampler_fault_is_contained_in_worker_processes(tmp_path, monkeypatch):
-    from mlmh.executors import LocalWorkersExecutor
+    from mlmh.run.executors import LocalWorkersExecutor
 
     monkeypatch.setenv("MLMH_TEST_FAULT", "sampler")
     config = from_table(dict(fault_fakes.PRESET), name="faults", source="faults.toml")

@@ -10,7 +10,7 @@ import pytest
 from mlmh.components import Dataset, Masking, Metric, Sampler, Task
 from mlmh.errors import DataError, MlmhError
 from mlmh.generation import generate
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.registry import get_registry
 from mlmh.testing import (TINY_TEXTS, check_dataset, check_masking, check_metric, check_sampler, check_task, documents,
                           sample_items, scoring_items)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mlmh.cache import SampleCache
 from mlmh.errors import DataError, MlmhError, ModelError
+from mlmh.storage.cache import SampleCache
 from mlmh.testing import build_tiny_model
 from mlmh.types import Generation, MetricResult, TaskResult, to_dict
 
@@ -96,8 +96,8 @@ def test_a_table_with_foreign_columns_is_set_aside(tmp_path, table):
 
 def test_a_run_over_a_corrupt_cache_regenerates_and_says_so(tmp_path):
     import runner_fakes
-    from mlmh.config import from_table
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import from_table
     from mlmh.run.results import strip_timings
     from mlmh.run.runner import run_experiment
 
@@ -130,7 +130,7 @@ def test_invalid_utf8_in_samples_jsonl_names_the_file_and_line(tmp_path):
 
 def _generations_readers():
     from mlmh.human import export_sheet
-    from mlmh.reproduce import recorded_sample
+    from mlmh.run.reproduce import recorded_sample
 
     return {"generate --run": lambda run: recorded_sample(run, "0:nope"),
             "human export": lambda run: export_sheet(run, 2)}
@@ -143,7 +143,7 @@ def _generations_readers():
     (b'[1]\n', ":1: expected a JSON object, got list"),
 ])
 def test_every_jsonl_reader_names_the_file_and_line(tmp_path, content, error, reader):
-    """Every reader of a run's JSON Lines files goes through mlmh.jsonl (samples.jsonl above,
+    """Every reader of a run's JSON Lines files goes through mlmh.storage.jsonl (samples.jsonl above,
     generations.jsonl here for generate --run and human export)."""
     if reader == "human export" and error.startswith(":2"):  # its first line must be a whole generation
         content = content.replace(b'{"sample": "0:d1"}', json.dumps(
@@ -249,7 +249,7 @@ def test_a_device_this_machine_lacks_is_named(broken_models):
 
 def test_gen_ppl_names_a_path_that_does_not_exist_from_its_env_var_too(tmp_path, monkeypatch):
     from mlmh.components import ScoringItem
-    from mlmh.contracts import score_metric
+    from mlmh.plugins.contracts import score_metric
     from mlmh.registry import get_registry
 
     monkeypatch.setenv("MLMH_GENPPL_MODEL", str(tmp_path / "gone"))
@@ -263,7 +263,7 @@ def test_a_legacy_nltk_tagger_falls_back_to_the_offline_tagger(tmp_path, monkeyp
     """Only the old pickled averaged_perceptron_tagger on the machine: current NLTK cannot read it, so
     pos masking uses the offline tagger instead of failing with a LookupError."""
     nltk = pytest.importorskip("nltk")
-    from mlmh import wordnet
+    from mlmh.data import wordnet
     from mlmh_builtins import maskings
 
     if wordnet.wordnet_unavailable():
@@ -275,8 +275,8 @@ def test_a_legacy_nltk_tagger_falls_back_to_the_offline_tagger(tmp_path, monkeyp
     monkeypatch.setattr(maskings, "spacy_pipeline", lambda: None)
     maskings.nltk_tagger.cache_clear()
     try:
-        from mlmh_builtins.offline_taggers import POS_TAGGER_NOTE
         from mlmh.words import split_words
+        from mlmh_builtins.offline_taggers import POS_TAGGER_NOTE
 
         words = split_words("The quick dog runs home.")
         tags, note = maskings.pos_tags(words)
@@ -361,7 +361,7 @@ def test_an_init_error_names_no_flag_the_user_never_gave(tmp_path):
 
 
 def test_a_component_failure_that_is_an_mlmh_error_names_no_exception_type():
-    from mlmh.contracts import describe_error
+    from mlmh.plugins.contracts import describe_error
 
     assert describe_error(DataError("dataset 'x': no blocks")) == "dataset 'x': no blocks"
     assert describe_error(KeyError("logits")) == "KeyError: 'logits'"  # a plugin's bug keeps its type

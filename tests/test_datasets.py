@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from mlmh.errors import DataError
+from mlmh.registry import get_registry
 from mlmh_builtins.dataset_support import BUNDLED_SOURCE
 from mlmh_builtins.datasets_mimic import MimicDataset
 from mlmh_builtins.datasets_mpst import MpstDataset, parse_tags
 from mlmh_builtins.datasets_pan import PanDataset
-from mlmh.registry import get_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -393,7 +393,7 @@ def test_pan_invalid_utf8_names_file_and_line(tmp_path, name, line):
     path = break_utf8(tmp_path / name, line)
     with pytest.raises(DataError) as info:
         PanDataset().load(str(tmp_path))
-    assert str(info.value) == f"{path}:{line}: not valid UTF-8 (byte 0xff at column 1)"  # mlmh.jsonl's wording
+    assert str(info.value) == f"{path}:{line}: not valid UTF-8 (byte 0xff at column 1)"  # mlmh.storage.jsonl's wording
 
 
 def test_mpst_invalid_utf8_names_the_physical_line_and_a_bom_is_accepted(tmp_path):
@@ -483,8 +483,8 @@ def test_mimic_keeps_each_patient_on_one_side(tmp_path):
     """Copy-forward notes of one patient never sit in train and test at once (issue: split by note)."""
     import csv
 
+    from mlmh.data.splits import with_validation
     from mlmh_builtins.datasets_mimic import MimicDataset
-    from mlmh.splits import with_validation
 
     path = tmp_path / "NOTEEVENTS.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from realdata import TEXT_FORMATS, folder_name, text_corpus, text_records
 from mlmh.cli import cli
+from mlmh.data.splits import check_roles, group_key, with_validation
 from mlmh.errors import DataError, SpecError
 from mlmh.registry import get_registry
-from mlmh.splits import check_roles, group_key, with_validation
 from mlmh.testing import check_dataset
 
 N = 48
@@ -243,8 +243,8 @@ def test_dataset_parameters_are_checked_where_they_are_typed():
     result = CliRunner().invoke(cli, ["eval", "--preset", "quick", "--dataset", "text:group_field=author",
                                       "--data", "x.jsonl", "--show-config"])
     assert result.exit_code == 0 and 'dataset = "text:group_field=author"' in result.output
-    from mlmh.config import from_table
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import from_table
 
     with pytest.raises(SpecError, match="key 'dataset'"):  # a preset file's spec is checked where it is planned
         build_plan(from_table({"dataset": "text:nope=1", "models": ["trained-mlm"], "maskings": ["random"],
@@ -294,8 +294,8 @@ def test_id_field_keeps_your_ids_in_results_generations_and_frames(tmp_path):
     """--dataset text:id_field=id: a JSONL corpus's own ids, not row-N, in results.json, generations.jsonl and
     a DataFrame of the generations, on a run of fake models (the same runner as a real eval)."""
     import runner_fakes
-    from mlmh.config import from_table
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import from_table
     from mlmh.run.runner import run_experiment
 
     runner_fakes.install()

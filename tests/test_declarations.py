@@ -1,4 +1,4 @@
-"""Defaults are declared by the components, never named by the core (mlmh.declared, mlmh.components).
+"""Defaults are declared by the components, never named by the core (mlmh.config.declared, mlmh.components).
 
 The core (harness/mlmh) reads what it needs to know of a metric, sampler or model from the component's own
 declaration: the main results and their order, the fluency judge, the default sampler of a model kind, the
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from mlmh import declared, hookimpl
+from mlmh import hookimpl
 from mlmh.components import BenchCase, Headline, Metric, Model, Sampler
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.config import declared
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.registry import get_registry, reset
 
 CORE = Path(__file__).resolve().parents[1] / "harness" / "mlmh"
@@ -23,7 +24,7 @@ CORE = Path(__file__).resolve().parents[1] / "harness" / "mlmh"
 ALLOWED = {
     # Li et al.'s claims are about named methods: the claim states which sampler and model it tests
     "findings/claims.py": {"trained-mlm", "mask-predict", "gibbs", "one-shot", "adaptive-gibbs",
-                  "stutter"},  # the claims' own measure (mlmh.stutter), named as the metric's word level
+                  "stutter"},  # the claims' own measure (mlmh.findings.stutter), named as the metric's word level
     # a training mask schedule, named after the paper (MDLM) as the sampler that decodes it is
     "training/config.py": {"mdlm"},
     "training/data.py": {"mdlm"},
@@ -91,7 +92,7 @@ def test_no_core_module_names_a_builtin_metric_sampler_or_model():
     assert {"bleu", "rougeL", "mask-predict", "clm-infill", "trained-mlm", "hf-mlm", "gen-ppl_original"} <= names
     found = core_literals(names)
     unexpected = {module: sorted(hits - ALLOWED.get(module, set())) for module, hits in found.items()}
-    assert not {m: h for m, h in unexpected.items() if h}, "declare these on the component (mlmh.declared)"
+    assert not {m: h for m, h in unexpected.items() if h}, "declare these on the component (mlmh.config.declared)"
     stale = {module: sorted(allowed - found.get(module, set())) for module, allowed in ALLOWED.items()}
     assert not {m: s for m, s in stale.items() if s}, "no longer named there: drop them from ALLOWED"
 
@@ -198,7 +199,7 @@ def test_a_plugin_declares_main_results_defaults_sweeps_and_bench_settings(third
 
 
 def test_a_plugin_takes_a_builtin_s_default_by_replacing_it(third_party):
-    from mlmh.plan import default_sampler
+    from mlmh.config.plan import default_sampler
 
     class PlainMaskPredict(Sampler):
         name = "mask-predict"

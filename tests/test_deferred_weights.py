@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from mlmh.adapters.base import BaseAdapter
-from mlmh.config import resolve
-from mlmh.plan import build_plan
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import resolve
 from mlmh.run.results import strip_timings
 from mlmh.run.runner import run_experiment
 

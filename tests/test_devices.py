@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlmh.devices import resolve_device, resolve_precision
 from mlmh.errors import SpecError
+from mlmh.machine.devices import resolve_device, resolve_precision
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_a_config_on_cuda_trains_in_bf16_autocast_and_moves_batches(two_gpus):
 
 
 def test_narrow_models_run_on_one_thread_wider_on_every_core():
-    from mlmh.devices import cores, threads_for
+    from mlmh.machine.devices import cores, threads_for
 
     assert threads_for(128) == 1 and threads_for(64) == 1
     assert threads_for(384) == cores() and threads_for(None) == cores()
@@ -84,7 +84,7 @@ def test_inference_threads_for_a_narrow_model_then_restored_and_omp_num_threads_
     import torch
     from types import SimpleNamespace
 
-    from mlmh.devices import inference_threads
+    from mlmh.machine.devices import inference_threads
 
     narrow = SimpleNamespace(config=SimpleNamespace(hidden_size=128))
     before = torch.get_num_threads()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mlmh import hookimpl
 from mlmh.doctor import CheckResult, run_checks, run_fixes
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.plugins.plugin_manager import get_plugin_manager
 
 
 class Broken:

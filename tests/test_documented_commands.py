@@ -212,7 +212,7 @@ def shared_cache(tmp_path_factory, monkeypatch, real_data):
     (assembled from the Debian files, so METEOR's first use does not load and verify it twice)."""
     from realdata import install_entity_tagger
 
-    from mlmh.wordnet import assemble_from_debian, debian_files_present
+    from mlmh.data.wordnet import assemble_from_debian, debian_files_present
 
     path = tmp_path_factory.getbasetemp() / "documented-cache"
     if not path.is_dir():
@@ -256,7 +256,7 @@ def test_documented_command_runs(where, command, prepared, few_training_steps, f
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(prepared["work"])
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     plugin_manager.reset()
     if args[0] == "human" and args[1] == "import":
@@ -298,7 +298,7 @@ def test_documented_python_runs(doc, prepared, few_training_steps, fewer_resampl
     code = python_examples(doc)
     assert "mlmh.evaluate(" in code and "mlmh.generate(" in code
     monkeypatch.chdir(prepared["work"])
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     plugin_manager.reset()
     for path in re.findall(r'output_path="([^"]+)"', code):

@@ -1,4 +1,4 @@
-"""The environment's errors are named as such (mlmh.environment): a full disk and a read-only cache are not called a
+"""The environment's errors are named as such (mlmh.machine.environment): a full disk and a read-only cache are not called a
 damaged cache, a name too long for the file system is one line, control characters in an echoed name are escaped;
 and the input rules around them: an unknown device on every model kind is refused before the run, `none` in a list of
 tasks is explained, a checkpoint whose embeddings are smaller than its tokenizer is named."""
@@ -42,7 +42,7 @@ def test_control_characters_in_an_echoed_name_are_escaped(tmp_path, capsys, monk
 
 @pytest.fixture
 def cache(tmp_path):
-    from mlmh.cache import SampleCache
+    from mlmh.storage.cache import SampleCache
 
     opened = SampleCache(tmp_path / "cache" / "samples.sqlite")
     yield opened
@@ -65,7 +65,7 @@ def test_a_full_disk_under_the_cache_is_named_not_called_damage(cache, monkeypat
     from collections import namedtuple
 
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr("mlmh.environment.shutil.disk_usage", lambda path: usage(10 << 30, 10 << 30, 4096))
+    monkeypatch.setattr("mlmh.machine.environment.shutil.disk_usage", lambda path: usage(10 << 30, 10 << 30, 4096))
     cache._db = _FullDisk()
     with pytest.raises(MlmhError) as info:
         cache.put_figure("k", b"\x89PNG\r\n\x1a\n")
@@ -76,13 +76,13 @@ def test_a_full_disk_under_the_cache_is_named_not_called_damage(cache, monkeypat
 
 def test_a_read_only_cache_is_named_not_called_damage(tmp_path, monkeypatch):
     """As root every folder is writable, so the folder's refusal is simulated where the cache asks for it."""
-    from mlmh import cache as cache_module
+    from mlmh.storage import cache as cache_module
 
     def refuse(*args, **kwargs):
         raise sqlite3.OperationalError("unable to open database file")
 
     monkeypatch.setattr(cache_module.sqlite3, "connect", refuse)
-    monkeypatch.setattr("mlmh.environment.os.access", lambda path, mode: False)
+    monkeypatch.setattr("mlmh.machine.environment.os.access", lambda path, mode: False)
     with pytest.raises(MlmhError) as info:
         cache_module.SampleCache(tmp_path / "cache" / "samples.sqlite")
     message = str(info.value)
@@ -91,7 +91,7 @@ def test_a_read_only_cache_is_named_not_called_damage(tmp_path, monkeypatch):
 
 
 def test_the_cli_names_an_os_error_of_the_machine():
-    from mlmh.environment import os_error_text
+    from mlmh.machine.environment import os_error_text
 
     assert os_error_text(OSError(errno.ENOSPC, "No space left on device", "/c/x")).startswith("the disk is full")
     assert os_error_text(OSError(errno.EROFS, "Read-only file system", "/c/x")).startswith("read-only file system: /c/x")
@@ -112,7 +112,7 @@ def test_an_unknown_device_is_refused_before_the_run_on_every_model_kind(tmp_pat
 
 
 def test_every_model_with_a_device_parameter_shares_the_one_rule():
-    from mlmh.devices import DEVICE_PARAM
+    from mlmh.machine.devices import DEVICE_PARAM
     from mlmh.registry import get_registry
 
     registry = get_registry()

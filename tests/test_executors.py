@@ -18,11 +18,11 @@ from click.testing import CliRunner
 import executor_fakes
 import runner_fakes
 from mlmh.cli import cli, main
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
 from mlmh.errors import MlmhError, ModelError, SpecError
 from mlmh.events import Progress, SampleGenerated
-from mlmh.executors import LocalWorkersExecutor, RayExecutor, Worker, make_executor, wants_gpu, worker_spec
-from mlmh.plan import build_plan
+from mlmh.run.executors import LocalWorkersExecutor, RayExecutor, Worker, make_executor, wants_gpu, worker_spec
 from mlmh.run.results import strip_timings
 from mlmh.run.runner import run_experiment
 
@@ -212,7 +212,7 @@ def quality(out: Path) -> dict:
 
 
 def cli_run(args: list[str], out: Path) -> dict:
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     plugin_manager.reset()  # the CLI runs builtins only
     result = CliRunner().invoke(cli, [*args, "--output-path", str(out), "--no-cache"], catch_exceptions=True)

@@ -11,7 +11,7 @@ from mlmh.findings.answer import answer_lines
 from mlmh.findings.comparisons import judged, kind_verdict
 from mlmh.findings.decide import run_findings
 from mlmh.findings.paper_claims import baseline_arm
-from mlmh.report import render_markdown
+from mlmh.report.markdown import render_markdown
 from mlmh.training.stopping import TargetTally, Validation, beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, ConfigRecord, Correlation,
                         DatasetInfo, DocumentSet, Finding,

@@ -10,7 +10,7 @@ import pytest
 
 from mlmh.findings.comparisons import judged
 from mlmh.findings.decide import run_findings
-from mlmh.report import render_markdown
+from mlmh.report.markdown import render_markdown
 from mlmh.types import FAILS, HOLDS, NOT_COMPARABLE, Score
 from test_findings import DOCS, PLATEAU, results_of, row
 

@@ -64,3 +64,49 @@ def test_the_engine_covers_every_adapter_module_whatever_was_imported_before():
                 "mlmh.adapters.sentinels", "mlmh.adapters.checkpoints", "mlmh.adapters.checkpoint_kinds"}
     assert adapters <= set(reached), sorted(adapters - set(reached))
     assert not any(name.startswith("mlmh.training") for name in reached)
+
+
+def _module_level_imports(name: str) -> set[str]:
+    """The core modules ``name`` imports when it is imported: its top-level import statements (not those inside
+    functions or under ``TYPE_CHECKING``, which its identity cannot reach and its import does not run)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    found = set()
+    for node in ast.parse(open(spec.origin, encoding="utf-8").read()).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:  # the core imports absolutely
+            found.update(f"{node.module}.{a.name}" if _is_module(f"{node.module}.{a.name}") else node.module
+                         for a in node.names)
+    return {module for module in found if module.startswith("mlmh.")}
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a name inside a module, not a package
+        return False
+
+
+def test_the_engine_covers_every_core_module_it_imports_whichever_package_holds_it():
+    """The engine's identity follows the engine's own imports: every core module an engine module imports on
+    import, and theirs in turn (the run's seeds in ``mlmh.machine``, the results' blocks in ``mlmh.types``...), is
+    part of it, so moving a module into a package never drops it from the cache keys."""
+    from mlmh.implementation import ENGINE_MODULES
+
+    closure, todo = set(), list(ENGINE_MODULES)
+    while todo:
+        name = todo.pop()
+        if name not in closure:
+            closure.add(name)
+            todo.extend(_module_level_imports(name))
+    assert {"mlmh.machine.seeding", "mlmh.types.result_blocks"} <= closure  # the walk sees the moved modules
+    code = (f"import {', '.join(ENGINE_MODULES)}\n"
+            "from mlmh.implementation import ENGINE_MODULES, _reachable\n"
+            "print(*sorted(set().union(*(_reachable(m) for m in ENGINE_MODULES))))")
+    reached = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert closure <= set(reached), sorted(closure - set(reached))

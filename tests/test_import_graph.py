@@ -5,15 +5,24 @@ Imports inside functions hide a circle from Python (it never fails to import), n
 module that imports another inside a function still depends on it. A module's import of a package that
 contains it (``import mlmh`` for ``mlmh.__version__``) is no edge: Python runs a package before anything
 inside it.
+
+The core's top level shows its layers: condensed to the entries of ``harness/mlmh`` (a package stands for every
+module in it), the graph has no circle either, and docs/ARCHITECTURE.md's table of the top level names every entry
+once, in a row below every row that imports it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = (ROOT / "harness", ROOT / "plugins")
+CORE = ROOT / "harness" / "mlmh"
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
+#: the most entries the core's top level may hold (issue: "about 30, not 72")
+MOST_ENTRIES = 35
 
 
 def modules(folders: tuple[Path, ...]) -> dict[str, Path]:
@@ -146,3 +155,66 @@ def test_a_planted_cycle_through_a_function_level_import_is_found_and_named(tmp_
 
     (package / "sub" / "c.py").write_text("def later():\n    return 1\n")
     assert cycles(import_graph((tmp_path / "src",))) == []
+
+
+def entry_of(module: str) -> str | None:
+    """The entry of the core's top level that holds ``module`` (``run`` for ``mlmh.run.runner``, ``mlmh`` for the
+    package itself); None for a module outside the core."""
+    parts = module.split(".")
+    if parts[0] != "mlmh":
+        return None
+    return parts[1] if len(parts) > 1 else "mlmh"
+
+
+def top_level_entries() -> set[str]:
+    """What ``ls harness/mlmh`` shows, caches aside: each module by its name, ``__init__.py`` as ``mlmh``."""
+    return {"mlmh" if path.name == "__init__.py" else path.stem if path.suffix == ".py" else path.name
+            for path in CORE.iterdir() if path.name != "__pycache__"}
+
+
+def entry_graph(graph: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str], str]]:
+    """The import graph condensed to the core's top-level entries, and for each edge the first import that makes it."""
+    condensed: dict[str, dict[str, int]] = {}
+    evidence: dict[tuple[str, str], str] = {}
+    for module, targets in sorted(graph.items()):
+        entry = entry_of(module)
+        if entry is None:
+            continue
+        condensed.setdefault(entry, {})
+        for target, line in sorted(targets.items()):
+            other = entry_of(target)
+            if other is not None and other != entry:
+                condensed[entry].setdefault(other, line)
+                evidence.setdefault((entry, other), f"{module} (line {line}) imports {target}")
+    return condensed, evidence
+
+
+def architecture_rows() -> list[tuple[str, set[str]]]:
+    """The rows of ARCHITECTURE.md's table of the core's top level, faces first: each layer and its entries."""
+    section = ARCHITECTURE.read_text(encoding="utf-8").split("## The core's top level", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| ") and not line.startswith("| layer")]
+    return [(cells[1].strip(), {name.rstrip("/") for name in re.findall(r"`([\w/]+)`", cells[2])}) for cells in rows]
+
+
+def test_the_core_s_top_level_entries_import_each_other_without_a_circle():
+    condensed, evidence = entry_graph(import_graph())
+    assert {"run", "storage", "config", "types"} <= set(condensed)
+    found = cycles(condensed)
+    assert not found, "circles between the core's top-level entries:\n" + "\n".join(
+        " -> ".join(cycle) + ": " + "; ".join(evidence[a, b] for a, b in zip(cycle, cycle[1:])) for cycle in found)
+
+
+def test_the_core_s_top_level_is_the_layers_architecture_md_draws():
+    entries = top_level_entries()
+    assert len(entries) <= MOST_ENTRIES, f"{len(entries)} entries in harness/mlmh: group modules into the packages"
+    rows = architecture_rows()
+    named = [entry for _, row in rows for entry in row]
+    assert sorted(named) == sorted(entries), (
+        f"in harness/mlmh, not in ARCHITECTURE.md's table: {sorted(entries - set(named))}; "
+        f"in the table, not in harness/mlmh: {sorted(set(named) - entries)}; "
+        f"named twice: {sorted({e for e in named if named.count(e) > 1})}")
+    row_of = {entry: index for index, (_, row) in enumerate(rows) for entry in row}
+    condensed, evidence = entry_graph(import_graph())
+    upward = [f"{evidence[entry, other]}: {rows[row_of[entry]][0]} reaches up to {rows[row_of[other]][0]}"
+              for entry, targets in condensed.items() for other in targets if row_of[other] < row_of[entry]]
+    assert not upward, "a lower layer imports a higher one:\n" + "\n".join(upward)

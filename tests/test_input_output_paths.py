@@ -16,8 +16,8 @@ import pytest
 
 from mlmh.cli import main
 from mlmh.errors import DataError
-from mlmh.inputs import check_input_file
-from mlmh.rundir import CONFIG, HUMAN_KEY, HUMAN_SHEET, OWN_NAMES, RESULTS
+from mlmh.storage.inputs import check_input_file
+from mlmh.storage.rundir import CONFIG, HUMAN_KEY, HUMAN_SHEET, OWN_NAMES, RESULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,8 +99,8 @@ def test_score_refuses_a_file_that_never_ends_before_reading_it(tmp_path, specia
 
 @pytest.mark.parametrize("special", ["/dev/zero", "/dev/null", "fifo"])
 def test_every_input_reader_refuses_a_special_file(tmp_path, special):
-    from mlmh.jsonl import text_lines
-    from mlmh.scoring import read_texts
+    from mlmh.run.score_files import read_texts
+    from mlmh.storage.jsonl import text_lines
 
     path = _fifo(tmp_path) if special == "fifo" else Path(special)
     for read in (check_input_file, lambda p: list(text_lines(p)), read_texts):

@@ -13,9 +13,9 @@ import pytest
 
 import runner_fakes
 from mlmh.components import ScoringItem
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
 from mlmh.errors import ModelError, SpecError
-from mlmh.plan import build_plan
 from mlmh.registry import get_registry
 from mlmh.run.runner import run_experiment
 from mlmh.types import Corpus
@@ -141,7 +141,7 @@ def test_bf16_keeps_each_text_s_perplexity_within_the_declared_tolerance_of_floa
 
 
 def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_it_in_hardware(tmp_path, monkeypatch):
-    from mlmh import devices
+    from mlmh.machine import devices
 
     for flags, expected in (("fpu avx2 avx512f amx_bf16 amx_tile", True), ("fpu avx2 avx512f avx512_bf16", True),
                             ("fpu avx2 avx512f avx512_vnni", False)):

@@ -1,6 +1,6 @@
 """Nothing removes what a live process owns: ``mlmh doctor`` calls a build that runs right now "in progress" (not a
 failure) and ``doctor --fix`` leaves its folder alone, deciding by the build's key lock and the PID in the folder's
-name (mlmh.modelcache.build_in_progress); a dead build's leftovers are still removed."""
+name (mlmh.storage.modelcache.build_in_progress); a dead build's leftovers are still removed."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import time
 from pathlib import Path
 
 from mlmh.doctor import _all_checks
-from mlmh.modelcache import ModelCache
-from mlmh.paths import models_dir
+from mlmh.machine.paths import models_dir
+from mlmh.storage.modelcache import ModelCache
 
 KEY = "0123456789abcdef0123"
 #: a cache build that writes half a model, says where, and waits to be told to finish (a training's shape)
 HOLDER = """
 import sys, time
 from pathlib import Path
-from mlmh.modelcache import ModelCache
+from mlmh.storage.modelcache import ModelCache
 root, started, go = (Path(a) for a in sys.argv[1:4])
 def build(tmp):
     (tmp / "config.json").write_text("{}")

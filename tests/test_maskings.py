@@ -97,7 +97,7 @@ def entity_tagger(entity_tagger_model):
     """The session's trained tagger copied into this test's cache dir (training takes ~20 s)."""
     from realdata import install_entity_tagger
 
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     install_entity_tagger(entity_tagger_model, cache_dir())
     return entity_tagger_model
@@ -119,8 +119,8 @@ def test_ner_without_annotations_uses_the_offline_tagger_and_says_so(entity_tagg
 
 
 def test_offline_entity_tagger_is_deterministic_and_cached_by_its_training_data(entity_tagger):
-    from mlmh_builtins import offline_taggers
     from mlmh.types import EntitySpan
+    from mlmh_builtins import offline_taggers
 
     first = offline_taggers.entity_tags(UNSEEN)
     assert len(first) == len(split_words(UNSEEN))
@@ -170,7 +170,7 @@ def test_pos_offline_wordnet_tagger_tags_content_words_and_says_which():
 
 
 def test_pos_without_wordnet_says_how_to_get_it(monkeypatch):
-    from mlmh import wordnet
+    from mlmh.data import wordnet
     from mlmh_builtins.offline_taggers import wordnet_reader
 
     def missing():

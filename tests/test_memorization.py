@@ -1,4 +1,4 @@
-"""Verbatim recall, the seen - unseen gap and the filler baseline (mlmh.memorization)."""
+"""Verbatim recall, the seen - unseen gap and the filler baseline (mlmh.findings.memorization)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mlmh.memorization import filler_generations, filler_word, gap, verbatim_recall
+from mlmh.findings.memorization import filler_generations, filler_word, gap, verbatim_recall
 from mlmh.types import Document, Generation, MaskedItem, MaskPlan, Score
 from mlmh.words import split_words
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 import runner_fakes
-from mlmh import wordnet
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
+from mlmh.data import wordnet
 from mlmh.errors import SpecError
-from mlmh.plan import build_plan
 from mlmh.registry import get_registry
 from mlmh.run.runner import run_experiment
 from mlmh.types import Corpus

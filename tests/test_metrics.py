@@ -8,8 +8,8 @@ import nltk
 import numpy as np
 import pytest
 
-from mlmh import wordnet as mlmh_wordnet
 from mlmh.components import ScoringItem
+from mlmh.data import wordnet as mlmh_wordnet
 from mlmh.registry import get_registry
 from mlmh.types import Generation, Step
 from mlmh.words import split_words
@@ -194,7 +194,7 @@ def test_meteor_without_wordnet_reports_and_the_others_go_on(monkeypatch, caplog
 
     monkeypatch.setattr(mlmh_wordnet, "wordnet_for_scoring", missing)
     monkeypatch.setattr(metrics_overlap, "_WORDNET_WARNED", False)
-    from mlmh.scoring import score_texts
+    from mlmh.run.score_files import score_texts
 
     results = {r.name: r for r in score_texts(["meteor", "bleu"], PREDS, REFS)}
     assert results["meteor"].value is None and "WordNet unavailable" in results["meteor"].error

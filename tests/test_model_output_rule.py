@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from paper_families import build_family
 
 from mlmh.adapters import load_adapter
+from mlmh.config.plan import fits
 from mlmh.errors import ModelError, PluginError
 from mlmh.generation import generate, prepare_items
-from mlmh.plan import fits
 from mlmh.registry import get_registry
 from mlmh.types import Document
 

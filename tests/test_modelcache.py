@@ -11,7 +11,7 @@ import pytest
 
 from mlmh.components import LoadContext
 from mlmh.errors import ModelError
-from mlmh.modelcache import ModelCache, atomic_directory, cache_key, data_hash, ensure_free_space
+from mlmh.storage.modelcache import ModelCache, atomic_directory, cache_key, data_hash, ensure_free_space
 from mlmh.types import Corpus, Document
 
 STORY = ("The keeper of the lighthouse climbed the stairs every evening and lit the lamp . Ships passed "
@@ -169,10 +169,10 @@ def test_truncated_weights_are_named_and_rebuilt(tmp_path, caplog, keep):
     _truncate(weights, keep)
     assert cache.lookup("k") is None
     assert [p for p, _ in cache.damaged_entries()] == [path]
-    with caplog.at_level("WARNING", logger="mlmh.modelcache"):
+    with caplog.at_level("WARNING", logger="mlmh.storage.modelcache"):
         again, built = cache.get_or_build("k", lambda tmp: _weights_model(tmp, 2.0))
     assert built and again == path
-    (record,) = [r for r in caplog.records if r.name == "mlmh.modelcache"]
+    (record,) = [r for r in caplog.records if r.name == "mlmh.storage.modelcache"]
     assert str(path) in record.getMessage() and "model.safetensors" in record.getMessage()
     assert "rebuilding" in record.getMessage()
     from safetensors.torch import load_file
@@ -187,14 +187,14 @@ def test_truncated_non_weight_file_is_caught_by_the_manifest(tmp_path, caplog):
     complete = lambda p: (p / "tokenizer.json").is_file()  # noqa: E731 - as training.shared_tokenizer passes it
     path, _ = cache.get_or_build(key, lambda tmp: (tmp / "tokenizer.json").write_text('{"vocab": [1, 2, 3]}'), complete)
     (path / "tokenizer.json").write_text('{"voc')
-    with caplog.at_level("WARNING", logger="mlmh.modelcache"):
+    with caplog.at_level("WARNING", logger="mlmh.storage.modelcache"):
         _, built = cache.get_or_build(key, lambda tmp: (tmp / "tokenizer.json").write_text('{"vocab": []}'), complete)
     assert built and "tokenizer.json has 5 bytes, 20 when it was written" in caplog.text
     assert (path / "tokenizer.json").read_text() == '{"vocab": []}'
 
 
 def test_entry_without_manifest_is_still_checked_through_its_weights(tmp_path):
-    from mlmh.modelcache import MANIFEST_NAME, entry_problem
+    from mlmh.storage.modelcache import MANIFEST_NAME, entry_problem
 
     cache = ModelCache(tmp_path)
     path, _ = cache.get_or_build("old", _weights_model)
@@ -211,7 +211,7 @@ def test_trained_model_with_truncated_weights_is_retrained(caplog):
     (entry,) = ModelCache().entries()
     weights = next(Path(entry["path"]).glob("*.safetensors"))
     _truncate(weights, 100)
-    with caplog.at_level("WARNING", logger="mlmh.modelcache"):
+    with caplog.at_level("WARNING", logger="mlmh.storage.modelcache"):
         adapter = _model("trained-clm").load(LoadContext(corpus=_corpus(), progress=events.append))
     assert adapter.kind == "clm" and [e["step"] for e in events] == [1, 2]  # trained again
     assert f"cache entry {entry['path']} is damaged: {weights.name}" in caplog.text

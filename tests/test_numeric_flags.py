@@ -1,14 +1,14 @@
 """No silent substitutions (issue 31, item 4): a value the user typed is used or refused, never replaced
 by a default; every numeric flag of every command refuses NaN, infinities and out-of-range values in
-one line that names the flag (one rule: mlmh.options.Number)."""
+one line that names the flag (one rule: mlmh.config.options.Number)."""
 
 from __future__ import annotations
 
 import click
 import pytest
 
-from mlmh import options
 from mlmh.cli import COMMANDS, cli, main
+from mlmh.config import options
 
 
 def _commands():
@@ -129,7 +129,7 @@ def _api_cases():
     for function in mlmh.API:
         for name, parameter in inspect.signature(getattr(mlmh, function)).parameters.items():
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-                continue  # evaluate's preset overrides: checked by the preset's rules (mlmh.config)
+                continue  # evaluate's preset overrides: checked by the preset's rules (mlmh.config.presets)
             assert name in BAD_ARGUMENTS, f"mlmh.{function}({name}=...) has no bad values to try"
             for value in BAD_ARGUMENTS[name]:
                 yield function, name, value

@@ -7,9 +7,9 @@ import pytest
 
 import runner_fakes
 from mlmh import hookimpl
-from mlmh.config import from_table
-from mlmh.plan import build_plan
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.run.runner import run_experiment
 
 

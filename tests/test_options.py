@@ -1,4 +1,4 @@
-"""mlmh.options: comma lists that keep a spec's parameters with it, specs checked where they are typed, and
+"""mlmh.config.options: comma lists that keep a spec's parameters with it, specs checked where they are typed, and
 bad input reported in one line that names the flag the user typed."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from mlmh import options
 from mlmh.cli import main
-from mlmh.config import parse_limit
+from mlmh.config import options
+from mlmh.config.presets import parse_limit
 from mlmh.errors import SpecError
 
 
@@ -44,7 +44,7 @@ def test_build_spec_prefixes_the_flag_and_spec():
 
 @pytest.fixture
 def probe():
-    """A command with every callback of mlmh.options, returning what the callbacks made of the input."""
+    """A command with every callback of mlmh.config.options, returning what the callbacks made of the input."""
     @click.command()
     @click.option("--masking", "maskings", multiple=True, callback=options.specs("masking"))
     @click.option("--metric", "-m", "metrics", multiple=True, callback=options.specs("metric", none=True))

@@ -1,5 +1,5 @@
 """No command writes over a file it did not make (issue 41, item 1): every output path of every command,
-and every tracker's folder or file in a run directory, goes through one rule (mlmh.outputs, mlmh.rundir):
+and every tracker's folder or file in a run directory, goes through one rule (mlmh.storage.outputs, mlmh.storage.rundir):
 a planted link is refused and never followed, an existing file or a non-empty folder that is not the
 command's own kind of output is refused in one line, and ``--overwrite`` replaces only a model folder."""
 
@@ -173,7 +173,7 @@ def test_a_tracker_never_writes_through_a_link_in_the_run_directory(name, tmp_pa
 @pytest.mark.parametrize("planted", ["tensorboard", "wandb", "mlflow.db", "mlflow-artifacts", "tensorboard/events.out",
                                      "wandb/offline-run-1/files"])
 def test_resume_refuses_a_link_anywhere_in_the_run_directory_before_any_work(planted, tmp_path):
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     run_dir, foreign = tmp_path / "run", tmp_path / "foreign"
     run = RunDir(run_dir)
@@ -188,7 +188,7 @@ def test_resume_refuses_a_link_anywhere_in_the_run_directory_before_any_work(pla
 
 
 def test_a_run_output_path_that_is_a_link_to_an_empty_folder_is_refused(tmp_path):
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     (tmp_path / "empty").mkdir()
     (tmp_path / "out").symlink_to(tmp_path / "empty")
@@ -198,7 +198,7 @@ def test_a_run_output_path_that_is_a_link_to_an_empty_folder_is_refused(tmp_path
 
 
 def test_the_loser_of_two_runs_on_one_path_does_not_call_the_winners_files_foreign(tmp_path):
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / ".config.json.a1b2c3.tmp").write_text("{")  # the winner is writing its first file
@@ -230,7 +230,7 @@ def test_a_killed_train_leaves_a_partial_folder_that_the_next_run_removes(tmp_pa
 
 
 def test_a_live_builds_partial_folder_is_left_alone(tmp_path):
-    from mlmh.modelcache import clear_stale_partials
+    from mlmh.storage.modelcache import clear_stale_partials
 
     live = tmp_path / f".partial-model-{os.getpid()}-abcdefgh"
     other = tmp_path / ".partial-model-2-99999999-abcdefgh"  # output "model-2" of a dead process: not ours
@@ -243,7 +243,7 @@ def test_a_live_builds_partial_folder_is_left_alone(tmp_path):
 
 def test_the_loser_of_two_trainings_on_one_out_does_not_replace_the_winners_model(tmp_path):
     from mlmh.errors import ModelError
-    from mlmh.modelcache import atomic_directory
+    from mlmh.storage.modelcache import atomic_directory
 
     out = tmp_path / "model"
     with pytest.raises(ModelError, match="already exists \\(written while this build ran\\)"):

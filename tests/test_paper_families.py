@@ -50,7 +50,7 @@ def test_the_tokenizers_cover_prefix_space_and_plain_pieces(paper_families):
 
 
 def test_hf_models_run_where_trained_models_do():
-    from mlmh.devices import resolve_device
+    from mlmh.machine.devices import resolve_device
     from mlmh.registry import get_registry
 
     for kind in KINDS.values():
@@ -235,9 +235,9 @@ def test_paper_hub_offline_is_refused_before_any_work_naming_what_is_missing(tmp
 
 def test_paper_hub_names_every_objective_each_checkpoint_starts(paper_families, monkeypatch):
     """Checked (validate) where directories named like the checkpoints stand for them."""
-    from mlmh.config import resolve
+    from mlmh.config.presets import resolve
 
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
 
     monkeypatch.chdir(paper_families["bert"].parent)
     config = build_plan(resolve("paper-hub")).config

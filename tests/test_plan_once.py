@@ -1,4 +1,4 @@
-"""Every path of a run builds its plan once (:func:`mlmh.plan.build_plan`) and runs the plan it built:
+"""Every path of a run builds its plan once (:func:`mlmh.config.plan.build_plan`) and runs the plan it built:
 ``mlmh eval`` and ``mlmh.evaluate``, a sweep, Ray, and ``mlmh tui --preset``; ``run_experiment`` takes a plan
 only, and ``mlmh.api.run`` only the run ``mlmh.api.prepare`` made of one."""
 
@@ -13,8 +13,8 @@ from test_tui_run import wait_until
 import mlmh
 import runner_fakes
 from mlmh import api
-from mlmh import plan as plan_module
-from mlmh.config import from_table
+from mlmh.config import plan as plan_module
+from mlmh.config.presets import from_table
 from mlmh.errors import SpecError
 from mlmh.run import runner
 from mlmh.run.runner import run_experiment
@@ -124,7 +124,7 @@ async def test_mlmh_tui_runs_the_plan_it_checked(fake_preset, builds, ran, monke
 def test_run_experiment_takes_only_a_plan_and_api_run_only_a_prepared_run(fake_preset, tmp_path):
     config = from_table(SMALL, name="fake", source="fake.toml")
     with pytest.raises(SpecError, match=r"^run_experiment runs a plan, not a RunConfig: pass "
-                                        r"mlmh\.plan\.build_plan\(config\)$"):
+                                        r"mlmh\.config\.plan\.build_plan\(config\)$"):
         run_experiment(config, output_path=tmp_path / "run")
     for given in (config, plan_module.build_plan(config)):
         with pytest.raises(SpecError, match=r"^prepared .*: expected a prepared run \(mlmh\.api\.prepare\), not a "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlmh.plots import downstream_data, plot_data, steps_data, swept_families, write_plots
+from mlmh.report.plots import downstream_data, plot_data, steps_data, swept_families, write_plots
 from mlmh.types import RunResults
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -114,8 +114,8 @@ def test_write_plots_writes_pngs_for_every_figure(results, tmp_path):
 
 
 def test_figures_drawn_before_from_the_same_data_come_from_the_run_cache(results, data, tmp_path, monkeypatch):
-    import mlmh.plots as plots
-    from mlmh.cache import SampleCache
+    import mlmh.report.plots as plots
+    from mlmh.storage.cache import SampleCache
 
     cache = SampleCache(tmp_path / "cache" / "samples.sqlite")
     fresh = {p.name: p.read_bytes() for p in write_plots(results, tmp_path / "fresh")}  # no store: drawn
@@ -139,9 +139,9 @@ def test_figures_drawn_before_from_the_same_data_come_from_the_run_cache(results
 
 
 def test_a_figure_entry_that_is_not_a_png_is_drawn_again(results, tmp_path):
-    from mlmh.cache import SampleCache
-    from mlmh.plots import figure_key, plot_data
+    from mlmh.report.plots import figure_key, plot_data
     from mlmh.results import main_metrics
+    from mlmh.storage.cache import SampleCache
 
     cache = SampleCache(tmp_path / "samples.sqlite")
     panels = plot_data(results, main_metrics(results), baselines=True)

@@ -12,10 +12,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from mlmh import hookspecs
 from mlmh.components import ScoringItem
 from mlmh.events import EventBus, Message
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.plugins import hookspecs
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.registry import get_registry
 from mlmh.types import Corpus, Document
 from mlmh.words import split_words
@@ -111,8 +111,8 @@ def check_trackers(module, tmp_path):
     import csv
 
     import runner_fakes
-    from mlmh.config import from_table
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import from_table
     from mlmh.run.runner import run_experiment
 
     runner_fakes.install()
@@ -188,8 +188,8 @@ def test_contract_checks_section_runs_and_names_real_functions():
 def test_declarations_section_runs_as_a_plugin():
     """The example of "Declaring defaults" takes part as the text says: its main result between ROUGE-L and
     METEOR, claim 1 tested on it, its bench row right after one-shot."""
-    from mlmh import declared
     from mlmh.bench.samplers import sampler_cases
+    from mlmh.config import declared
     from mlmh.results import pick_main
 
     body = DOC.split("## Declaring defaults: what a component says of itself", 1)[1].split("\n## ", 1)[0]

@@ -13,7 +13,7 @@ import pytest
 import runner_fakes
 from mlmh import hookimpl
 from mlmh.components import InputsOnly, Metric, ScoringItem
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.registry import get_registry
 from mlmh.types import MetricResult
 
@@ -55,7 +55,7 @@ class Clashing:
 
 
 def test_replace_takes_the_name_over_from_the_builtin_without_a_warning():
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     listed = get_registry().names("metric")
     plugin_manager.reset()
@@ -103,7 +103,7 @@ def test_a_run_scores_with_the_replacement(tmp_path):
 
 def test_mlmh_score_and_the_bench_build_the_replacement():
     from mlmh.bench.metrics import measure_metric_throughput
-    from mlmh.scoring import score_texts
+    from mlmh.run.score_files import score_texts
 
     get_plugin_manager().register(Replacing(), name="replacing")
     (result,) = score_texts(["bleu"], ["the cat sat"], ["the cat ran"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mlmh.cli import main
-from mlmh.config import from_table, resolve
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table, resolve
 from mlmh.errors import SpecError
-from mlmh.plan import build_plan
 from mlmh_builtins.presets import preset_files
 
 SHIPPED = [p.name[:-5] for p in preset_files()]
@@ -165,7 +165,7 @@ def test_eval_help_after_a_preset_says_what_it_runs_and_costs():
 
 
 def test_a_malformed_cost_is_refused_naming_the_key(tmp_path):
-    from mlmh.config import resolve
+    from mlmh.config.presets import resolve
 
     path = tmp_path / "mine.toml"
     base = 'dataset = "pan"\nmodels = ["trained-mlm"]\nmaskings = ["stopwords"]\nsamplers = ["one-shot"]\n'

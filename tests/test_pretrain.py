@@ -14,7 +14,7 @@ import pytest
 
 from mlmh.components import LoadContext
 from mlmh.errors import RunCancelled
-from mlmh.modelcache import ModelCache
+from mlmh.storage.modelcache import ModelCache
 from mlmh.training.jobs import parallel_slots, train_missing
 from mlmh.types import Corpus, Document
 from processes import children, wait_gone

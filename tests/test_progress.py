@@ -7,8 +7,8 @@ import io
 import pytest
 
 from mlmh.events import Message, Progress, StageFinished, StageStarted
-from mlmh.eta import Eta, eta_text
-from mlmh.progress import PlainListener, RichListener, elide, progress_listener
+from mlmh.run.eta import Eta, eta_text
+from mlmh.run.progress import PlainListener, RichListener, elide, progress_listener
 
 
 class Clock:

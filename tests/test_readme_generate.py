@@ -8,8 +8,8 @@ import re
 import shlex
 from pathlib import Path
 
+from mlmh.data.splits import with_validation
 from mlmh.registry import get_registry
-from mlmh.splits import with_validation
 from mlmh.training.config import SIZES
 from mlmh.training.models import train_tokenizer
 from mlmh.words import split_words

@@ -1,5 +1,5 @@
 """Texts are regenerated outside a run one way, :func:`mlmh.generation.regenerate`: ``mlmh generate`` (and its
-dataset form), the TUI playground's :func:`mlmh.api.compare`, ``mlmh generate --run`` (:mod:`mlmh.reproduce`) and
+dataset form), the TUI playground's :func:`mlmh.api.compare`, ``mlmh generate --run`` (:mod:`mlmh.run.reproduce`) and
 ``mlmh bench``'s sampler cells all reach it; each side generates only when asked for, so a caller stops between
 sides."""
 
@@ -32,8 +32,8 @@ def regenerations(monkeypatch):
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory, tiny_mlm):
-    from mlmh.config import resolve
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import resolve
     from mlmh.run.runner import run_experiment
 
     out = tmp_path_factory.mktemp("regenerate") / "run"
@@ -58,7 +58,7 @@ def test_every_regeneration_outside_a_run_goes_through_regenerate(face, regenera
         assert left.masked_words == right.masked_words
         assert regenerations == [(["mlm", "clm"], 1)]  # one call: both sides, the same masked words
     elif face == "reproduce":
-        from mlmh.reproduce import reproduce
+        from mlmh.run.reproduce import reproduce
 
         run = request.getfixturevalue("finished_run")
         sample = (run / "generations.jsonl").read_text(encoding="utf-8").splitlines()[0].split('"sample": "')[1]

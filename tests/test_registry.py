@@ -8,7 +8,7 @@ from mlmh import hookimpl
 from mlmh.components import Masking
 from mlmh.errors import SpecError
 from mlmh.params import Param
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.registry import get_registry
 from mlmh.types import MaskPlan
 

@@ -9,7 +9,7 @@ import pytest
 
 from mlmh.cli import main
 from mlmh.findings.comparisons import judged, kind_cells
-from mlmh.report import render_markdown, write_report
+from mlmh.report.markdown import render_markdown, write_report
 from mlmh.results import best_conditions
 from mlmh.types import RunResults
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from mlmh.config import resolve
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import resolve
 from mlmh.errors import SpecError
-from mlmh.plan import build_plan
-from mlmh.reproduce import reproduce
+from mlmh.run.reproduce import reproduce
 from mlmh.run.runner import run_experiment
 
 

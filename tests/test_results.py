@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mlmh.findings.comparisons import baselines, disagreements, judged, memorisation
-from mlmh.report import render_markdown
+from mlmh.report.markdown import render_markdown
 from mlmh.types import RESULTS_SCHEMA, RunResults
 
 
@@ -182,7 +182,7 @@ def test_to_pandas_gives_dataframes_or_says_how_to_get_pandas(results, monkeypat
 
 
 def test_the_training_section_names_a_model_by_its_short_spec(results):
-    from mlmh.report import training_section
+    from mlmh.report.markdown import training_section
 
     full = "trained-clm:batch_size=0,budget=tokens,dataset=,device=auto,size=tiny,max_steps=40"
     results["models"] = {full: {**results["models"]["trained-clm"], "label": "trained-clm:max_steps=40"}}

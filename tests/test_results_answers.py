@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mlmh import rundir
 from mlmh.errors import MlmhError
 from mlmh.results import best_conditions, format_number, format_score, higher_is_better, main_metrics
+from mlmh.storage import rundir
 from mlmh.types import RunResults, Score
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_fixture_run.json"

@@ -1,4 +1,4 @@
-"""A run option is declared once, on its RunConfig field (mlmh.runconfig.RunOption), and the four places that
+"""A run option is declared once, on its RunConfig field (mlmh.types.runconfig.RunOption), and the four places that
 name it agree: ``mlmh eval``'s click option, the preset key, the RunConfig field and the Python API's docs."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from mlmh import api, config, options, plan
+from mlmh import api
 from mlmh.commands.eval import eval_command
+from mlmh.config import options, plan, presets
 from mlmh.errors import SpecError
-from mlmh.runconfig import SHAPES, RunConfig, run_options
+from mlmh.types.runconfig import SHAPES, RunConfig, run_options
 
 API_DOCS = Path(__file__).resolve().parents[1] / "docs" / "API.md"
 #: eval's own options, which are no preset key: where and how the run goes, not what it runs
@@ -27,7 +28,7 @@ FLAGGED = {key: declared for key, declared in run_options().items() if declared.
 def test_every_run_option_is_a_field_a_preset_key_and_an_eval_option():
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     assert set(run_options()) <= fields and {"preset", "source", "overridden"} == fields - set(run_options())
-    assert config.KEYS == set(run_options()) | {"cost"}
+    assert presets.KEYS == set(run_options()) | {"cost"}
     assert all(declared.shape in SHAPES for declared in run_options().values())
     flags = {p.name: p for p in eval_command.params if isinstance(p, click.Option)}
     assert set(flags) - EVAL_ONLY == set(FLAGGED)  # every flagged option, and no undeclared one
@@ -35,7 +36,7 @@ def test_every_run_option_is_a_field_a_preset_key_and_an_eval_option():
         assert declared.flag in flags[key].opts and flags[key].help == declared.help, key
         assert (flags[key].metavar or "") == declared.metavar, key
     assert plan.FLAGS == {key: d.flag for key, d in FLAGGED.items() if d.component}
-    assert config.COMPONENT_LISTS == {key: d.component for key, d in run_options().items() if d.shape == "specs"}
+    assert presets.COMPONENT_LISTS == {key: d.component for key, d in run_options().items() if d.shape == "specs"}
 
 
 def test_the_api_docs_name_every_run_option():
@@ -71,8 +72,8 @@ def test_a_flag_and_a_preset_key_make_the_same_configuration(probe):
                       "--tracker", "none", "--seed", "0,3", "--limit", "0.5", "--batch-size", "4", "--log-samples")
     assert overrides == {**table, "data": None}
     base = {"dataset": "mpst", "models": ["trained-clm"], "maskings": ["span"], "samplers": ["clm-infill"]}
-    from_flags = config.from_table(base, name="t", source="t.toml", overrides=overrides)
-    from_preset = config.from_table(table, name="t", source="t.toml")
+    from_flags = presets.from_table(base, name="t", source="t.toml", overrides=overrides)
+    from_preset = presets.from_table(table, name="t", source="t.toml")
     assert from_flags.to_dict() == from_preset.to_dict()
     assert probe() == dict.fromkeys(FLAGGED)  # nothing given: the preset's values stand
 
@@ -87,4 +88,4 @@ def test_a_flag_and_a_preset_key_make_the_same_configuration(probe):
 def test_a_preset_value_is_read_as_its_option_declares(key, value, message):
     table = {"dataset": "pan", "models": ["trained-mlm"], "maskings": ["span"], "samplers": ["one-shot"], key: value}
     with pytest.raises(SpecError, match=re.escape(message)):
-        config.from_table(table, name="t", source="t.toml")
+        presets.from_table(table, name="t", source="t.toml")

@@ -12,12 +12,12 @@ import pytest
 
 import fault_fakes
 import runner_fakes
-from mlmh.cache import SampleCache
-from mlmh.config import from_table
+from mlmh.config.plan import RunPlan, build_plan
+from mlmh.config.presets import from_table
+from mlmh.data.selection import subcorpus
 from mlmh.errors import MlmhError, RunCancelled
 from mlmh.events import EventBus, Message, Progress, SampleGenerated, StageStarted
 from mlmh.generation import prepare_items
-from mlmh.plan import RunPlan, build_plan
 from mlmh.run import results as results_module
 from mlmh.run.context import RunContext, RunLog
 from mlmh.run.correlate import correlate
@@ -29,8 +29,8 @@ from mlmh.run.mask import Masked, mask_documents
 from mlmh.run.models import LoadedModel, load_models
 from mlmh.run.results import build_results
 from mlmh.run.score import score
-from mlmh.rundir import RunDir
-from mlmh.selection import subcorpus
+from mlmh.storage.cache import SampleCache
+from mlmh.storage.rundir import RunDir
 from mlmh.types import Corpus, Document, RoleQuality, RunResults, Score, Versions
 
 #: two models, one masking, a sampler for each, one metric and one task, two documents of each set

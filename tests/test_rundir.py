@@ -1,4 +1,4 @@
-"""The run directory's rules (mlmh.rundir): only its own files are written or deleted, never through a
+"""The run directory's rules (mlmh.storage.rundir): only its own files are written or deleted, never through a
 symlink, atomically (a full disk leaves the last whole file and a resumable run), privately; a new run
 only in a new or empty directory; an interrupt at any stage leaves a run its hint resumes; every run file
 is checked where it is read, one line naming the file and key."""
@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 import runner_fakes
-from mlmh import rundir
 from mlmh.cli import main
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
 from mlmh.errors import DataError, RunCancelled, SpecError
 from mlmh.events import Progress, SampleGenerated
-from mlmh.plan import build_plan
 from mlmh.run.results import strip_timings
 from mlmh.run.runner import run_experiment
-from mlmh.rundir import RunDir, RunDirError, write_atomic
+from mlmh.storage import rundir
+from mlmh.storage.rundir import RunDir, RunDirError, write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"maskings": ["every-nth:ratio=0.5"], "samplers": ["fake-fill", "fake-clm-fill"], "tasks": ["label-task"],
@@ -216,7 +216,7 @@ class DroppingData(runner_fakes.FakeData):
 
 def test_a_run_failing_on_its_input_removes_only_what_it_created(tmp_path):
     from mlmh import hookimpl
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
 
     class Plugin:
         @hookimpl
@@ -489,7 +489,7 @@ def test_a_corrupt_config_under_resume_is_one_line_naming_it(tmp_path, capsys, c
 
 def test_bad_lines_of_the_jsonl_files_name_file_and_line(finished):
     from mlmh.api import load
-    from mlmh.reproduce import recorded_sample
+    from mlmh.run.reproduce import recorded_sample
 
     samples = finished / "samples.jsonl"
     lines = samples.read_bytes().split(b"\n")
@@ -516,7 +516,7 @@ def test_a_run_of_this_mlmh_reads_back_whole(finished):
 
 # -- one owner of the names -------------------------------------------------------------------------------
 def test_only_mlmh_rundir_spells_the_run_file_names():
-    """Code outside mlmh.rundir names a run file through it (prose in docstrings and help may mention them)."""
+    """Code outside mlmh.storage.rundir names a run file through it (prose in docstrings and help may mention them)."""
     names = ("results.json", "generations.jsonl", "samples.jsonl", "report.md", "human.json", "human_key.json",
              "human_sheet.csv", ".png")
     found = []
@@ -533,7 +533,7 @@ def test_only_mlmh_rundir_spells_the_run_file_names():
 def test_finished_runs_lists_runs_with_results_newest_first(tmp_path):
     import os
 
-    from mlmh.rundir import finished_runs
+    from mlmh.storage.rundir import finished_runs
 
     assert finished_runs(tmp_path / "missing") == []
     for age, name in enumerate(["b-new", "a-old"]):

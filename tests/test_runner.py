@@ -7,13 +7,13 @@ import threading
 import pytest
 
 import runner_fakes
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
+from mlmh.data.selection import select_documents
 from mlmh.errors import RunCancelled, SpecError
 from mlmh.events import Message, Progress, RunFinished, RunStarted, SampleGenerated, StageFinished, StageStarted
-from mlmh.plan import build_plan
 from mlmh.run.results import strip_timings
 from mlmh.run.runner import run_experiment
-from mlmh.selection import select_documents
 
 
 @pytest.fixture(autouse=True)
@@ -184,7 +184,7 @@ def test_the_note_on_cut_documents_gives_the_window_in_tokens_and_how_to_widen_i
     from types import SimpleNamespace
 
     from mlmh import hookimpl
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
 
     class Windowed(runner_fakes.FakeAdapter):
         max_length = 6

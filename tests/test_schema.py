@@ -1,4 +1,4 @@
-"""Files read back are validated by schema (mlmh.schema): a hand-edited or damaged results.json, samples.jsonl or
+"""Files read back are validated by schema (mlmh.storage.schema): a hand-edited or damaged results.json, samples.jsonl or
 human key is one line naming the file and the key, in `mlmh report`, in the API's readers and in `mlmh tui`,
 never a Python exception; a verdict outside its closed set, a number that is not finite and nesting too deep
 are refused like a wrong type."""
@@ -15,7 +15,7 @@ from test_tui_data import write_run
 
 from mlmh.cli import main
 from mlmh.errors import DataError, MlmhError
-from mlmh.rundir import RunDir
+from mlmh.storage.rundir import RunDir
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_fixture_run.json"
 
@@ -121,10 +121,10 @@ def test_every_key_of_results_given_a_wrong_type_is_named_or_reads_and_renders()
     """A walk over every place of a real run's results (list items collapsed to their first), each replaced by a
     value of another type: the schema names it by key, or the results type, render (report, figures' data,
     notebook rows, the TUI's answer) without a Python error. That is :func:`mlmh.api.load` after parsing."""
-    from mlmh import schema
     from mlmh.findings.comparisons import judged
-    from mlmh.plots import crossover_data
-    from mlmh.report import render_markdown
+    from mlmh.report.markdown import render_markdown
+    from mlmh.report.plots import crossover_data
+    from mlmh.storage import schema
     from mlmh.tui.screens.results import findings_text
     from mlmh.types import RunResults
 
@@ -265,7 +265,7 @@ def test_a_run_writes_its_json_lines_strict_so_they_read_back(tmp_path):
     reader's finite-number rule; a dataset's JSON lines may still carry NaN in fields mlmh does not read."""
     from test_tui_data import mlm_generation
 
-    from mlmh.jsonl import read_jsonl
+    from mlmh.storage.jsonl import read_jsonl
     from mlmh.types import SampleRow
 
     run = RunDir(tmp_path / "run")

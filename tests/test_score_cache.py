@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 import runner_fakes
-from mlmh.cache import SampleCache, content_digest, result_key
 from mlmh.components import ScoringItem
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
 from mlmh.events import Message
-from mlmh.plan import build_plan
 from mlmh.registry import get_registry
 from mlmh.run.results import strip_timings
 from mlmh.run.runner import run_experiment
+from mlmh.storage.cache import SampleCache, content_digest, result_key
 from mlmh.types import Generation, MetricResult, Step
 
 KEY = dict(kind="metric", spec="bleu:tokenize=13a", code="mlmh==0.1+abc", libraries=(("sacrebleu", "2.6.0"),),
@@ -231,13 +231,13 @@ def test_gen_ppl_names_the_model_its_environment_gives(tmp_path, monkeypatch):
 
 
 def test_meteor_names_the_wordnet_it_reads(monkeypatch, tmp_path):
-    import mlmh.wordnet
+    import mlmh.data.wordnet
 
     metric = get_registry().build("metric", "meteor")
-    monkeypatch.setattr(mlmh.wordnet, "find_wordnet", lambda: None)
+    monkeypatch.setattr(mlmh.data.wordnet, "find_wordnet", lambda: None)
     assert metric.cache_identity() is None
     corpus = model_dir(tmp_path / "wordnet")
-    monkeypatch.setattr(mlmh.wordnet, "find_wordnet", lambda: str(corpus))
+    monkeypatch.setattr(mlmh.data.wordnet, "find_wordnet", lambda: str(corpus))
     first = metric.cache_identity()
     (corpus / "vocab.txt").write_text("changed", encoding="utf-8")
     assert first.startswith("wordnet:") and metric.cache_identity() != first

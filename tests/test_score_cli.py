@@ -8,7 +8,7 @@ import pytest
 from cli_helpers import run_cli
 
 from mlmh.cli import main
-from mlmh.scoring import read_pairs
+from mlmh.run.score_files import read_pairs
 
 
 def write(path, content: bytes | str):
@@ -85,7 +85,7 @@ def test_score_help_has_examples(capsys):
 
 
 def test_metrics_in_worker_processes_give_identical_results():
-    from mlmh.scoring import score_texts
+    from mlmh.run.score_files import score_texts
     from mlmh.types import to_dict
 
     preds, refs = ["the cat sat on the mat", "a b c d e"], ["the cat sat on a mat", "a b c x e"]

@@ -119,7 +119,7 @@ def test_a_checkpoint_that_ships_code_is_refused_on_every_path(code_checkpoint, 
 
 def test_gen_ppl_from_the_environment_is_refused_too(code_checkpoint, monkeypatch):
     from mlmh.components import ScoringItem
-    from mlmh.contracts import score_metric
+    from mlmh.plugins.contracts import score_metric
     from mlmh.registry import get_registry
 
     path, marker = code_checkpoint
@@ -140,7 +140,7 @@ def _dist(site: Path, name: str, module: str, body: str = "") -> None:
 
 
 def test_the_discovery_cache_cannot_name_an_undeclared_module(tmp_path, monkeypatch):
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     site = tmp_path / "site"
     _dist(site, "good-plugin", "good_plugin_mod")
@@ -170,7 +170,7 @@ def test_the_discovery_cache_cannot_name_an_undeclared_module(tmp_path, monkeypa
 
 def test_a_valid_discovery_cache_is_used(tmp_path, monkeypatch):
     """The check costs no rescan: a cache whose rows are declared is returned as written."""
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     site = tmp_path / "site"
     _dist(site, "good-plugin", "good_plugin_mod")
@@ -186,7 +186,7 @@ def test_a_valid_discovery_cache_is_used(tmp_path, monkeypatch):
 def test_the_discovery_cache_cannot_hide_a_plugin(tmp_path, monkeypatch):
     """Rows deleted from the file (stamps kept) hide nothing: a table that lacks a declared entry point
     is scanned again, builtins included (issue 41, item 2)."""
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     site = tmp_path / "site"
     _dist(site, "good-plugin", "good_plugin_mod")
@@ -207,7 +207,7 @@ def test_the_discovery_cache_cannot_hide_a_plugin(tmp_path, monkeypatch):
 
 
 def test_builtin_components_survive_a_pruned_discovery_cache(tmp_path, monkeypatch):
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
     from mlmh.registry import get_registry
 
     monkeypatch.setenv("MLMH_CACHE_DIR", str(tmp_path / "cache"))
@@ -225,7 +225,8 @@ def test_builtin_components_survive_a_pruned_discovery_cache(tmp_path, monkeypat
 
 
 def test_doctor_says_when_a_builtin_plugin_did_not_load(monkeypatch):
-    from mlmh import doctor, plugin_manager
+    from mlmh import doctor
+    from mlmh.plugins import plugin_manager
 
     result = doctor._plugins()
     assert result.ok, result.detail
@@ -235,7 +236,7 @@ def test_doctor_says_when_a_builtin_plugin_did_not_load(monkeypatch):
 
 
 def test_missing_builtins_reads_the_distributions_metadata_not_the_cache(monkeypatch):
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     assert plugin_manager.missing_builtins() == []
     manager = plugin_manager.get_plugin_manager()
@@ -251,9 +252,9 @@ def test_missing_builtins_reads_the_distributions_metadata_not_the_cache(monkeyp
 def test_caches_are_created_private_to_the_user(tmp_path, monkeypatch):
     """Under a permissive umask, the sample cache (and its WAL), the model cache and the discovery cache
     are readable by the user alone."""
-    from mlmh import plugin_manager
-    from mlmh.cache import SampleCache
-    from mlmh.modelcache import ModelCache
+    from mlmh.plugins import plugin_manager
+    from mlmh.storage.cache import SampleCache
+    from mlmh.storage.modelcache import ModelCache
 
     old = os.umask(0o022)
     try:

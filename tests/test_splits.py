@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from mlmh.data.splits import check_roles, describe_validation, hold_out, with_validation
 from mlmh.errors import DataError
-from mlmh.splits import check_roles, describe_validation, hold_out, with_validation
 from mlmh.types import Corpus, Document, Pair
 
 

@@ -23,7 +23,7 @@ def test_help_lists_plugin_commands(plugin_site):  # noqa: F811
 
 def test_the_allocator_is_set_by_the_cli_entry_not_on_import():
     code = ("import mlmh.cli, mlmh.generation, mlmh.run.runner, mlmh.bench.run\n"
-            "import gc\nfrom mlmh import allocator\nbefore = allocator._tuned, gc.get_threshold()[0]\n"
+            "import gc\nfrom mlmh.machine import allocator\nbefore = allocator._tuned, gc.get_threshold()[0]\n"
             "try:\n    mlmh.cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(*before, allocator._tuned, gc.get_threshold()[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -33,7 +33,7 @@ def test_the_allocator_is_set_by_the_cli_entry_not_on_import():
 def test_the_command_line_collects_young_objects_rarely_and_freezes_them_at_exit(monkeypatch):
     import gc
 
-    from mlmh import allocator
+    from mlmh.machine import allocator
 
     registered = []
     monkeypatch.setattr(allocator, "_collector_tuned", False)

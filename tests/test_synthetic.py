@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlmh.synthetic import synthetic_corpus, synthetic_document
+from mlmh.data.synthetic import synthetic_corpus, synthetic_document
 from mlmh.types import Corpus, Document, EntitySpan, Generation, Pair
 from mlmh.words import split_words
 

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from mlmh import toolkit
-from mlmh.plugin_manager import get_plugin_manager
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.registry import get_registry
 from mlmh.testing import check_sampler, sample_items, tiny_adapter
 

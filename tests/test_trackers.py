@@ -18,13 +18,13 @@ from click.testing import CliRunner
 
 import runner_fakes
 from mlmh import hookimpl
+from mlmh.api import load
 from mlmh.cli import cli, main
 from mlmh.components import Tracker
-from mlmh.config import from_table
+from mlmh.config.plan import build_plan
+from mlmh.config.presets import from_table
 from mlmh.errors import SpecError
-from mlmh.plan import build_plan
-from mlmh.plugin_manager import get_plugin_manager
-from mlmh.api import load
+from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.run.runner import run_experiment
 from mlmh.tracking import VERDICT_VALUES, safe_name
 

@@ -37,7 +37,7 @@ class _Plugin:
 
 @pytest.fixture(autouse=True)
 def made_up_dataset():
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
 
     get_plugin_manager().register(_Plugin(), name="made-up-dataset")
 

@@ -649,7 +649,7 @@ def _trained(name, **params):
 
 def test_trained_models_select_on_validation_and_never_see_test(monkeypatch):
     from mlmh.components import LoadContext
-    from mlmh.splits import with_validation
+    from mlmh.data.splits import with_validation
     from mlmh.training import loop
 
     seen = {}

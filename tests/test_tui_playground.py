@@ -171,7 +171,7 @@ async def test_a_third_party_masking_is_offered_and_used(specs):
     import sys
     from pathlib import Path
 
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
     from mlmh.registry import reset
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "mlmh-example-plugin"))
@@ -204,7 +204,7 @@ async def test_help_lists_both_quit_keys_and_every_screen_key():
 
 
 class _AnyModelSampler:
-    """A plugin whose sampler declares no model kinds: it fits every model (mlmh.plan.fits)."""
+    """A plugin whose sampler declares no model kinds: it fits every model (mlmh.config.plan.fits)."""
 
     from mlmh import hookimpl
 
@@ -220,9 +220,9 @@ class _AnyModelSampler:
 
 
 async def test_sampler_choices_follow_the_plan_rules(monkeypatch):
-    """The playground offers what mlmh.plan.fits allows and preselects mlmh.plan.default_sampler: the sampler
+    """The playground offers what mlmh.config.plan.fits allows and preselects mlmh.config.plan.default_sampler: the sampler
     that declares itself the default for the pane's model kind."""
-    from mlmh.plugin_manager import get_plugin_manager
+    from mlmh.plugins.plugin_manager import get_plugin_manager
     from mlmh.registry import get_registry, reset
 
     get_plugin_manager().register(_AnyModelSampler(), name="any-model-sampler")

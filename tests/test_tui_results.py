@@ -44,7 +44,7 @@ def test_ratio_series_groups_by_model_and_sampler():
 
 
 def test_ratio_series_leaves_fixed_ratio_maskings_off_the_ratio_axis():
-    """The rule of mlmh.plots.plot_data: stopwords at its own ratio (here 1.0) and a family run at one ratio
+    """The rule of mlmh.report.plots.plot_data: stopwords at its own ratio (here 1.0) and a family run at one ratio
     only are not ratio points."""
     stopwords = {**CONDITIONS[0], "id": "sw", "masking": "stopwords", "masking_ratio": 1.0}
     span = {**CONDITIONS[0], "id": "span", "masking": "span:ratio=0.5", "masking_ratio": 0.5}

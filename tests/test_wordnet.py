@@ -7,7 +7,7 @@ from pathlib import Path
 import nltk
 import pytest
 
-from mlmh import wordnet
+from mlmh.data import wordnet
 from mlmh.errors import MlmhError
 
 needs_debian = pytest.mark.skipif(
@@ -85,7 +85,7 @@ def test_a_corpus_assembled_in_the_cache_is_found_without_importing_nltk(tmp_pat
     import sys
 
     (tmp_path / "nltk_data" / "corpora" / "wordnet").mkdir(parents=True)
-    code = ("import sys\nfrom mlmh import wordnet\nfast = wordnet.find_wordnet()\nimported = 'nltk' in sys.modules\n"
+    code = ("import sys\nfrom mlmh.data import wordnet\nfast = wordnet.find_wordnet()\nimported = 'nltk' in sys.modules\n"
             "import nltk\nwordnet.register_data_path()\nprint(imported, fast == str(nltk.data.find('corpora/wordnet')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "MLMH_CACHE_DIR": str(tmp_path)})
@@ -101,9 +101,9 @@ def test_a_new_process_scores_with_the_corpus_assembled_in_the_cache(tmp_path):
     import sys
 
     env = {**os.environ, "MLMH_CACHE_DIR": str(tmp_path)}
-    assemble = "from mlmh import wordnet\nwordnet.assemble_from_debian()"
+    assemble = "from mlmh.data import wordnet\nwordnet.assemble_from_debian()"
     subprocess.run([sys.executable, "-c", assemble], env=env, check=True, capture_output=True)
-    score = ("from mlmh import wordnet\nprint(wordnet.find_wordnet())\n"
+    score = ("from mlmh.data import wordnet\nprint(wordnet.find_wordnet())\n"
              "print(wordnet.wordnet_for_scoring().synsets('dog')[0].name())")
     out = subprocess.run([sys.executable, "-c", score], env=env, check=True, capture_output=True, text=True)
     assert out.stdout.split() == [str(tmp_path / "nltk_data" / "corpora" / "wordnet"), "dog.n.01"]

@@ -23,18 +23,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from mlmh import options
+from mlmh.config import options
 from mlmh.errors import SpecError
 
 if TYPE_CHECKING:
     from mlmh.components import Model
-    from mlmh.config import RunConfig
+    from mlmh.config.plan import RunPlan
     from mlmh.events import Listener
-    from mlmh.executors import Executor
-    from mlmh.plan import RunPlan
-    from mlmh.rundir import RunDir
+    from mlmh.run.executors import Executor
+    from mlmh.storage.rundir import RunDir
     from mlmh.toolkit import Adapter
     from mlmh.types import ConditionResult, Document, Generation, RunResults, SampleRow
+    from mlmh.types.runconfig import RunConfig
 
 #: the dataset a trained-* model learns from when it regenerates a given text and its spec names no dataset
 TEXT_TRAINING_DATASET = "pan"
@@ -61,7 +61,7 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
 
     ``preset`` is a preset name (``mlmh ls presets``) or a TOML file; ``overrides`` take the keys a preset
     has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``trackers``,
-    ``seeds``, ``limit``, ``batch_size``, ``log_samples``: the run options :class:`mlmh.runconfig.RunConfig`
+    ``seeds``, ``limit``, ``batch_size``, ``log_samples``: the run options :class:`mlmh.types.runconfig.RunConfig`
     declares) and replace the preset's values: a list, or one spec as a string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
     directory (default ``runs/<timestamp>-<preset>/``), which gets results.json, report.md and plots as
     with the command. ``resume=True`` continues an interrupted run (with ``preset=None`` and an
@@ -95,11 +95,11 @@ def prepare(preset: str | None, overrides: dict[str, Any] | None = None, *, outp
 
     In order: the arguments (by the rules of ``mlmh eval``'s flags), the plan (:func:`plan`: ``preset``,
     ``overrides`` and the sweep), the checkpoints the offline hub lacks (refused in one line:
-    :meth:`mlmh.plan.RunPlan.require_checkpoints`), the run directory (:func:`run_directory`; chosen, not
+    :meth:`mlmh.config.plan.RunPlan.require_checkpoints`), the run directory (:func:`run_directory`; chosen, not
     made) and the executor ``backend``/``workers``/``ray_address`` ask for (a bad backend refused; a local
     Ray started). Every face runs a run this way, :func:`run` of what this returns: :func:`evaluate`,
     ``mlmh eval`` and the TUI's run screen."""
-    from mlmh.executors import make_executor
+    from mlmh.run.executors import make_executor
 
     _check_preparation(resume=resume, use_cache=use_cache, workers=workers, backend=backend, ray_address=ray_address)
     checked = plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
@@ -132,13 +132,13 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     """The checked plan of a run: ``preset`` with ``overrides`` (keys left None are not set), or, to resume a run
     directory with no preset named, the configuration that run saved. ``sweep_epochs`` and ``sweep_tokens``
     ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained sweep
-    (:func:`mlmh.findings.crossover.expand_models`). Building the plan (:func:`mlmh.plan.build_plan`) is the check,
+    (:func:`mlmh.findings.crossover.expand_models`). Building the plan (:func:`mlmh.config.plan.build_plan`) is the check,
     and it is the plan :func:`prepare` hands :func:`run`, so a run builds its components once (a sweep included);
     ``mlmh eval --show-config`` shows its configuration."""
-    from mlmh.config import resolve
-    from mlmh.plan import build_components, build_plan
+    from mlmh.config.plan import build_components, build_plan
+    from mlmh.config.presets import resolve
     from mlmh.registry import get_registry
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     preset = options.check_path(preset, "preset")
     output_path = options.check_path(output_path, "output_path")
@@ -159,7 +159,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")
     config = resolve(preset, overrides)
     if sweep_epochs is not None or sweep_tokens is not None:
-        from mlmh.declared import swept_models
+        from mlmh.config.declared import swept_models
         from mlmh.findings.crossover import expand_models, parse_axis
         from mlmh.params import parse_spec
 
@@ -179,11 +179,11 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
 
 def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume: bool = False) -> Path:
     """Where the run writes: ``output_path``; else, resuming, the newest unfinished run of the preset;
-    else a new ``runs/<timestamp>-<preset>/`` (the names are :mod:`mlmh.rundir`'s)."""
-    from mlmh.config import RunConfig
-    from mlmh.rundir import latest_unfinished, new_run_path
+    else a new ``runs/<timestamp>-<preset>/`` (the names are :mod:`mlmh.storage.rundir`'s)."""
+    from mlmh.storage.rundir import latest_unfinished, new_run_path
+    from mlmh.types.runconfig import RunConfig
 
-    options.check_instance(config, "config", RunConfig, "a RunConfig (mlmh.config.resolve(preset))")
+    options.check_instance(config, "config", RunConfig, "a RunConfig (mlmh.config.presets.resolve(preset))")
     output_path = options.check_path(output_path, "output_path")
     options.check_flag(resume, "resume")
     if output_path:
@@ -197,8 +197,8 @@ def run_directory(config: "RunConfig", output_path: str | Path | None, *, resume
 
 
 def _check_preparation(*, resume: Any, use_cache: Any, workers: Any, backend: Any, ray_address: Any) -> None:
-    """How a run runs, by the rules of ``mlmh eval``'s flags (:mod:`mlmh.options`), before any folder is made."""
-    from mlmh.executors import BACKENDS
+    """How a run runs, by the rules of ``mlmh eval``'s flags (:mod:`mlmh.config.options`), before any folder is made."""
+    from mlmh.run.executors import BACKENDS
 
     options.check_flag(resume, "resume")
     options.check_flag(use_cache, "use_cache")
@@ -216,7 +216,7 @@ def _check_listening(*, progress: Any, cancel: Any) -> None:
 # -- read a finished run -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LoadedRun:
-    """A finished run read back by :func:`load`: its files (:class:`~mlmh.rundir.RunDir`) and typed results; its
+    """A finished run read back by :func:`load`: its files (:class:`~mlmh.storage.rundir.RunDir`) and typed results; its
     samples are read when first asked for."""
 
     run: "RunDir"
@@ -251,11 +251,11 @@ class LoadedRun:
 def load(path: str | Path) -> LoadedRun:
     """A finished run, from its directory or its results file: the one reader of a run, for ``mlmh report``,
     ``mlmh human``, the TUI and notebooks (``mlmh.load("runs/ID").results.to_pandas()``). A bad file is one line
-    naming it and the key (:mod:`mlmh.schema`'s rules, as every run file is read); results written before runs
+    naming it and the key (:mod:`mlmh.storage.schema`'s rules, as every run file is read); results written before runs
     kept their comparisons get them here (:func:`mlmh.findings.comparisons.judged`, the one place), so every
     reader states the verdicts the run would have."""
     from mlmh.findings.comparisons import judged
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     options.check_path(path, "path", optional=False)
     run = RunDir.of(path)
@@ -329,7 +329,7 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
     >>> len(generations), generations[0].model_kind, generations[0].sampler.split(":")[0]
     (2, 'clm', 'clm-infill')
     """
-    from mlmh.options import build_spec
+    from mlmh.config.options import build_spec
 
     options.check_text(dataset, "dataset")
     data = options.check_path(data, "data", left_out="for the bundled sample")
@@ -363,9 +363,9 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     (True, 'mlm', 'clm')
     """
     from mlmh.components import LoadContext
+    from mlmh.errors import RunCancelled
     from mlmh.generation import mask_texts, prepare_items, regenerate
     from mlmh.registry import get_registry
-    from mlmh.errors import RunCancelled
     from mlmh.types import Document
 
     if isinstance(text, str) and not text.strip():
@@ -413,9 +413,9 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
 
 def _components(model: str, masking: str, sampler: str | None) -> tuple[Any, Any, Any]:
     """(model, masking, sampler) built from their specs; the sampler defaults by the model's kind and must drive it."""
+    from mlmh.config.options import build_spec
+    from mlmh.config.plan import default_sampler
     from mlmh.generation import check_compatible
-    from mlmh.options import build_spec
-    from mlmh.plan import default_sampler
 
     options.check_text(model, "model")
     options.check_text(masking, "masking")
@@ -434,8 +434,8 @@ def _load_and_regenerate(components: tuple[Any, Any, Any], documents: Sequence["
     ``dataset``, or on the bundled sample for a given text), its notes are told, and it regenerates
     ``documents`` (:func:`mlmh.generation.regenerate`) as a run with ``seed`` would."""
     from mlmh.components import LoadContext
+    from mlmh.config.plan import many_steps
     from mlmh.generation import mask_texts, regenerate
-    from mlmh.plan import many_steps
 
     model, masking, sampler = components
     if dataset is None and model.params.get("dataset") == "":  # a trained-* model that trains on the run's dataset

@@ -3,8 +3,8 @@
 Why: an absurd count is not a slow run but a broken machine. Ten million tokenizer threads exhausted the
 process table (other programs could not fork) and then crashed; tens of thousands of refinement steps ran
 for minutes on one sentence; ``--max-steps 10**23`` was accepted. So every integer a user types, as a flag
-(:class:`mlmh.options.Number`), a component parameter (:class:`mlmh.params.Param`) or a preset key
-(:mod:`mlmh.config`), has a ceiling: the :class:`Bound` it declares, else :data:`COUNT`. A value above it is
+(:class:`mlmh.config.options.Number`), a component parameter (:class:`mlmh.params.Param`) or a preset key
+(:mod:`mlmh.config.presets`), has a ceiling: the :class:`Bound` it declares, else :data:`COUNT`. A value above it is
 refused in one line naming the bound and why, where it is typed, before any thread or process starts.
 """
 
@@ -42,7 +42,7 @@ THREADS = Bound(CORES, "this machine's CPU cores")
 #: worker processes, each with its own models: more than the cores only compete for them (a few are allowed on a
 #: small machine, where a run that names two workers should still run)
 WORKERS = Bound(max(CORES, 4), "this machine's CPU cores, at least 4; each worker is a process")
-#: a sampler's refinement steps, each a forward pass over a batch (runs warn from mlmh.plan.MANY_STEPS on)
+#: a sampler's refinement steps, each a forward pass over a batch (runs warn from mlmh.config.plan.MANY_STEPS on)
 STEPS = Bound(512, "refinement steps, each a forward pass per batch")
 #: optimizer steps of one training
 TRAINING_STEPS = Bound(10**8, "optimizer steps of one training")

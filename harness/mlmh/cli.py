@@ -39,7 +39,7 @@ class LazyGroup(click.Group):
         if name in COMMANDS:
             target, _ = COMMANDS[name]
             module_name, attr = target.split(":")
-            from mlmh.options import refuse_empty_values
+            from mlmh.config.options import refuse_empty_values
 
             return refuse_empty_values(getattr(importlib.import_module(module_name), attr))
         _load_plugin_commands(self)
@@ -65,7 +65,7 @@ def _load_plugin_commands(group: click.Group) -> None:
     if _plugin_commands_loaded:
         return
     _plugin_commands_loaded = True
-    from mlmh.plugin_manager import get_command_manager, plugin_label
+    from mlmh.plugins.plugin_manager import get_command_manager, plugin_label
 
     for impl in get_command_manager().hook.register_commands.get_hookimpls():
         try:
@@ -98,12 +98,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: one-line errors (exit 2 for usage, 1 for runtime) unless ``--debug``."""
-    from mlmh.allocator import tune_command_line_process
+    from mlmh.machine.allocator import tune_command_line_process
 
     tune_command_line_process()  # process-wide, so here at the command line's entry and never on import
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("MLMH_DEBUG", "") not in ("", "0")
-    from mlmh import interrupts
+    from mlmh.machine import interrupts
 
     try:
         with interrupts.watch():
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        from mlmh.environment import printable
+        from mlmh.machine.environment import printable
 
         setattr(exc, "message", printable(exc.message))  # click declares it final; an echoed name is escaped here
         exc.show()
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> Any:
 
         if debug:
             raise
-        from mlmh.environment import os_error_text, printable
+        from mlmh.machine.environment import os_error_text, printable
 
         if isinstance(exc, MlmhError):
             click.echo(f"Error: {printable(str(exc))}", err=True)

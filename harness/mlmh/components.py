@@ -5,7 +5,7 @@ declares what the core would otherwise have to know of it by name (the way an HF
 itself in ``_info``): a metric its main results (:class:`Headline`) and whether it judges fluency, a sampler the
 model kinds it is the default for and the settings ``mlmh bench`` times (:class:`BenchCase`), a model whether it
 is its kind's default, whether it loads any checkpoint of its kind, and whether a data-constrained sweep varies it.
-The core reads these declarations from the registry (:mod:`mlmh.declared`), never a builtin's name.
+The core reads these declarations from the registry (:mod:`mlmh.config.declared`), never a builtin's name.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class Sampler(Component, Generic[AdapterT]):
 
 
 class Cached:
-    """A metric or task whose results a run may keep in its cache (:mod:`mlmh.cache`)."""
+    """A metric or task whose results a run may keep in its cache (:mod:`mlmh.storage.cache`)."""
 
     def cache_identity(self) -> str | None:
         """What the results depend on beyond the input, the spec, the seed, this plugin's code and the

@@ -40,9 +40,9 @@ CHECKS: list[Check] = []
 #: Core modules that register more checks when imported (model cache, training, WordNet); the plugins'
 #: checks (bundled samples, BERTScore model, taggers...) come with loading the plugins.
 CHECK_MODULES: list[str] = [
-    "mlmh.modelcache",
+    "mlmh.storage.modelcache",
     "mlmh.training.models",
-    "mlmh.wordnet",
+    "mlmh.data.wordnet",
 ]
 
 
@@ -80,7 +80,7 @@ def _packages() -> CheckResult:
 
 @check("plugins")
 def _plugins() -> CheckResult:
-    from mlmh.plugin_manager import describe_plugins, load_errors, missing_builtins
+    from mlmh.plugins.plugin_manager import describe_plugins, load_errors, missing_builtins
 
     names = [p["name"] for p in describe_plugins()]
     if load_errors:
@@ -94,7 +94,7 @@ def _plugins() -> CheckResult:
 
 @check("cache")
 def _cache() -> CheckResult:
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     root = cache_dir()
     try:
@@ -114,7 +114,7 @@ def _all_checks() -> list[Check]:
     raises is a failed check naming it, and the others still register."""
     import importlib
 
-    from mlmh.plugin_manager import get_plugin_manager, plugin_label
+    from mlmh.plugins.plugin_manager import get_plugin_manager, plugin_label
 
     for name in CHECK_MODULES:
         importlib.import_module(name)

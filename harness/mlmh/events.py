@@ -122,7 +122,7 @@ def _notify_plugins(event: RunEvent) -> None:
     """Send a run event to every plugin implementing ``mlmh_run_event``, each by the observers' rule
     (:func:`notify`: one that raises is reported once per run and the run goes on)."""
     global _failed_observers
-    from mlmh.plugin_manager import get_plugin_manager, plugin_label
+    from mlmh.plugins.plugin_manager import get_plugin_manager, plugin_label
 
     pm = get_plugin_manager()
     if _failed_observers[0] is not pm or event.kind == "run_started":

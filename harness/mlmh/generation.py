@@ -17,7 +17,7 @@ import numpy as np
 
 from mlmh.components import Masking, Sampler
 from mlmh.errors import SpecError
-from mlmh.seeding import mask_seed, sample_seed
+from mlmh.machine.seeding import mask_seed, sample_seed
 from mlmh.types import Document, Generation, MaskedItem
 from mlmh.words import split_words
 
@@ -77,8 +77,9 @@ def fit_to_windows(documents: Sequence[Document], adapters: Sequence[Any]) -> tu
 
 
 def check_compatible(sampler: Sampler, model_kind: str) -> None:
-    """One-line SpecError when ``sampler`` cannot drive a ``model_kind`` model (the rule: :func:`mlmh.plan.fits`)."""
-    from mlmh.plan import check_fits
+    """One-line SpecError when ``sampler`` cannot drive a ``model_kind`` model (the rule:
+    :func:`mlmh.config.plan.fits`)."""
+    from mlmh.config.plan import check_fits
 
     check_fits(sampler, model_kind)
 
@@ -138,7 +139,7 @@ def mask_texts(documents: Sequence[Document], masking: Masking, seed: int, adapt
 def regenerate(sides: Sequence[tuple[Adapter, Sampler]], masked: MaskedTexts,
                batch_size: int = 8) -> Iterator[list[Generation]]:
     """The one way texts are regenerated outside a run (``mlmh generate``, the TUI's playground through
-    :func:`mlmh.api.compare`, :func:`mlmh.reproduce.reproduce`, ``mlmh bench``'s sampler cells): each side, an
+    :func:`mlmh.api.compare`, :func:`mlmh.run.reproduce.reproduce`, ``mlmh bench``'s sampler cells): each side, an
     (adapter, sampler) pair, regenerates the same ``masked`` items (:func:`generate`), in order, a cut text's
     generations saying so. A side generates when the caller asks for its generations, so a caller may stop
     between sides."""

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from mlmh.errors import DataError, SpecError
-from mlmh.rundir import HUMAN_KEY as KEY_FILE, HUMAN_SHEET
-from mlmh.inputs import check_input_file
-from mlmh.outputs import check_output_file
-from mlmh.rundir import RunDir, write_atomic
+from mlmh.storage.inputs import check_input_file
+from mlmh.storage.outputs import check_output_file
+from mlmh.storage.rundir import HUMAN_KEY as KEY_FILE, HUMAN_SHEET
+from mlmh.storage.rundir import RunDir, write_atomic
 from mlmh.types import GenerationRow, HumanRatings, HumanScore
 
 CRITERIA = ("coherence", "grammar")
@@ -200,7 +200,7 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
                                           "raters")
     run.write_json(run.human, human.to_dict())
     if results is not None:  # the typed results, their human block set, written back whole through RunDir
-        from mlmh.report import write_report
+        from mlmh.report.markdown import write_report
 
         results.human = human
         run.write_results(results)

@@ -53,7 +53,7 @@ class Registry:
     def _ensure(self, kind: str) -> None:
         if kind in self._loaded:
             return
-        from mlmh.plugin_manager import get_plugin_manager, load_errors, plugin_label
+        from mlmh.plugins.plugin_manager import get_plugin_manager, load_errors, plugin_label
 
         if self.manager is None:
             self.manager = get_plugin_manager()
@@ -155,10 +155,10 @@ def _make_preset(name: Any, source: Any, owner: str) -> Preset:
 
 
 def get_registry() -> Registry:
-    """The registry of the process's plugin manager: after :func:`mlmh.plugin_manager.reset` the next
+    """The registry of the process's plugin manager: after :func:`mlmh.plugins.plugin_manager.reset` the next
     manager gets a new registry."""
     global _registry
-    from mlmh.plugin_manager import current_manager
+    from mlmh.plugins.plugin_manager import current_manager
 
     if _registry is None or _registry.manager not in (None, current_manager()):
         _registry = Registry()

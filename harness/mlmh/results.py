@@ -5,7 +5,7 @@ run: which document sets it scored (headline first), which metrics lead a table,
 better high or low, which conditions are best in a column, and how a number is written. Each answer
 lives here, so the report and the TUI always star the same cells and round by the same rule.
 
-A finished run is read by :func:`mlmh.api.load` (results.json parsed by :meth:`mlmh.rundir.RunDir.read_results`);
+A finished run is read by :func:`mlmh.api.load` (results.json parsed by :meth:`mlmh.storage.rundir.RunDir.read_results`);
 the runner builds RunResults directly and RunDir writes its ``to_dict``.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Protocol
 
-from mlmh.declared import main_results
+from mlmh.config.declared import main_results
 from mlmh.types import ConditionResult, ModelRecord, RunResults
 
 

@@ -19,8 +19,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from mlmh.components import Dataset, Masking, Metric, Sampler, ScoringItem, Task
+from mlmh.data.splits import ROLES
 from mlmh.errors import DataError
-from mlmh.splits import ROLES
 from mlmh.toolkit import Adapter
 from mlmh.types import Corpus, Document, Generation, MaskedItem, MaskPlan, MetricResult, TaskResult, to_dict
 from mlmh.words import split_words
@@ -260,8 +260,8 @@ def check_metric(metric: Metric, items: Sequence[ScoringItem], seed: int = 0) ->
     can score; ``per_sample`` aligned with the items; a bool ``higher_is_better``; both CI bounds or
     none, low <= high; the same results again for the same seed; another seed may move only the CI.
     """
-    from mlmh.contracts import metric_problem
     from mlmh.errors import MlmhError
+    from mlmh.plugins.contracts import metric_problem
 
     _expect(len(items) >= 2, metric, "check_metric needs at least two items (a CI needs two)")
 
@@ -314,7 +314,7 @@ def check_dataset(dataset: Dataset, path: str | None = None) -> Corpus:
     ids = [d.id for d in corpus.documents]
     _expect(len(set(ids)) == len(ids), dataset, "document ids repeat")
     by_id = corpus.by_id()
-    groups: dict[str, str] = {}  # no group sits in two splits (mlmh.splits)
+    groups: dict[str, str] = {}  # no group sits in two splits (mlmh.data.splits)
     for doc in corpus.documents:
         where = f"document '{doc.id}'"
         _expect(isinstance(doc.id, str) and isinstance(doc.text, str), dataset, f"{where}: id and text must be strings")
@@ -327,7 +327,7 @@ def check_dataset(dataset: Dataset, path: str | None = None) -> Corpus:
             pieces = entity.fragments or ((entity.start, entity.end),)
             _expect(all(0 <= s < e <= len(doc.text) for s, e in pieces), dataset,
                     f"{where}: entity {entity.label} {pieces} is outside the text (length {len(doc.text)})")
-    for split in ("train", "test"):  # validation is optional: trained models carve it from train (mlmh.splits)
+    for split in ("train", "test"):  # validation is optional: trained models carve it from train (mlmh.data.splits)
         _expect(bool(corpus.split(split)), dataset, f"no '{split}' documents: the downstream tasks need both splits")
     pair_ids = [p.id for p in corpus.pairs]
     _expect(len(set(pair_ids)) == len(pair_ids), dataset, "pair ids repeat")
@@ -355,7 +355,7 @@ def check_dataset(dataset: Dataset, path: str | None = None) -> Corpus:
 def check_task(task: Task, corpus: Corpus, seed: int = 0) -> TaskResult:
     """Split ``corpus`` as the runner does and run ``task`` twice; raise AssertionError unless it applies,
     scores finite numbers without an error, leaves its inputs alone and repeats itself under one seed."""
-    from mlmh.selection import subcorpus
+    from mlmh.data.selection import subcorpus
 
     _expect(task.applies_to(corpus), task, f"does not apply to corpus '{corpus.dataset}' (requires {sorted(task.requires)})")
     if task.requires:

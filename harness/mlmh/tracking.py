@@ -113,14 +113,14 @@ class TrackedRun:
 
     def own_path(self, name: str) -> Path:
         """``<run dir>/name`` for a tracker's folder or file, by the run directory's rules: refused when it,
-        or a folder on the way to it, is a symbolic link (:meth:`mlmh.rundir.RunDir.own_path`)."""
-        from mlmh.rundir import RunDir
+        or a folder on the way to it, is a symbolic link (:meth:`mlmh.storage.rundir.RunDir.own_path`)."""
+        from mlmh.storage.rundir import RunDir
 
         return RunDir(self.directory).own_path(name)
 
     @property
     def plots(self) -> list[Path]:
-        from mlmh.rundir import RunDir
+        from mlmh.storage.rundir import RunDir
 
         return [path for path in self.files if path in RunDir(path.parent).figures()]
 
@@ -209,7 +209,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for key in ("statistic", "ci_low", "ci_high"):
             _add_value(run.scores, f"findings/{safe_name(finding.claim)}/{key}", getattr(finding, key))
         _add_value(run.scores, f"findings/{safe_name(finding.claim)}/verdict", VERDICT_VALUES.get(finding.verdict))
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     run_dir = RunDir(directory)
     run.files = [path for path in (run_dir.report, run_dir.results) if path.is_file()] + run_dir.figures()

@@ -18,9 +18,9 @@ import numpy as np
 
 from mlmh import bounds
 from mlmh.errors import DataError
-from mlmh.inputs import check_input_file
-from mlmh.jsonl import numbered_lines, read_jsonl
 from mlmh.params import Param
+from mlmh.storage.inputs import check_input_file
+from mlmh.storage.jsonl import numbered_lines, read_jsonl
 from mlmh.types import Document, EntitySpan
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def require_file(path: Path, what: str) -> Path:
     if path.is_dir():
         raise DataError(f"{path}: is a directory, expected the {what}")
     if path.exists():
-        check_input_file(path, what)  # a device or a FIFO is named as one (mlmh.inputs), never read
+        check_input_file(path, what)  # a device or a FIFO is named as one (mlmh.storage.inputs), never read
     if not path.is_file():
         raise DataError(f"{path}: {what} not found")
     return path
@@ -143,7 +143,7 @@ def attach_entity_file(path: Path, documents: list[Document], notes: list[str]) 
 
 def seeded_permutation(keys: list[str], seed: int, salt: str) -> list[str]:
     """``keys`` in a seeded order that depends only on the sorted keys, the seed and ``salt``."""
-    from mlmh.seeding import sample_seed
+    from mlmh.machine.seeding import sample_seed
 
     ordered = sorted(keys)
     rng = np.random.default_rng(sample_seed(seed, salt, "split"))

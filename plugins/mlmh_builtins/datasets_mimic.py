@@ -9,7 +9,7 @@ the ``.txt`` is its text (the offsets refer to it); a brat pair without a CSV ro
 MIMIC data cannot be redistributed: the bundled sample is synthetic, every note says so in its first line.
 
 Split rule: a note's group is its patient (SUBJECT_ID; a brat-only note is a group of its own), and a seeded
-``test_fraction`` of the notes, in whole patients, is the test split (:func:`mlmh.splits.hold_out`), so one
+``test_fraction`` of the notes, in whole patients, is the test split (:func:`mlmh.data.splits.hold_out`), so one
 patient's copy-forward notes never sit in train and test at once; validation is carved by patient too.
 """
 
@@ -21,7 +21,9 @@ from pathlib import Path
 
 from mlmh import hookimpl
 from mlmh.components import Dataset
+from mlmh.data.splits import hold_out
 from mlmh.errors import DataError
+from mlmh.types import Corpus, Document, EntitySpan
 from mlmh_builtins.dataset_support import (
     check_span,
     checked_columns,
@@ -32,8 +34,6 @@ from mlmh_builtins.dataset_support import (
     split_params,
     text_lines,
 )
-from mlmh.splits import hold_out
-from mlmh.types import Corpus, Document, EntitySpan
 
 NOTES_FILES = ("NOTEEVENTS.csv", "NOTEEVENTS.csv.gz")
 REQUIRED_COLUMNS = ("ROW_ID", "CATEGORY", "TEXT")

@@ -7,7 +7,7 @@ adds character/place spans for the ``ner`` masking; the bundled sample ships one
 
 Split rule: the file's ``split`` column when present (MPST's own train/val/test; its "val" rows are the
 validation split that selects checkpoints, never trained on; the original value stays in ``meta``). Without
-the column, a seeded ``test_fraction`` of the films is the test split (:func:`mlmh.splits.hold_out`, each
+the column, a seeded ``test_fraction`` of the films is the test split (:func:`mlmh.data.splits.hold_out`, each
 film its own group) and validation is carved from train by the same rule.
 """
 
@@ -18,7 +18,9 @@ from pathlib import Path
 
 from mlmh import hookimpl
 from mlmh.components import Dataset
+from mlmh.data.splits import hold_out
 from mlmh.errors import DataError
+from mlmh.types import Corpus, Document
 from mlmh_builtins.dataset_support import (
     ENTITIES_FILE,
     attach_entity_file,
@@ -29,8 +31,6 @@ from mlmh_builtins.dataset_support import (
     split_params,
     text_lines,
 )
-from mlmh.splits import hold_out
-from mlmh.types import Corpus, Document
 
 MPST_FILE = "mpst_full_data.csv"
 REQUIRED_COLUMNS = ("imdb_id", "plot_synopsis", "tags")

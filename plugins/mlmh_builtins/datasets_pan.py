@@ -22,8 +22,9 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Dataset
 from mlmh.errors import DataError
-from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
+from mlmh.storage.jsonl import read_jsonl
+from mlmh.types import Corpus, Document, Pair
 from mlmh_builtins.dataset_support import (
     ENTITIES_FILE,
     attach_entity_file,
@@ -35,7 +36,6 @@ from mlmh_builtins.dataset_support import (
     short_documents_note,
     split_params,
 )
-from mlmh.types import Corpus, Document, Pair
 
 
 def find_pan_files(path: Path) -> tuple[Path, Path]:

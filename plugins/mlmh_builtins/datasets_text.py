@@ -14,7 +14,7 @@ Each row's ``text_field`` is the document; ``group_field`` (optional) names who 
 author, a patient, a source), ``label_field`` (optional) its label or list of labels, which the
 ``text-classification`` task predicts, and ``id_field`` (optional) its id, kept as given in every result
 (without it a row is ``row-N``); ids must be unique and non-empty. Split rule: a seeded ``test_fraction`` of whole groups is the test
-split (:func:`mlmh.splits.hold_out`), so no group sits in train and test, and validation is carved out of
+split (:func:`mlmh.data.splits.hold_out`), so no group sits in train and test, and validation is carved out of
 train by whole groups too; without a group field each document is its own group.
 
 Bad input stops the load with one DataError naming the file, the row and the field: a missing field, an
@@ -30,13 +30,13 @@ from typing import Any, Callable, Iterator
 
 from mlmh import hookimpl
 from mlmh.components import Dataset
+from mlmh.data.splits import hold_out
 from mlmh.errors import DataError
-from mlmh.jsonl import read_jsonl
 from mlmh.params import Param
+from mlmh.storage.jsonl import read_jsonl
+from mlmh.types import Corpus, Document
 from mlmh_builtins.dataset_support import (checked_columns, data_root, read_text, short_documents_note,
                                           split_params, text_lines)
-from mlmh.splits import hold_out
-from mlmh.types import Corpus, Document
 
 EXPECTED = "a .jsonl, .csv, .tsv or .parquet file, a folder of .txt files, or a folder saved by datasets' save_to_disk"
 #: what ``pip install`` adds the readers of parquet files and save_to_disk folders

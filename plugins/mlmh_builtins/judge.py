@@ -51,7 +51,7 @@ class Judge:
 
     def identity(self) -> str:
         """The judge's GGUF digest and the libraries that convert and run it: what its scores depend on."""
-        from mlmh.modelcache import library_versions
+        from mlmh.storage.modelcache import library_versions
 
         versions = {**library_versions(), **{m: _version(m) for m in ("gguf", "accelerate")}}
         return f"judge:{self.name}#{self.digest()}|" + ",".join(f"{k}={v}" for k, v in sorted(versions.items()))
@@ -129,7 +129,7 @@ def convert_gguf(gguf_file: Path, target: Path) -> None:
 
 def judges_root() -> Path:
     """Where converted judges live: ``judges/`` in mlmh's cache, apart from the trained models."""
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     return cache_dir() / "judges"
 
@@ -139,7 +139,7 @@ def _converted(path: Path) -> bool:
 
 
 def _entry(judge: Judge) -> str:
-    from mlmh.modelcache import cache_key
+    from mlmh.storage.modelcache import cache_key
 
     return f"{judge.name}-{cache_key({'identity': judge.identity()})}"
 
@@ -152,7 +152,7 @@ def converted_dir(judge: Judge) -> tuple[Path, bool]:
 
 def judge_dir(judge: Judge) -> Path:
     """The converted judge's model directory, converting its GGUF file on first use (then kept)."""
-    from mlmh.modelcache import ModelCache
+    from mlmh.storage.modelcache import ModelCache
 
     reason = judge.unavailable()
     if reason:

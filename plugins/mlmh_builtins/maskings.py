@@ -197,7 +197,7 @@ class PosMasking(RatioMasking):
         """Why no POS tagger can run here (None when one can): the WordNet tagger is the last resort."""
         if spacy_pipeline() is not None or nltk_perceptron_installed():
             return None
-        from mlmh import wordnet
+        from mlmh.data import wordnet
 
         reason = wordnet.wordnet_unavailable()
         return f"no spaCy model or NLTK tagger data, and the offline tagger {reason}" if reason else None
@@ -253,7 +253,7 @@ def _tagger_status() -> "CheckResult":
     ner = "ner: dataset entity annotations, else the offline CRF tagger trained on the bundled samples"
     if nltk_perceptron_installed():
         return CheckResult(name, True, f"pos: NLTK perceptron tagger; {ner}")
-    from mlmh.wordnet import debian_files_present, find_wordnet
+    from mlmh.data.wordnet import debian_files_present, find_wordnet
 
     if find_wordnet() or debian_files_present():
         return CheckResult(name, True, f"pos: the offline WordNet tagger (no spaCy model, no NLTK tagger data); {ner}")

@@ -12,9 +12,9 @@ import numpy as np
 
 from mlmh import hookimpl
 from mlmh.components import InputsOnly, Metric, ScoringItem
+from mlmh.findings.stutter import generated_words, repeats_left_neighbour
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
-from mlmh.stutter import generated_words, repeats_left_neighbour
 from mlmh.types import Generation, MetricResult
 from mlmh.words import split_words
 from mlmh_builtins.metrics_common import SPANS_ONLY, base_info, failed_result, masked_spans, mean_result, texts

@@ -156,15 +156,15 @@ class MeteorMetric(Metric):
 
     def unavailable(self, corpus: Any) -> str | None:
         """Why METEOR cannot run here (None when it can): it needs WordNet present, or the Debian files
-        :func:`mlmh.wordnet.wordnet_for_scoring` assembles it from. Checked before a run trains anything."""
-        from mlmh import wordnet
+        :func:`mlmh.data.wordnet.wordnet_for_scoring` assembles it from. Checked before a run trains anything."""
+        from mlmh.data import wordnet
 
         return wordnet.wordnet_unavailable()
 
     def cache_identity(self) -> str | None:
         """The WordNet files NLTK reads (None before they are in place: nothing is cached then)."""
+        from mlmh.data.wordnet import find_wordnet
         from mlmh.implementation import files_identity
-        from mlmh.wordnet import find_wordnet
 
         found = find_wordnet()
         return None if found is None else f"wordnet:{files_identity(found)}"
@@ -178,7 +178,7 @@ class MeteorMetric(Metric):
             stemmer="nltk PorterStemmer",
         )
         try:
-            from mlmh.wordnet import wordnet_for_scoring
+            from mlmh.data.wordnet import wordnet_for_scoring
 
             wordnet = wordnet_for_scoring()
         except MlmhError as exc:

@@ -31,8 +31,8 @@ import numpy as np
 from mlmh import bounds
 from mlmh import hookimpl
 from mlmh.components import Metric, ScoringItem
-from mlmh.devices import PRECISIONS, cores, native_bf16, torch_threads
 from mlmh.errors import ModelError, SpecError
+from mlmh.machine.devices import PRECISIONS, cores, native_bf16, torch_threads
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mlmh import hookimpl
 from mlmh import bounds
+from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
-from mlmh.devices import DEVICE_PARAM, resolve_device
 from mlmh.errors import SpecError
+from mlmh.machine.devices import DEVICE_PARAM, resolve_device
 from mlmh.params import Param
 
 

@@ -4,19 +4,19 @@ itself on the run's dataset the first time a run needs them, then reuses from th
 This is the offline default: no pretrained weights can be downloaded, so each preset compares an MLM,
 a CLM and a seq2seq denoiser of matched size and training budget (see :mod:`mlmh.training`). They learn
 from the train split, keep the checkpoint that validation chooses (:mod:`mlmh.training.stopping`;
-:func:`mlmh.splits.with_validation`) and never see the test split, whose documents stay unseen.
+:func:`mlmh.data.splits.with_validation`) and never see the test split, whose documents stay unseen.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mlmh import hookimpl
 from mlmh import bounds
+from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
-from mlmh.findings.crossover import MAX_EPOCHS
-from mlmh.devices import DEVICE_PARAM, PRECISIONS, resolve_device
 from mlmh.errors import SpecError
+from mlmh.findings.crossover import MAX_EPOCHS
+from mlmh.machine.devices import DEVICE_PARAM, PRECISIONS, resolve_device
 from mlmh.params import Param
 from mlmh.training.config import BUDGETS, KEEPS, MASK_SCHEDULES, MLM_MASK_RATIO, PATIENCE_TOKENS  # no torch
 from mlmh.types import Corpus
@@ -92,7 +92,7 @@ class TrainedModel(Model):
     # -- what to train on ------------------------------------------------------------------------
     def _corpus(self, context: LoadContext) -> Corpus:
         """The corpus to train on, with its validation split set."""
-        from mlmh.splits import with_validation
+        from mlmh.data.splits import with_validation
 
         return with_validation(self._dataset_corpus(context))
 
@@ -112,7 +112,7 @@ class TrainedModel(Model):
         memo = (self.params["dataset"], context.dataset, context.data_path, id(context.corpus))
         if memo in self._prepared:
             return self._prepared[memo]
-        from mlmh.modelcache import data_hash, library_versions
+        from mlmh.storage.modelcache import data_hash, library_versions
         from mlmh.training.config import RECIPE_VERSION
         from mlmh.training.models import init_fingerprint
 
@@ -132,7 +132,7 @@ class TrainedModel(Model):
 
     def cache_name(self, context: LoadContext) -> str:
         """Directory name in the model cache: readable prefix + recipe hash."""
-        from mlmh.modelcache import cache_key
+        from mlmh.storage.modelcache import cache_key
 
         recipe, corpus = self._prepare(context)
         return f"{corpus.dataset}-{self.model_kind}-{self.params['size']}-{cache_key(recipe)}"
@@ -147,11 +147,11 @@ class TrainedModel(Model):
     def training_job(self, context: LoadContext) -> Any:
         """What training this model takes (:class:`mlmh.training.jobs.TrainingJob`), for a sequential load or a
         process that trains several models at once."""
-        from mlmh.modelcache import ModelCache
+        from mlmh.storage.modelcache import ModelCache
         from mlmh.training.jobs import TrainingJob
 
         recipe, corpus = self._prepare(context)
-        from mlmh.splits import describe_validation
+        from mlmh.data.splits import describe_validation
 
         return TrainingJob(self.cache_name(context), str(ModelCache().root.resolve()), [d.text for d in corpus.split("train")],
                            [d.text for d in corpus.split("validation")], self._config(), corpus.dataset,
@@ -170,7 +170,7 @@ class TrainedModel(Model):
         """The card :func:`mlmh.training.train` wrote beside the weights (empty before training)."""
         import json
 
-        from mlmh.modelcache import CARD_NAME, ModelCache
+        from mlmh.storage.modelcache import CARD_NAME, ModelCache
 
         path = ModelCache().lookup(self.cache_name(context))
         card = path / CARD_NAME if path else None

@@ -8,7 +8,7 @@ with the identity of its entity words removed (the view in which every name is u
 names from their shape and context instead of memorising the samples' names.
 
 Parts of speech: the most frequent WordNet part of speech of each content word (summed sense counts of its
-lemmas, NLTK's WordNet reader from :mod:`mlmh.wordnet`), a closed-class list for function words, three
+lemmas, NLTK's WordNet reader from :mod:`mlmh.data.wordnet`), a closed-class list for function words, three
 context rules (no verb right after a determiner; a verb after an auxiliary, "to" or a subject pronoun), and
 capitalised words inside a sentence as proper nouns.
 
@@ -105,7 +105,7 @@ def train_entity_tagger(documents: list[Document], target: Path) -> Path:
 
 def entity_tagger_path() -> Path:
     """Where the trained tagger lives (``<cache>/taggers/entity-crf-<key>.crfsuite``); trains it if absent."""
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     documents = entity_training_documents()
     target = cache_dir() / "taggers" / f"entity-crf-{entity_tagger_key(documents)}.crfsuite"
@@ -168,7 +168,7 @@ _SENTENCE_END = frozenset(".!?…")
 
 def wordnet_reader() -> Any:
     """NLTK's WordNet reader (present, or assembled from local Debian files); the fix when it is missing."""
-    from mlmh.wordnet import wordnet_for_scoring
+    from mlmh.data.wordnet import wordnet_for_scoring
 
     try:
         return wordnet_for_scoring()

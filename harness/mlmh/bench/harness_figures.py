@@ -18,7 +18,7 @@ def measure_startup(*, runs: int = 7) -> dict[str, Any]:
 
 def scaling_config(model_dirs: dict[str, Path], documents: int):
     """The tiny eval of the scaling ratio: PAN sample, random tiny MLM and CLM, 3 samplers, BLEU + ROUGE."""
-    from mlmh.config import from_table
+    from mlmh.config.presets import from_table
 
     table = {
         "dataset": "pan",
@@ -62,7 +62,7 @@ def measure_scaling(work_dir: Path, *, documents: int = 12, runs: int = 3, size:
 
     Both runs load the same models (random weights, so no training) and the same dataset; interleaved.
     """
-    from mlmh.plan import build_plan
+    from mlmh.config.plan import build_plan
     from mlmh.run.runner import run_experiment
 
     work_dir = Path(work_dir)

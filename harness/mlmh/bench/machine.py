@@ -24,7 +24,7 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The processor's model name, with the vector extensions that decide torch's kernels (AVX2, AVX-512)."""
     import platform
 
-    from mlmh.devices import cpu_flags
+    from mlmh.machine.devices import cpu_flags
 
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")

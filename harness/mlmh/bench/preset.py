@@ -60,7 +60,7 @@ def run_phase(preset: str, cache: Path, out: Path, *, limit: str | None = None, 
 def training_rates(out: Path) -> dict[str, dict[str, Any]]:
     """Per model the run trained: training tokens per CPU-second, from its card in the run's results.json (a warm
     run reads cards of models trained before: the rate is theirs, and ``trained`` says the run did not train)."""
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     run = RunDir(out)
     if not run.results.is_file():
@@ -146,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit")
     args = parser.parse_args(argv)
     from mlmh import api
-    from mlmh.allocator import tune_command_line_process
-    from mlmh.config import parse_limit
+    from mlmh.config.presets import parse_limit
+    from mlmh.machine.allocator import tune_command_line_process
 
     from mlmh.errors import MlmhError
 

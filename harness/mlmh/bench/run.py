@@ -80,7 +80,7 @@ def run_bench(options: BenchOptions, progress: Progress | None = None, work_dir:
     import torch
 
     from mlmh.adapters import load_adapter
-    from mlmh.allocator import tune_command_line_process
+    from mlmh.machine.allocator import tune_command_line_process
     from mlmh.registry import get_registry
     from mlmh.training.config import SIZES
 

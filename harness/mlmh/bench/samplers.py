@@ -10,7 +10,7 @@ from mlmh.bench.bare import bare_work, pass_plan
 from mlmh.bench.memory import PeakMemory
 from mlmh.bench.ratios import cell_ci, overhead_ratio, timing_ci
 from mlmh.bench.timing import CELL_CI_WIDTH, CELL_MAX_SECONDS, CELL_SECONDS, measure_interleaved
-from mlmh.declared import bench_cases
+from mlmh.config.declared import bench_cases
 from mlmh.errors import SpecError
 
 
@@ -82,7 +82,7 @@ def bench_items(length: int, batch: int, vocabulary: Sequence[str], *, seed: int
     """
     import numpy as np
 
-    from mlmh.seeding import sample_seed
+    from mlmh.machine.seeding import sample_seed
     from mlmh.types import MaskedItem, MaskPlan
     from mlmh.words import split_words
 

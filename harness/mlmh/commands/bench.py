@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from mlmh import bounds, options
+from mlmh import bounds
+from mlmh.config import options
 
 from mlmh.errors import SpecError
-from mlmh.outputs import check_output_file, write_output_file
+from mlmh.storage.outputs import check_output_file, write_output_file
 
 
 def _int_list(value: str, option: str, bound: bounds.Bound, *, minimum: int = 1) -> tuple[int, ...]:
@@ -166,7 +167,7 @@ def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache
 
     from mlmh.bench.preset import goal_rows, run_preset_bench
     from mlmh.bench.render import number_text, verdict_text
-    from mlmh.config import parse_limit
+    from mlmh.config.presets import parse_limit
 
     from mlmh import api
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import click
 
-from mlmh import interrupts, options
-from mlmh.executors import BACKENDS
+from mlmh.config import options
+from mlmh.machine import interrupts
+from mlmh.run.executors import BACKENDS
 
 
 @click.command(name="eval", cls=options.PresetHelpCommand)
 @click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME|FILE.toml", help="Preset to run.")
-@options.run_option("dataset")  # the run options: declared once, on mlmh.runconfig.RunConfig
+@options.run_option("dataset")  # the run options: declared once, on mlmh.types.runconfig.RunConfig
 @options.run_option("data")
 @options.run_option("models")
 @options.run_option("maskings")
@@ -67,8 +68,8 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset quick --tracker wandb,mlflow,tensorboard   # also log to trackers (README: Trackers)
     """
     from mlmh import api
-    from mlmh.progress import progress_listener
     from mlmh.errors import MlmhError, RunCancelled
+    from mlmh.run.progress import progress_listener
 
     overrides = options.run_overrides(click.get_current_context().params)
     if show_config:
@@ -120,7 +121,7 @@ def print_summary(results: Any, out: Any) -> None:
             f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))
     if results.errors:
         console.print(f"[yellow]{len(results.errors)} component(s) failed; the rest completed (see report.md).[/]")
-    from mlmh.rundir import RunDir
+    from mlmh.storage.rundir import RunDir
 
     run = RunDir(out)
     console.print(f"Results: {run.results}  report: {run.report}")

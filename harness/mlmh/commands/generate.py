@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from mlmh import options
 from mlmh.api import TEXT_TRAINING_DATASET
+from mlmh.config import options
 
 EPILOG = """\b
 Examples:
@@ -25,7 +25,7 @@ Examples:
 
 def _sampler_help(base: str) -> str:
     """``--sampler``'s help, naming the sampler each model kind gets by default (as the samplers declare it)."""
-    from mlmh.declared import default_samplers
+    from mlmh.config.declared import default_samplers
 
     return f"{base} (default by model kind: " + ", ".join(f"{k}: {v}" for k, v in default_samplers().items()) + ")."
 
@@ -85,11 +85,11 @@ def generate(model_spec: str | None, masking_spec: str, sampler_spec: str | None
 
 
 def _reproduce(run_dir: str | None, sample: str | None, as_json: bool, trace: bool, given: Any) -> None:
-    """Regenerate one sample of a run (mlmh.reproduce) and say whether it is the one the run recorded."""
+    """Regenerate one sample of a run (mlmh.run.reproduce) and say whether it is the one the run recorded."""
     import json
 
     from mlmh.errors import MlmhError, SpecError
-    from mlmh.reproduce import reproduce
+    from mlmh.run.reproduce import reproduce
     from mlmh.types import to_dict
 
     if not (run_dir and sample):

@@ -47,7 +47,7 @@ def ls(kind: str | None, as_json: bool) -> None:
         if singular == "model":
             row["model_kind"] = item.model_kind
         if singular == "preset":
-            from mlmh.config import describe_cost
+            from mlmh.config.presets import describe_cost
 
             row["cost"] = describe_cost(item.config, item.source)
         if singular == "tracker" and item.extra:

@@ -16,7 +16,7 @@ def plugins() -> None:
       mlmh plugins
       MLMH_LOAD_PLUGINS= mlmh plugins      # builtins only
     """
-    from mlmh.plugin_manager import describe_plugins, get_plugin_manager, load_errors
+    from mlmh.plugins.plugin_manager import describe_plugins, get_plugin_manager, load_errors
 
     get_plugin_manager()
     for msg in load_errors:

@@ -16,7 +16,7 @@ def report(run_dir: str) -> None:
       mlmh report runs/20260101-120000-pan/results.json
     """
     from mlmh import api
-    from mlmh.report import write_report
+    from mlmh.report.markdown import write_report
 
     loaded = api.load(run_dir)
     path = write_report(loaded.results, loaded.run)

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from mlmh import options
+from mlmh.config import options
 
 
 @click.command(name="score")
@@ -35,7 +35,7 @@ def score(
       mlmh score -m bertscore:layer=4 --pred gen.jsonl --ref orig.jsonl --field text --json
       mlmh score -m gen-ppl:path=./my-gpt2 -m stutter -m distinct-n:n=2 --pred gen.txt --ref orig.txt
     """
-    from mlmh.scoring import read_pairs, score_texts
+    from mlmh.run.score_files import read_pairs, score_texts
     from mlmh.types import to_dict
 
     predictions, references = read_pairs(pred_path, ref_path, field=field)
@@ -48,7 +48,7 @@ def score(
             on_metric=lambda name: status.update(f"scoring {name} on {len(predictions)} pairs..."),
         )
     if as_json:
-        from mlmh.contracts import strict_json
+        from mlmh.plugins.contracts import strict_json
 
         click.echo(strict_json({"pairs": len(predictions), "seed": seed, "results": [to_dict(r) for r in results]}, indent=2))
         _fail_on_errors(specs, results)

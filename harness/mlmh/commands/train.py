@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from mlmh import bounds, options
+from mlmh import bounds
+from mlmh.config import options
 
 OBJECTIVE_CHOICES = ("mlm", "clm", "seq2seq")
 MASK_SCHEDULE_CHOICES = ("fixed", "uniform", "mdlm")
@@ -103,12 +104,12 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
       mlmh train --dataset pan --objective seq2seq --init models/pan-minilm --max-steps 50 --out models/pan-bert2bert
       mlmh train --dataset pan --objective mlm --mask-schedule mdlm --budget targets --out models/pan-mdlm
     """
+    from mlmh.data.splits import describe_validation, with_validation
     from mlmh.errors import DataError
-    from mlmh.modelcache import atomic_directory, ensure_free_space
-    from mlmh.outputs import check_output_folder
+    from mlmh.machine.devices import resolve_device
     from mlmh.registry import get_registry
-    from mlmh.devices import resolve_device
-    from mlmh.splits import describe_validation, with_validation
+    from mlmh.storage.modelcache import atomic_directory, ensure_free_space
+    from mlmh.storage.outputs import check_output_folder
     from mlmh.training.config import PATIENCE_TOKENS, make_config
     from mlmh.training.loop import estimated_bytes
     from mlmh.training.loop import train as train_model
@@ -148,7 +149,7 @@ class _ProgressBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        from mlmh.eta import Eta
+        from mlmh.run.eta import Eta
 
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[eta]}"),
@@ -164,7 +165,7 @@ class _ProgressBar:
         self.progress.stop()
 
     def update(self, event: dict[str, Any]) -> None:
-        from mlmh.eta import eta_text
+        from mlmh.run.eta import eta_text
 
         self.eta.observe(event["step"], event["total"], time.monotonic())
         self.progress.update(self.task, completed=event["step"], total=event["total"], loss=f"{event['loss']:.3f}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mlmh import options
+from mlmh.config import options
 
 
 @click.command(name="tui")

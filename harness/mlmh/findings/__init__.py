@@ -7,5 +7,9 @@ terminal summary, the TUI, notebooks and trackers say the same thing and none of
   :mod:`~mlmh.findings.grounds`;
 - :mod:`mlmh.findings.comparisons`: every other verdict report.md states (``comparisons``);
 - :mod:`mlmh.findings.crossover`: where masked overtakes causal in a data-constrained sweep (``crossover``);
-- :mod:`mlmh.findings.answer`: the answer and the comparisons as every face states them.
+- :mod:`mlmh.findings.answer`: the answer and the comparisons as every face states them;
+- the measurements the verdicts read, taken during the run: :mod:`~mlmh.findings.memorization` (verbatim recall,
+  the seen - unseen gap, the filler and deletion baselines), :mod:`~mlmh.findings.correlation` (quality against
+  downstream usefulness) and :mod:`~mlmh.findings.stutter` (one definition for the claims and the ``stutter``
+  metric).
 """

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Sequence
 
 from mlmh.findings.grounds import data_line
-from mlmh.result_blocks import Comparisons
 from mlmh.results import roles
 from mlmh.types import Finding, RunResults
+from mlmh.types.result_blocks import Comparisons
 
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
               "seen": "seen documents (train split: the models learned from them)"}

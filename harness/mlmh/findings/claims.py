@@ -16,7 +16,7 @@ the paper's own (:mod:`mlmh.findings.paper_claims`) and leaves out a model that 
 Two per-document measures, both from the generations through the run's own rules:
 
 - **masked-word accuracy**: the share of masked words regenerated exactly (verbatim recall,
-  :func:`mlmh.memorization.verbatim_recall`). It scores only what the model generated, word by word; BLEU
+  :func:`mlmh.findings.memorization.verbatim_recall`). It scores only what the model generated, word by word; BLEU
   of the whole text is dominated by the unmasked context, which every model of a masking copies alike.
 - **stutter**: generated words equal to their left neighbour (the ``stutter`` metric's word level).
 """
@@ -259,8 +259,8 @@ def evaluate(cells: list[Cell], *, seed: int = 0, claims: Sequence[Claim] = CLAI
 # -- from a run ------------------------------------------------------------------------------------
 def counts_of(generation: Any) -> dict[str, tuple[float, float]]:
     """Per-document (hits, positions) of each measure, by the run's own rules."""
-    from mlmh.memorization import verbatim_recall
-    from mlmh.stutter import generated_words, repeats_left_neighbour
+    from mlmh.findings.memorization import verbatim_recall
+    from mlmh.findings.stutter import generated_words, repeats_left_neighbour
 
     recall = verbatim_recall([generation])
     sequence = generated_words(generation)

@@ -23,13 +23,13 @@ import math
 from collections import defaultdict
 from typing import Any, NamedTuple
 
-from mlmh.declared import baseline_results
+from mlmh.config.declared import baseline_results
 from mlmh.findings.verdicts import caveats_of, memorised, never_learned, summarise
-from mlmh.result_blocks import (MEMORISED, NO_GAP, ON_PLATEAU, BaselineVerdict, Comparisons, CorrelationVerdict,
-                                Disagreement, KindVerdict, Memorisation, PlateauVerdict, RatioTrend, TrendSeries)
 from mlmh.results import (better, format_number, format_score, higher_is_better, main_metrics, model_label,
                           model_record_of, roles)
 from mlmh.types import ConditionResult, RunResults
+from mlmh.types.result_blocks import (MEMORISED, NO_GAP, ON_PLATEAU, BaselineVerdict, Comparisons, CorrelationVerdict,
+                                Disagreement, KindVerdict, Memorisation, PlateauVerdict, RatioTrend, TrendSeries)
 
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
 #: the kinds each document set's comparison sets against each other, in the order the findings state them

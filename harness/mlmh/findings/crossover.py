@@ -29,10 +29,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from mlmh import bounds
-from mlmh.declared import headline, sweep_results, swept_models
+from mlmh.config.declared import headline, sweep_results, swept_models
 from mlmh.params import parse_spec
-from mlmh.result_blocks import Crossover, SweepPoint
 from mlmh.stats import DEFAULT_RESAMPLES, percentile_interval
+from mlmh.types.result_blocks import Crossover, SweepPoint
 
 AXES = ("unique_tokens", "epochs")
 #: the largest value of each sweep axis: a run of more epochs, or more unique tokens than any corpus this
@@ -84,11 +84,11 @@ def expand_models(models: Sequence[str], *, epochs: Sequence[float] | None = Non
 
 def parse_axis(text: str | None, kind: type, option: str) -> list[Any] | None:
     """A comma list of positive numbers from the command line (``--sweep-epochs 1,2,4``), or None when the
-    option is not given. Each value follows the one rule of numeric flags (:class:`mlmh.options.Number`),
+    option is not given. Each value follows the one rule of numeric flags (:class:`mlmh.config.options.Number`),
     bounded by :data:`AXIS_LIMITS`; an empty value (an unset shell variable) is refused, never read as
     "the preset's sweep"."""
+    from mlmh.config.options import Number
     from mlmh.errors import SpecError
-    from mlmh.options import Number
 
     if text is None:
         return None

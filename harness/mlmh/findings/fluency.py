@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from mlmh.declared import fluency_results
+from mlmh.config.declared import fluency_results
 from mlmh.findings.paper_claims import SOURCE, Evidence, paper_metrics
 from mlmh.findings.verdicts import FAILS, HOLDS, describe_ci, not_tested, verdict
 from mlmh.stats import resample_ci

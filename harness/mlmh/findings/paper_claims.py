@@ -10,7 +10,7 @@ Generation"), each tested on a run's own conditions as a finding with a paired b
 3. Punctuation masking is best for CLM and worst for MLM: punctuation masking against the best (CLM) and the
    worst (MLM) other masking; both parts must hold.
 4. No strong correlation between generation quality and downstream usefulness (their section 5): Spearman's
-   rho across conditions with its bootstrap CI (:mod:`mlmh.analysis`) must lie within +-``STRONG``.
+   rho across conditions with its bootstrap CI (:mod:`mlmh.findings.correlation`) must lie within +-``STRONG``.
 5. Even at very high masking the synthetic data still trains a useful downstream model: the downstream
    model trained on the regenerations of the highest masking ratio (0.5 or more), per test item, against the
    model that had no training data (chance) and beside the one trained on the real documents.
@@ -34,8 +34,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from mlmh.analysis import STRONG
-from mlmh.declared import findings_results, headline
+from mlmh.config.declared import findings_results, headline
+from mlmh.findings.correlation import STRONG
 from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
                                     correlation_verdict, describe_ci, not_tested, number, verdict)
 from mlmh.results import main_metrics

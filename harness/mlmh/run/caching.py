@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlmh.cache import ResultLookup, SampleCache
+from mlmh.config.plan import RunPlan
 from mlmh.events import Message
-from mlmh.plan import RunPlan
 from mlmh.run.context import RunContext
+from mlmh.storage.cache import ResultLookup, SampleCache
 
 
 def say_cache_notes(cache: SampleCache, ctx: RunContext) -> None:

@@ -12,10 +12,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from mlmh.contracts import describe_error
+from mlmh.config.plan import Condition, RunPlan
 from mlmh.errors import MlmhError, RunCancelled
 from mlmh.events import EventBus, Message
-from mlmh.plan import Condition, RunPlan
+from mlmh.plugins.contracts import describe_error
 from mlmh.types import RunError
 
 

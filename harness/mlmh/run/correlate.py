@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from mlmh import analysis
+from mlmh.config.plan import Condition
 from mlmh.events import Progress, StageStarted
-from mlmh.plan import Condition
+from mlmh.findings import correlation
 from mlmh.run.context import RunContext
 from mlmh.types import Correlation, RoleQuality
 
@@ -22,6 +22,6 @@ def correlate(conditions: Sequence[Condition], quality: Mapping[str, Mapping[str
         rows.append({"condition": c.id, "metrics": {k: v.value for k, v in (seen.metrics if seen else {}).items()
                                                     if v.value is not None},
                      "downstream": downstream.get(c.id, {})})
-    correlations = analysis.correlate(rows, seed=seed) if any(row["downstream"] for row in rows) else []
+    correlations = correlation.correlate(rows, seed=seed) if any(row["downstream"] for row in rows) else []
     ctx.bus.emit(Progress(stage="correlation", completed=1, total=1))
     return correlations

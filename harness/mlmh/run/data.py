@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from mlmh.contracts import describe_error
+from mlmh.config.plan import RunPlan
+from mlmh.data.selection import select_documents, subcorpus
 from mlmh.errors import MlmhError
 from mlmh.events import Progress, StageStarted
-from mlmh.plan import RunPlan
+from mlmh.plugins.contracts import describe_error
 from mlmh.run.context import RunContext
-from mlmh.selection import select_documents, subcorpus
 from mlmh.types import Corpus, Document
 
 #: the two document sets of every run: regenerations of train documents (the synthetic corpus of the
@@ -32,7 +32,7 @@ class RunData:
 
 def load_data(plan: RunPlan, ctx: RunContext) -> RunData:
     """Load the plan's dataset, pick each set's documents and check every component against the corpus
-    (:meth:`~mlmh.plan.RunPlan.check`, which may drop a preset's default that cannot run on it)."""
+    (:meth:`~mlmh.config.plan.RunPlan.check`, which may drop a preset's default that cannot run on it)."""
     config = plan.config
     ctx.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {config.dataset}"))
     try:

@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mlmh.cache import ResultLookup, SampleCache, content_digest
-from mlmh.contracts import task_problem
+from mlmh.config.plan import RunPlan
+from mlmh.data.synthetic import synthetic_corpus
 from mlmh.events import Progress, StageStarted
-from mlmh.plan import RunPlan
+from mlmh.plugins.contracts import task_problem
 from mlmh.run.caching import result_key, say_cached
 from mlmh.run.context import RunContext
 from mlmh.run.data import RunData
-from mlmh.synthetic import synthetic_corpus
+from mlmh.storage.cache import ResultLookup, SampleCache, content_digest
 from mlmh.types import Corpus, Generation, TaskResult
 
 REAL_TRAIN = "real train split"  # what the downstream baseline trains on

@@ -1,4 +1,4 @@
-"""Writing a finished run's files through its :class:`~mlmh.rundir.RunDir`: generations.jsonl, samples.jsonl
+"""Writing a finished run's files through its :class:`~mlmh.storage.rundir.RunDir`: generations.jsonl, samples.jsonl
 (a run that logs samples), report.md with its figures, and results.json last (a run with results.json is
 finished)."""
 
@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
-from mlmh.plan import Condition
-from mlmh.report import write_report
-from mlmh.reproduce import sample_id
+from mlmh.config.plan import Condition
+from mlmh.report.markdown import write_report
+from mlmh.run.reproduce import sample_id
 from mlmh.run.score import per_sample
-from mlmh.rundir import RunDir
+from mlmh.storage.rundir import RunDir
 from mlmh.types import Generation, GenerationRow, MetricResult, RunResults, SampleRow
 
 if TYPE_CHECKING:
-    from mlmh.plots import FigureStore
+    from mlmh.report.plots import FigureStore
 
 
 def write_run(run_dir: RunDir, results: RunResults, conditions: Sequence[Condition],

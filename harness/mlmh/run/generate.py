@@ -1,19 +1,19 @@
 """The generate stage: every condition's masked documents regenerated, each batch cached as it finishes, so a
-killed run resumes where it stopped; an executor (:mod:`mlmh.executors`) decides where the batches run."""
+killed run resumes where it stopped; an executor (:mod:`mlmh.run.executors`) decides where the batches run."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from mlmh.cache import SampleCache, sample_key
+from mlmh.config.plan import RunPlan, WorkUnit
 from mlmh.errors import RunCancelled
 from mlmh.events import Progress, SampleGenerated, StageStarted
-from mlmh.executors import Executor, InProcessExecutor
 from mlmh.implementation import engine_id, implementation_id
-from mlmh.plan import RunPlan, WorkUnit
 from mlmh.run.caching import say_cache_notes
 from mlmh.run.context import RunContext
+from mlmh.run.executors import Executor, InProcessExecutor
 from mlmh.run.models import LoadedModel
+from mlmh.storage.cache import SampleCache, sample_key
 from mlmh.types import Generation, MaskedItem
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from mlmh.config.plan import RunPlan
+from mlmh.data.selection import subcorpus
 from mlmh.errors import RunCancelled
 from mlmh.events import Progress, StageStarted
 from mlmh.generation import fit_to_windows, prepare_items
-from mlmh.plan import RunPlan
 from mlmh.run.context import RunContext
 from mlmh.run.data import ROLES, RunData
 from mlmh.run.models import LoadedModel
-from mlmh.selection import subcorpus
 from mlmh.types import Corpus, Document, MaskedItem
 
 

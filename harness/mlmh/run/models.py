@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from mlmh.config.plan import RunPlan, load_context
 from mlmh.errors import RunCancelled
 from mlmh.events import Progress, StageStarted
-from mlmh.plan import RunPlan, load_context
-from mlmh.training.jobs import train_missing
 from mlmh.run.context import RunContext
+from mlmh.training.jobs import train_missing
 from mlmh.types import Corpus
 
 if TYPE_CHECKING:

@@ -11,24 +11,24 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from mlmh import __version__
-from mlmh.contracts import finite_only
+from mlmh.config.plan import Condition, RunPlan
+from mlmh.data.splits import group_key
 from mlmh.events import EventBus, RunEvent
 from mlmh.findings.claims import run_cells
 from mlmh.findings.comparisons import compare
 from mlmh.findings.crossover import summarise
 from mlmh.findings.decide import run_findings
+from mlmh.findings.memorization import gap
 from mlmh.findings.paper_claims import baseline_arm
 from mlmh.implementation import library_versions
-from mlmh.memorization import gap
-from mlmh.plan import Condition, RunPlan
-from mlmh.plugin_manager import describe_plugins
+from mlmh.plugins.contracts import finite_only
+from mlmh.plugins.plugin_manager import describe_plugins
 from mlmh.run.context import RunContext, RunLog
 from mlmh.run.data import ROLES, SPLIT_OF_ROLE, RunData
 from mlmh.run.downstream import TaskScores
 from mlmh.run.mask import Masked
 from mlmh.run.models import LoadedModel
 from mlmh.run.score import Scores, per_sample
-from mlmh.splits import group_key
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, ConfigRecord, Correlation, Crossover, DatasetInfo, DocumentSet,
                         Finding, Generation, GenerationCosts, ModelRecord, RunResults, Score, Versions)
 

@@ -2,10 +2,10 @@
 
 Public API (the CLI, the TUI and the bench call these)::
 
-    from mlmh.config import resolve
-    from mlmh.plan import build_plan
-    from mlmh.run.runner import run_experiment
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import resolve
     from mlmh.errors import RunCancelled
+    from mlmh.run.runner import run_experiment
 
     plan = build_plan(resolve("quick", {"limit": 4}))   # checks the RunConfig: a RunPlan
     results = run_experiment(plan, listener=print,          # any callable taking a RunEvent
@@ -15,7 +15,7 @@ Public API (the CLI, the TUI and the bench call these)::
 ``run_experiment`` takes only a checked plan (every path builds its plan once) and returns the typed
 results (:class:`~mlmh.types.RunResults`): each stage is a function of :mod:`mlmh.run` whose arguments are what
 it needs and whose value is what it makes, and results.json is their serialisation, written once, atomically
-(:class:`~mlmh.rundir.RunDir`). It raises :class:`~mlmh.errors.RunCancelled` when ``cancel`` is set and
+(:class:`~mlmh.storage.rundir.RunDir`). It raises :class:`~mlmh.errors.RunCancelled` when ``cancel`` is set and
 :class:`~mlmh.errors.MlmhError` subclasses on bad input.
 """
 
@@ -27,27 +27,27 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, TypeVar
 
-from mlmh.cache import SampleCache
+from mlmh.config.plan import RunPlan, expect_plan
 from mlmh.errors import MlmhError, RunCancelled, SpecError
 from mlmh.events import EventBus, Listener, Progress, RunFinished, RunStarted, StageFinished, StageStarted
-from mlmh.executors import Executor
-from mlmh.paths import samples_db
-from mlmh.plan import RunPlan, expect_plan
+from mlmh.machine.paths import samples_db
 from mlmh.run.context import RunContext
 from mlmh.run.correlate import correlate
 from mlmh.run.data import RunData, load_data
 from mlmh.run.downstream import run_tasks
+from mlmh.run.executors import Executor
 from mlmh.run.files import write_run
 from mlmh.run.generate import generate
 from mlmh.run.mask import mask_documents
 from mlmh.run.models import load_models
 from mlmh.run.results import BuiltResults, build_results, versions
 from mlmh.run.score import Scores, score
-from mlmh.rundir import RunDir, RunDirError, new_run_path
+from mlmh.storage.cache import SampleCache
+from mlmh.storage.rundir import RunDir, RunDirError, new_run_path
 from mlmh.types import Generation, RunResults
 
 if TYPE_CHECKING:
-    from mlmh.plots import FigureStore
+    from mlmh.report.plots import FigureStore
 
 T = TypeVar("T")
 
@@ -55,10 +55,10 @@ T = TypeVar("T")
 def run_experiment(plan: RunPlan, listener: Listener | None = None, cancel: threading.Event | None = None,
                    *, output_path: str | Path | None = None, resume: bool = False, use_cache: bool = True,
                    cache_path: str | Path | None = None, executor: Executor | None = None) -> RunResults:
-    """Run every condition of ``plan`` (:func:`mlmh.plan.build_plan`) and write results.json, report.md and
+    """Run every condition of ``plan`` (:func:`mlmh.config.plan.build_plan`) and write results.json, report.md and
     plots to ``output_path``.
 
-    ``executor`` generates the work units (default: in this process; see :mod:`mlmh.executors`).
+    ``executor`` generates the work units (default: in this process; see :mod:`mlmh.run.executors`).
     """
     expect_plan(plan, "run_experiment")
     out = Path(output_path) if output_path else new_run_path(plan.config.preset)
@@ -73,8 +73,8 @@ class Runner:
     Stages: data -> models (train on first use) -> mask -> generate -> metrics -> downstream -> correlation
     -> report. The grid is models x maskings x samplers x seeds; a sampler that cannot drive a model's kind is
     skipped with a note. Generations are cached per sample as each batch finishes, and the results of metrics
-    and tasks per input (:mod:`mlmh.cache`), so a killed run resumes where it stopped; every sample's randomness
-    comes from :mod:`mlmh.seeding`, so results do not depend on batch size or on what was cached.
+    and tasks per input (:mod:`mlmh.storage.cache`), so a killed run resumes where it stopped; every sample's randomness
+    comes from :mod:`mlmh.machine.seeding`, so results do not depend on batch size or on what was cached.
     """
 
     def __init__(self, plan: RunPlan, bus: EventBus, cancel: threading.Event, out: Path, *, resume: bool,

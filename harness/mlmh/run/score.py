@@ -8,16 +8,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from mlmh.cache import ResultLookup, SampleCache, content_digest
 from mlmh.components import ScoringItem
-from mlmh.contracts import score_metric
+from mlmh.config.plan import RunPlan
 from mlmh.events import Progress, StageStarted
-from mlmh.memorization import baseline_words, filler_generations, filler_word, verbatim_recall
-from mlmh.plan import RunPlan
+from mlmh.findings.memorization import baseline_words, filler_generations, filler_word, verbatim_recall
+from mlmh.plugins.contracts import score_metric
 from mlmh.run.caching import result_key, say_cached
 from mlmh.run.context import RunContext
 from mlmh.run.data import ROLES, RunData
 from mlmh.run.mask import Masked
+from mlmh.storage.cache import ResultLookup, SampleCache, content_digest
 from mlmh.types import Generation, MetricResult, RoleQuality, Score
 
 

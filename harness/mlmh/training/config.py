@@ -136,7 +136,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran.
     ``spelled(key)`` is how the user gave a setting, for the errors (default: ``mlmh train``'s flags;
     a trained-* model passes its spec's ``NAME:key``)."""
-    from mlmh.devices import resolve_device, resolve_precision
+    from mlmh.machine.devices import resolve_device, resolve_precision
 
     flag = spelled or (lambda key: "--" + key.replace("_", "-"))
     if shape_overrides.get("seq_len") is not None and shape_overrides["seq_len"] < MIN_SEQ_LEN:

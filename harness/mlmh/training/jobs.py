@@ -46,7 +46,7 @@ class TrainingJob:
     validation_holds: str = field(default="", compare=False)  # what validation holds, for the card
 
     def cached(self) -> bool:
-        from mlmh.modelcache import ModelCache
+        from mlmh.storage.modelcache import ModelCache
 
         return ModelCache(Path(self.root)).lookup(self.key) is not None
 
@@ -58,7 +58,7 @@ class TrainingJob:
 
     def ensure(self, progress: ProgressFn | None = None) -> tuple[Path, bool]:
         """The cached model, trained into the cache first on a miss: ``(path, built)``."""
-        from mlmh.modelcache import ModelCache, ensure_free_space
+        from mlmh.storage.modelcache import ModelCache, ensure_free_space
         from mlmh.training.loop import estimated_bytes, train
 
         cache = ModelCache(Path(self.root))
@@ -118,8 +118,8 @@ def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, c
 
 def _child_environment() -> tuple[dict[str, str], list[str]]:
     """The driver's mlmh / Hugging Face settings (cache dir pinned) and import path, for the children."""
-    from mlmh.executors import FORWARDED_ENV
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
+    from mlmh.machine.worker_pool import FORWARDED_ENV
 
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
     env["MLMH_CACHE_DIR"] = str(cache_dir().resolve())
@@ -170,10 +170,9 @@ def _run_children(pending: list[tuple[TrainingJob, ProgressFn | None]], slots: i
 def _child_main(index: int, job: TrainingJob, env: dict[str, str], path: list[str], events: Any, driver: int) -> None:
     """A child process: the driver's environment, one thread per its share, then ``job.ensure``; it ends
     when the ``driver`` process is gone."""
-    from mlmh.contracts import describe_error
-    from mlmh.executors import FORWARDED_ENV
-    from mlmh.modelcache import CARD_NAME
-    from mlmh.worker_pool import exit_with_parent
+    from mlmh.machine.worker_pool import FORWARDED_ENV, exit_with_parent
+    from mlmh.plugins.contracts import describe_error
+    from mlmh.storage.modelcache import CARD_NAME
 
     exit_with_parent(driver)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from mlmh.adapters.base import model_window
-from mlmh.devices import describe as describe_device
+from mlmh.machine.devices import describe as describe_device
 from mlmh.errors import DataError
-from mlmh.modelcache import CARD_NAME, library_versions
+from mlmh.storage.modelcache import CARD_NAME, library_versions
 from mlmh.training.config import (EVALUATIONS_PER_BUDGET, FRESH_LEARNING_RATE, HEAD_WARMUP_SHARE, MAX_BUDGET_SCALE,
                                   MIN_EVAL_EVERY, RECIPE_VERSION, VOCABULARY_NOTE, TrainingConfig)
 from mlmh.training.corruption import CORRUPTION_NOTES, corruption_for
@@ -42,7 +42,7 @@ def default_threads(config: TrainingConfig | None = None) -> int:
     start (``init``) too, so several train side by side, one process each (:mod:`mlmh.training.jobs`). Its steps of
     8 x 64 tokens are too small to split well: on 2 cores at load 4-8 the MiniLM MLM of the paper preset took 1,216
     CPU-s for 625 steps on two threads, where one thread took 247 CPU-s for 400 (docs/TRAINING.md)."""
-    from mlmh.devices import cores, threads_for
+    from mlmh.machine.devices import cores, threads_for
 
     if config is None:
         return cores()
@@ -52,7 +52,7 @@ def default_threads(config: TrainingConfig | None = None) -> int:
 def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:
     """(train, validation) texts by :func:`mlmh.splits.with_validation`'s rule, for callers that
     give no validation texts (documents named by their position)."""
-    from mlmh.splits import with_validation
+    from mlmh.data.splits import with_validation
     from mlmh.types import Corpus, Document
 
     corpus = with_validation(Corpus("texts", [Document(id=f"text-{i}", text=t) for i, t in enumerate(texts)], ""))
@@ -136,7 +136,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         texts, validation = split_validation(texts)
         validation_source = "10% of the train documents"
     if not data_digest:
-        from mlmh.modelcache import data_hash
+        from mlmh.storage.modelcache import data_hash
 
         data_digest = data_hash(texts)
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -78,10 +78,10 @@ def shared_tokenizer(texts: Sequence[str], vocab_size: int, cache_root: Path | N
     """
     from transformers import PreTrainedTokenizerFast
 
-    from mlmh.modelcache import ModelCache, data_hash
+    from mlmh.storage.modelcache import ModelCache, data_hash
 
     if cache_root is None:
-        from mlmh.paths import models_dir
+        from mlmh.machine.paths import models_dir
 
         cache_root = models_dir() / "tokenizers"
     cache = ModelCache(cache_root)

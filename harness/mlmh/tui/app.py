@@ -55,7 +55,7 @@ class MlmhApp(TuiApp):
             self.push_screen(HelpScreen(self.screen))
 
     def open_results(self, path: str | Path) -> None:
-        from mlmh.rundir import RunDir
+        from mlmh.storage.rundir import RunDir
         from mlmh.tui.screens.results import ResultsScreen
 
         self.options.run_dir = str(path)  # a results screen made now loads it when it mounts

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mlmh.progress import elide
 from mlmh.results import format_number
+from mlmh.run.progress import elide
 
 #: a plot legend's entry at most this wide (plotext draws the legend inside the plot)
 LEGEND_WIDTH = 34

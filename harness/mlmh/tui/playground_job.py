@@ -31,8 +31,8 @@ DEFAULT_DATASET = "pan"
 
 def default_models() -> tuple[str, ...]:
     """The playground's two models when none are named: for each pane's kind, the model that declares itself
-    that kind's default (:mod:`mlmh.declared`)."""
-    from mlmh.declared import default_models as declared
+    that kind's default (:mod:`mlmh.config.declared`)."""
+    from mlmh.config.declared import default_models as declared
 
     defaults = declared()
     return tuple(defaults[kind] for kind in PANE_KINDS)
@@ -78,18 +78,18 @@ def model_kind_of(spec: str) -> str:
 
 def compatible_samplers(model_kind: str) -> list[str]:
     """Names of registered samplers (third-party ones included) that can drive ``model_kind`` (the rule:
-    :func:`mlmh.plan.fits`)."""
-    from mlmh.plan import fits
+    :func:`mlmh.config.plan.fits`)."""
+    from mlmh.config.plan import fits
     from mlmh.registry import get_registry
 
     return [s.name for s in get_registry().all("sampler") if fits(s, model_kind)]
 
 
 def preferred_sampler(model_kind: str) -> str | None:
-    """The name of the sampler a run gives ``model_kind`` when none is named (:func:`mlmh.plan.default_sampler`),
+    """The name of the sampler a run gives ``model_kind`` when none is named (:func:`mlmh.config.plan.default_sampler`),
     or None for a kind without one."""
+    from mlmh.config.plan import default_sampler
     from mlmh.params import parse_spec
-    from mlmh.plan import default_sampler
 
     try:
         return parse_spec(default_sampler(model_kind))[0]

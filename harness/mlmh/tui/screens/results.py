@@ -20,7 +20,7 @@ from mlmh.api import LoadedRun
 from mlmh.errors import MlmhError
 from mlmh.findings.answer import answer_lines, comparison_lines
 from mlmh.results import document_counts, roles
-from mlmh.rundir import RUNS_ROOT, RunDir, finished_runs
+from mlmh.storage.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition, short_id, short_spec
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys

@@ -17,7 +17,7 @@ from textual.widgets import Button, Footer, Header, Label, RichLog, Select
 
 from mlmh.errors import MlmhError
 from mlmh.events import Message, RunEvent, RunFinished, RunStarted, SampleGenerated
-from mlmh.rundir import RunDir
+from mlmh.storage.rundir import RunDir
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition
 from mlmh.tui.widgets.progress_panel import ProgressPanel

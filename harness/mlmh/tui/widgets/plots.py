@@ -37,10 +37,10 @@ def series_label(condition: ConditionResult) -> str:
 
 def ratio_series(results: RunResults, metric: str) -> dict[str, list[tuple[float, float]]]:
     """``{model sampler: [(masking ratio, metric value), ...]}``: the masking-ratio panel of the PNG figure
-    (:func:`mlmh.plots.plot_data`, on the headline document set), so only masking families swept over two
+    (:func:`mlmh.report.plots.plot_data`, on the headline document set), so only masking families swept over two
     or more ratios are drawn, a fixed-ratio masking (stopwords, punctuation, ner) is never put on the
     ratio axis, and the filler and deletion baselines are lines of their own."""
-    from mlmh.plots import plot_data
+    from mlmh.report.plots import plot_data
 
     panels = [p for p in plot_data(results, [metric], baselines=True) if p.axis == "masking ratio"]
     return {_short_label(series.label): [(float(point.x), point.value) for point in series.points]
@@ -98,8 +98,8 @@ class QualityDownstreamPlot(PlotextPlot):
 
 def sweep_series(results: RunResults, measure: str = "validation loss (nats/token)") -> dict[str, list[tuple[float, float]]]:
     """``{objective U: [(epochs, value), ...]}``: the against-epochs panel of the sweep's PNG figure
-    (:func:`mlmh.plots.crossover_data`) for ``measure`` (its panel label)."""
-    from mlmh.plots import crossover_data
+    (:func:`mlmh.report.plots.crossover_data`) for ``measure`` (its panel label)."""
+    from mlmh.report.plots import crossover_data
 
     return {series.label: [(float(p.x), p.value) for p in series.points]
             for panel in crossover_data(results) if panel.axis == "epochs" and panel.metric == measure

@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, ProgressBar
 
-from mlmh.eta import Eta, eta_text
 from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
-from mlmh.progress import progress_key
+from mlmh.run.eta import Eta, eta_text
+from mlmh.run.progress import progress_key
 
 
 #: progress info the bar itself already shows (or that is noise in one line)
@@ -34,7 +34,7 @@ def _info_text(info: dict) -> str:
 
 
 class StageRow(Horizontal):
-    """Label, bar, ETA (:class:`mlmh.eta.Eta`, the rule of every face) and the latest progress info
+    """Label, bar, ETA (:class:`mlmh.run.eta.Eta`, the rule of every face) and the latest progress info
     (e.g. training loss) of one stage."""
 
     DEFAULT_CLASSES = "stage-row"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pluggy
 
-from mlmh import hookspecs
+from mlmh.plugins import hookspecs
 
 ENTRY_POINT_GROUP = "mlmh"
 BUILTIN_DISTRIBUTION = "mlmh"  # its entry points of the group are the builtins
@@ -161,7 +161,7 @@ def entry_point_table() -> list[list[Any]]:
     (read here, a few small files), name and value alike, none added and none left out, or the table is
     scanned again.
     """
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     stamps = []
     folders: list[str] = []
@@ -189,7 +189,7 @@ def entry_point_table() -> list[list[Any]]:
             for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
     table = sorted(rows, key=lambda row: (not _is_builtin(str(row[0])), row[0], row[2]))
     try:
-        from mlmh.paths import private_dir
+        from mlmh.machine.paths import private_dir
 
         private_dir(path.parent)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -1,9 +1,9 @@
-"""The typed run configuration: everything a run needs, resolved from a preset (:mod:`mlmh.config`) or
-read back from the run's ``config.json`` (:meth:`mlmh.rundir.RunDir.saved_config`).
+"""The typed run configuration: everything a run needs, resolved from a preset (:mod:`mlmh.config.presets`) or
+read back from the run's ``config.json`` (:meth:`mlmh.storage.rundir.RunDir.saved_config`).
 
 Each run option is declared once, on its field (:func:`option`): the preset key is the field's name, and the
-declaration (:class:`RunOption`) drives ``mlmh eval``'s click option (:func:`mlmh.options.run_option`), how a preset
-value is read (:func:`mlmh.config.from_table`) and what the Python API documents (``mlmh.evaluate``'s keyword
+declaration (:class:`RunOption`) drives ``mlmh eval``'s click option (:func:`mlmh.config.options.run_option`), how a preset
+value is read (:func:`mlmh.config.presets.from_table`) and what the Python API documents (``mlmh.evaluate``'s keyword
 arguments; tests/test_run_options.py checks the four agree).
 """
 

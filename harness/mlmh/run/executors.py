@@ -10,8 +10,8 @@ are the same whichever executor ran.
 - :class:`RayExecutor` (``--backend ray``): Ray tasks on a local Ray started on demand, or on the
   cluster at ``--ray-address``.
 
-Executors are made from the driver's :class:`~mlmh.plan.RunPlan`; a worker process builds its own copy from
-the plan's :class:`~mlmh.config.RunConfig` through :func:`mlmh.plan.build_plan` (:class:`Worker`, once per
+Executors are made from the driver's :class:`~mlmh.config.plan.RunPlan`; a worker process builds its own copy from
+the plan's :class:`~mlmh.types.runconfig.RunConfig` through :func:`mlmh.config.plan.build_plan` (:class:`Worker`, once per
 process) and loads each model once, from the model cache the driver filled in its models stage: a worker
 never trains. Every executor
 generates a unit through :func:`run_unit`, and every sample's randomness comes from its item's seed,
@@ -29,15 +29,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
-from mlmh.devices import inference_threads
+from mlmh.config.plan import RunPlan, WorkUnit
 from mlmh.errors import MlmhError, ModelError, PluginError, SpecError
-from mlmh.plan import RunPlan, WorkUnit
+from mlmh.machine.devices import inference_threads
+from mlmh.machine.worker_pool import FORWARDED_ENV
 from mlmh.types import Generation
 
 if TYPE_CHECKING:
     from mlmh.components import Sampler
-    from mlmh.config import RunConfig
     from mlmh.toolkit import Adapter
+    from mlmh.types.runconfig import RunConfig
 
 OnDone = Callable[[WorkUnit, list[Generation]], None]
 #: called with a unit whose generation raised (the plugin's error, from any process); None re-raises it
@@ -47,8 +48,6 @@ BACKENDS = ("local", "ray")
 MAX_RETRIES = 3
 #: seconds between looks at the cancel event while the workers generate
 POLL_S = 0.2
-#: environment a worker takes from the driver: mlmh's own settings (cache dir, plugins) and offline flags
-FORWARDED_ENV = ("MLMH_", "HF_", "TRANSFORMERS_")
 RAY_MISSING = "--backend ray needs Ray: pip install 'mlmh[ray]'"
 
 
@@ -112,7 +111,7 @@ class WorkerSpec:
 
 def worker_spec(config: "RunConfig", threads: int) -> WorkerSpec:
     """The driver's configuration, environment and run-time plugins, for :class:`Worker`."""
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
     env["MLMH_CACHE_DIR"] = str(cache_dir().resolve())  # the model cache the driver trained into
@@ -132,7 +131,7 @@ def worker_spec(config: "RunConfig", threads: int) -> WorkerSpec:
 def _run_time_plugins() -> tuple[list[tuple[str, str]], list[tuple[str, Any]]]:
     """Plugins registered in this process by hand (neither builtin nor an entry point): a worker
     process registers the same, modules by import name and other objects by pickle."""
-    from mlmh.plugin_manager import registered_by_hand
+    from mlmh.plugins.plugin_manager import registered_by_hand
 
     modules, objects = [], []
     for name, plugin in registered_by_hand():
@@ -150,8 +149,8 @@ class Worker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         _enter(spec)
-        from mlmh.config import RunConfig
-        from mlmh.plan import build_plan
+        from mlmh.config.plan import build_plan
+        from mlmh.types.runconfig import RunConfig
 
         self.plan = build_plan(RunConfig.from_dict(spec.config))
         self.models = {m.spec: m for m in self.plan.models}
@@ -168,9 +167,9 @@ class Worker:
         return self.adapters[spec]
 
     def _load(self, model: Any) -> Any:
-        from mlmh.modelcache import ModelCache
-        from mlmh.paths import models_dir
-        from mlmh.plan import load_context
+        from mlmh.config.plan import load_context
+        from mlmh.machine.paths import models_dir
+        from mlmh.storage.modelcache import ModelCache
 
         if self._corpus is None:  # the run's corpus, as the runner builds it: trained-* recipes hash it
             self._corpus = self.plan.load_corpus()
@@ -195,7 +194,7 @@ def _enter(spec: WorkerSpec) -> None:
         sys.modules["torch"].set_num_threads(spec.threads)
     import importlib
 
-    from mlmh import plugin_manager
+    from mlmh.plugins import plugin_manager
 
     plugin_manager.reset()  # a reused process (Ray) may hold an earlier run's plugins
     pm = plugin_manager.get_plugin_manager()
@@ -241,7 +240,7 @@ class LocalWorkersExecutor:
         self._pool: Any = None
 
     def _new_pool(self) -> Any:
-        from mlmh.worker_pool import spawn_pool
+        from mlmh.machine.worker_pool import spawn_pool
 
         return spawn_pool(self.workers)
 

@@ -1,5 +1,8 @@
 """The typed values that flow through a run. All are dataclasses that round-trip through JSON,
-so the cache, the CLI, the TUI and the tests see the same things."""
+so the cache, the CLI, the TUI and the tests see the same things.
+
+The results' other blocks are typed in :mod:`mlmh.types.result_blocks` (and importable from here), and the run's
+configuration, each run option declared on its field, in :mod:`mlmh.types.runconfig`."""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ from typing import Any, Iterator, TypeVar, cast
 
 from mlmh.errors import MlmhError
 # the results' blocks besides conditions and findings, typed where RunResults is and importable from here
-from mlmh.result_blocks import (FLAT, Block, Comparisons, ConfigRecord, Correlation, Crossover, DatasetInfo, DocumentSet,
-                                HumanRatings, HumanScore, ModelRecord, RunError, Score, SweepPoint, Versions)
+from mlmh.types.result_blocks import (FLAT, Block, Comparisons, ConfigRecord, Correlation, Crossover, DatasetInfo,
+                                      DocumentSet, HumanRatings, HumanScore, ModelRecord, RunError, Score, SweepPoint,
+                                      Versions)
 
 T = TypeVar("T")
 
@@ -32,11 +36,11 @@ class Document:
 
     id: str
     text: str
-    split: str = "train"  # "train" | "validation" | "test" (roles: mlmh.splits)
+    split: str = "train"  # "train" | "validation" | "test" (roles: mlmh.data.splits)
     labels: list[str] = field(default_factory=list)  # e.g. MPST tags
     author: str | None = None  # e.g. PAN author id
     #: who or what the document belongs to (an author, a patient, a source); no group sits in two splits
-    #: (mlmh.splits); None = the document is a group of its own
+    #: (mlmh.data.splits); None = the document is a group of its own
     group: str | None = None
     entities: list[EntitySpan] = field(default_factory=list)  # e.g. drug/dose spans
     meta: dict[str, Any] = field(default_factory=dict)
@@ -222,7 +226,7 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**data)
 
 
-# -- a run's JSON Lines files (their reads and writes: mlmh.rundir.RunDir) --------------------------------
+# -- a run's JSON Lines files (their reads and writes: mlmh.storage.rundir.RunDir) --------------------------------
 #: the fields of a generations.jsonl row that are text (``role`` may be null)
 GENERATION_FIELDS = ("sample", "condition", "doc_id", "original", "masked_text", "text")
 
@@ -247,7 +251,7 @@ class GenerationRow:
                    role=role if isinstance(role, str) else None)
 
     def checked(self, name: str) -> str:
-        """Text field ``name`` of a row its reader required it of (:meth:`mlmh.rundir.RunDir.read_generations`)."""
+        """Text field ``name`` of a row its reader required it of (:meth:`mlmh.storage.rundir.RunDir.read_generations`)."""
         value = getattr(self, name)
         if not isinstance(value, str):
             raise ValueError(f"generations row {self.sample}: {name} was not read as text")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence, TypeVar
 
 if TYPE_CHECKING:
-    from mlmh.runconfig import RunConfig
+    from mlmh.types.runconfig import RunConfig
 
 B = TypeVar("B", bound="Block")
 
@@ -157,7 +157,7 @@ class Score:
 
 @dataclass
 class ConfigRecord(Block):
-    """The run's resolved configuration as results.json records it (:meth:`mlmh.runconfig.RunConfig.to_dict`): the
+    """The run's resolved configuration as results.json records it (:meth:`mlmh.types.runconfig.RunConfig.to_dict`): the
     keys the faces read typed, every other key (the specs, the limit, the batch size...) in ``extra`` as the
     run wrote it. A key a file lacks reads as None (``seeds`` as [])."""
 
@@ -191,14 +191,14 @@ class DatasetInfo(Block):
     train_documents: int = 0
     validation_documents: int = 0
     test_documents: int = 0
-    validation_groups: int = field(default=0, metadata=OMIT_EMPTY)  # the groups validation holds (mlmh.splits)
+    validation_groups: int = field(default=0, metadata=OMIT_EMPTY)  # the groups validation holds (mlmh.data.splits)
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
 @dataclass
 class DocumentSet(Block):
     """A document set the run regenerated (``seen``, ``unseen``): the split it came from, its size and ids, how
-    many groups (authors, patients, sources: :mod:`mlmh.splits`) its documents come from and how many were cut to
+    many groups (authors, patients, sources: :mod:`mlmh.data.splits`) its documents come from and how many were cut to
     the narrowest model window: what a finding on the set can stand for."""
 
     split: str = ""
@@ -246,7 +246,7 @@ class ModelRecord(Block):
 
 @dataclass
 class Correlation(Block):
-    """Quality of the seen regenerations vs one downstream score across conditions (:mod:`mlmh.analysis`):
+    """Quality of the seen regenerations vs one downstream score across conditions (:mod:`mlmh.findings.correlation`):
     Spearman and Pearson with p-values and bootstrap CIs (None without enough data), and a one-line summary."""
 
     metric: str = ""

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mlmh.errors import DataError
-from mlmh.inputs import check_input_file
+from mlmh.storage.inputs import check_input_file
 
 
 def read_jsonl(path: str | Path, *, finite: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -46,15 +46,15 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 def parse_object(path: Path, number: int, line: str, *, finite: bool = False) -> dict[str, Any]:
-    """Line ``number`` of ``path`` as the JSON object it must hold (nested at most :data:`mlmh.schema.MAX_DEPTH`
+    """Line ``number`` of ``path`` as the JSON object it must hold (nested at most :data:`mlmh.storage.schema.MAX_DEPTH`
     levels; every number finite where ``finite``); a DataError naming the line when it is not."""
-    from mlmh.schema import parse_json
+    from mlmh.storage.schema import parse_json
 
     try:
         row = parse_json(line, finite=finite)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
-    except ValueError as exc:  # NaN, an overflowing number, nesting too deep (mlmh.schema)
+    except ValueError as exc:  # NaN, an overflowing number, nesting too deep (mlmh.storage.schema)
         raise DataError(f"{path}:{number}: {exc}") from None
     if not isinstance(row, dict):
         raise DataError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")

@@ -1,4 +1,4 @@
-"""The run plan: a :class:`~mlmh.runconfig.RunConfig` resolved once into built components, conditions and
+"""The run plan: a :class:`~mlmh.types.runconfig.RunConfig` resolved once into built components, conditions and
 work units, so the runner, the executors, ``mlmh generate``, the TUI and the bench all run the same thing.
 
 This is the only module on the run path that asks the registry for components, and it owns the rules
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from mlmh.contracts import describe_error
 from mlmh.errors import SpecError
-from mlmh.runconfig import RunConfig, run_options
+from mlmh.plugins.contracts import describe_error
+from mlmh.types.runconfig import RunConfig, run_options
 
 if TYPE_CHECKING:
     from mlmh.types import Corpus, MaskedItem
@@ -55,8 +55,8 @@ def many_steps(sampler: Any) -> str | None:
 
 def default_sampler(model_kind: str) -> str:
     """The sampler spec a ``model_kind`` model generates with when none is named (``mlmh generate``, the TUI
-    playground): the sampler that declares itself the default for that kind (:mod:`mlmh.declared`)."""
-    from mlmh.declared import default_samplers
+    playground): the sampler that declares itself the default for that kind (:mod:`mlmh.config.declared`)."""
+    from mlmh.config.declared import default_samplers
 
     try:
         return default_samplers()[model_kind]
@@ -196,7 +196,7 @@ class RunPlan:
     def load_corpus(self) -> "Corpus":
         """The run's corpus with its validation split set: what trained-* recipes hash, so the runner, the
         executors' workers and ``mlmh generate --run`` must all build it this one way."""
-        from mlmh.splits import with_validation
+        from mlmh.data.splits import with_validation
 
         return with_validation(self.dataset.load(self.config.data))
 
@@ -263,7 +263,7 @@ def load_context(config: "RunConfig", corpus: Any, progress: Any = None, *, defe
     """What every model of a run loads with: its dataset, corpus, first seed and the model cache (one rule for
     the runner, executors' workers and ``mlmh generate --run``); ``defer_weights``: see LoadContext."""
     from mlmh.components import LoadContext
-    from mlmh.paths import models_dir
+    from mlmh.machine.paths import models_dir
 
     return LoadContext(dataset=config.dataset, data_path=config.data, corpus=corpus, seed=config.seeds[0],
                        cache_dir=str(models_dir()), progress=progress, defer_weights=defer_weights)
@@ -273,7 +273,7 @@ def expect_plan(value: Any, taker: str) -> RunPlan:
     """``value`` when it is a :class:`RunPlan`; else the one-line SpecError saying ``taker`` runs only a plan
     built by :func:`build_plan` (so every path builds its plan once, and runs the plan it checked)."""
     if not isinstance(value, RunPlan):
-        raise SpecError(f"{taker} runs a plan, not a {type(value).__name__}: pass mlmh.plan.build_plan(config)")
+        raise SpecError(f"{taker} runs a plan, not a {type(value).__name__}: pass mlmh.config.plan.build_plan(config)")
     return value
 
 
@@ -304,10 +304,10 @@ def build_plan(config: "RunConfig") -> RunPlan:
     the preset key or the flag, and the plan it returns is the one checked, which the runner runs
     (:func:`mlmh.run.runner.run_experiment`), so a run builds its components once.
     """
-    from mlmh.options import check_instance
+    from mlmh.config.options import check_instance
     from mlmh.registry import get_registry
 
-    check_instance(config, "config", RunConfig, "a RunConfig (mlmh.config.resolve(preset))")
+    check_instance(config, "config", RunConfig, "a RunConfig (mlmh.config.presets.resolve(preset))")
     lists: dict[str, Any] = {key: build_components(config, key) for key in KINDS}
     plan = RunPlan(config=config, dataset=lists.pop("dataset")[0], **lists)
     registry = get_registry()

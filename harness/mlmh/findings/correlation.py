@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from mlmh.result_blocks import Correlation
+from mlmh.types.result_blocks import Correlation
 
 #: |rho| below this, or a CI that spans 0, reads as "no strong correlation".
 STRONG = 0.4
@@ -128,7 +128,7 @@ def correlate(rows: Iterable[dict[str, Any]], *, seed: int = 0) -> list[Correlat
                 which = metric if np.ptp(xs) == 0 else f"{task} {score}"
                 entry.summary = f"not enough conditions: {which} is the same in all {len(xs)}"
             else:
-                from mlmh.seeding import sample_seed
+                from mlmh.machine.seeding import sample_seed
 
                 entry.spearman, entry.spearman_p, entry.pearson, entry.pearson_p = _statistics(xs, ys)
                 cis = bootstrap_ci(xs, ys, sample_seed(seed, "correlate", f"{metric}|{task}|{score}"))

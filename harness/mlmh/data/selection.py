@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlmh.seeding import sample_seed
+from mlmh.machine.seeding import sample_seed
 from mlmh.types import Corpus, Document
 
 

@@ -23,10 +23,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
-from mlmh import schema
 from mlmh.errors import DataError, MlmhError, SpecError
-from mlmh.runconfig import RunConfig
+from mlmh.storage import schema
 from mlmh.types import GENERATION_FIELDS, GenerationRow, SampleRow
+from mlmh.types.runconfig import RunConfig
 
 #: where ``mlmh eval`` puts a new run by default, relative to the working directory
 RUNS_ROOT = "runs"
@@ -41,7 +41,7 @@ HUMAN_SHEET = "human_sheet.csv"
 #: the sample cache a ``--no-cache`` run keeps to itself, and the files SQLite puts beside it
 PRIVATE_CACHE = "samples.sqlite"
 CACHE_COMPANIONS = ("-wal", "-shm", "-journal")
-#: the report's figures (PNG), by name without the suffix (mlmh.plots draws them)
+#: the report's figures (PNG), by name without the suffix (mlmh.report.plots draws them)
 FIGURES = ("quality_by_masking", "quality_by_masking_seen", "quality_vs_steps", "quality_vs_downstream", "crossover")
 #: the temp files behind the atomic writes: ``.<name>.<random>.tmp``
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
@@ -110,15 +110,15 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 
 
 def _json_text(data: Any) -> str:
-    """Strict JSON (no NaN or infinities: :func:`mlmh.contracts.strict_json`), as every run file is written."""
-    from mlmh.contracts import strict_json
+    """Strict JSON (no NaN or infinities: :func:`mlmh.plugins.contracts.strict_json`), as every run file is written."""
+    from mlmh.plugins.contracts import strict_json
 
     return strict_json(data, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-# -- reading and checking (the shapes and their one check: mlmh.schema) ----------------------------------
+# -- reading and checking (the shapes and their one check: mlmh.storage.schema) ----------------------------------
 def _read_text(path: Path) -> str:
-    from mlmh.inputs import check_input_file
+    from mlmh.storage.inputs import check_input_file
 
     try:
         raw = check_input_file(path).read_bytes()
@@ -132,7 +132,7 @@ def _read_text(path: Path) -> str:
 
 
 def _read_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | None = None) -> Any:
-    """``path``'s JSON, checked against ``shape`` (:func:`mlmh.schema.checked`); a DataError naming the file and
+    """``path``'s JSON, checked against ``shape`` (:func:`mlmh.storage.schema.checked`); a DataError naming the file and
     the key when it is not."""
     return schema.checked(path, what, _read_text(path), shape, wrap)
 
@@ -374,8 +374,9 @@ class RunDir:
             raise DataError(f"{self.results}: not a readable results file: {exc}") from None
 
     def read_lines(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(line number, object) of each non-blank line of a JSON-lines run file (:func:`mlmh.jsonl.read_jsonl`)."""
-        from mlmh.jsonl import read_jsonl
+        """(line number, object) of each non-blank line of a JSON-lines run file
+        (:func:`mlmh.storage.jsonl.read_jsonl`)."""
+        from mlmh.storage.jsonl import read_jsonl
 
         return read_jsonl(path, finite=True)
 
@@ -431,7 +432,7 @@ class RunDir:
 
     def _write_lines(self, path: Path, rows: Iterable[GenerationRow | SampleRow]) -> Path:
         """A JSON-lines file, one row's ``to_dict`` per line, written whole or not at all."""
-        from mlmh.contracts import finite_only, strict_json
+        from mlmh.plugins.contracts import finite_only, strict_json
 
         def write(handle: IO[bytes]) -> None:
             for row in rows:  # strict, as every run file is: a NaN (a metric's per-sample value) is written null

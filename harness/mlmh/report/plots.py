@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from mlmh.results import higher_is_better, main_metrics
-from mlmh.rundir import RunDir, write_atomic
+from mlmh.storage.rundir import RunDir, write_atomic
 from mlmh.types import ConditionResult, RunResults, Score, SweepPoint
 
 #: colour family (a matplotlib colormap) per model kind; unknown kinds share the grey one
@@ -287,7 +287,7 @@ def _styles(rows: list[ConditionResult], several_seeds: bool, sampler_family: bo
 
 # -- drawing ---------------------------------------------------------------------------------------
 class FigureStore(Protocol):
-    """Where drawn figures are kept by :func:`figure_key` (the run cache, :class:`mlmh.cache.SampleCache`)."""
+    """Where drawn figures are kept by :func:`figure_key` (the run cache, :class:`mlmh.storage.cache.SampleCache`)."""
 
     def get_figure(self, key: str) -> bytes | None: ...
 
@@ -299,8 +299,8 @@ def figure_key(panels: list[Panel], subtitle: str = "", baseline: float | None =
     the plotting code (:func:`mlmh.implementation.source_hash`) and the matplotlib version."""
     from importlib.metadata import version
 
-    from mlmh.cache import content_digest
     from mlmh.implementation import source_hash
+    from mlmh.storage.cache import content_digest
 
     return content_digest([panels, subtitle, baseline, source_hash(__name__), version("matplotlib")])
 

@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
-from mlmh.eta import Eta, duration, eta_text
 from mlmh.events import Message, Progress, RunEvent, StageFinished, StageStarted
+from mlmh.run.eta import Eta, duration, eta_text
 
 #: a plain progress line at every this fraction of a stage's total (and at its end)
 STEP = 0.1

@@ -54,7 +54,7 @@ NLTK_DOWNLOAD_HOST = ("raw.githubusercontent.com", 443)
 
 def nltk_data_dir() -> Path:
     """Where mlmh keeps NLTK data: ``<cache>/nltk_data``."""
-    from mlmh.paths import cache_dir
+    from mlmh.machine.paths import cache_dir
 
     return cache_dir() / "nltk_data"
 

@@ -16,6 +16,9 @@ from typing import Any
 
 #: How often a worker checks that its driver is still alive (seconds).
 PARENT_CHECK_S = 1.0
+#: environment a worker process takes from its driver (executors' workers, a cold run's training children): mlmh's
+#: own settings (cache dir, plugins) and offline flags
+FORWARDED_ENV = ("MLMH_", "HF_", "TRANSFORMERS_")
 
 
 def spawn_pool(workers: int) -> Any:

@@ -35,7 +35,7 @@ CARD_NAME = "training_card.json"
 MANIFEST_NAME = "cache_manifest.json"
 _TMP_PREFIX = ".partial-"
 
-log = logging.getLogger("mlmh.modelcache")
+log = logging.getLogger("mlmh.storage.modelcache")
 
 
 def library_versions() -> dict[str, str]:
@@ -238,11 +238,11 @@ def atomic_directory(final: Path, *, overwrite: bool = False) -> Iterator[Path]:
 
 
 class ModelCache:
-    """Trained models under ``root`` (default: ``mlmh.paths.models_dir()``), one directory per key."""
+    """Trained models under ``root`` (default: ``mlmh.machine.paths.models_dir()``), one directory per key."""
 
     def __init__(self, root: Path | None = None) -> None:
         if root is None:
-            from mlmh.paths import models_dir
+            from mlmh.machine.paths import models_dir
 
             root = models_dir()
         self.root = Path(root)
@@ -267,7 +267,7 @@ class ModelCache:
 
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
-        from mlmh.paths import private_dir
+        from mlmh.machine.paths import private_dir
 
         private_dir(self.root)  # entries are mkdtemp folders (0700) renamed into place
         with open(self.root / f".{key}.lock", "w") as handle:

@@ -14,7 +14,7 @@ import click
 from mlmh import bounds
 from mlmh.bounds import Bound, ceiling, limit_of
 from mlmh.errors import MlmhError, SpecError
-from mlmh.runconfig import run_options
+from mlmh.types.runconfig import run_options
 
 #: a piece ``key=value`` whose key is a bare parameter name continues the spec before it
 _PARAMETER = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*=")
@@ -95,7 +95,7 @@ def limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     """A click callback for a run's ``--limit``: N documents, a fraction 0.x, or 0 for all."""
     if value is None:
         return None
-    from mlmh.config import parse_limit
+    from mlmh.config.presets import parse_limit
 
     try:
         bounds.check(float(value), bounds.COUNT, f"{flag_of(param)} {value}:")
@@ -225,10 +225,10 @@ BATCH_SIZE = Number(int, min=1, max=bounds.BATCH)
 TRAINING_STEPS = Number(int, min=1, max=bounds.TRAINING_STEPS)
 
 
-# -- the run options, as mlmh.runconfig.RunConfig declares them ------------------------------------------
+# -- the run options, as mlmh.types.runconfig.RunConfig declares them ------------------------------------------
 def run_option(key: str) -> Callable[[Any], Any]:
     """``mlmh eval``'s click option for run option ``key``, made from its declaration on :class:`RunConfig`
-    (:class:`mlmh.runconfig.RunOption`): its flag, help and metavar, and the callback or type its shape reads with,
+    (:class:`mlmh.types.runconfig.RunOption`): its flag, help and metavar, and the callback or type its shape reads with,
     so the value is checked where it is typed, as the preset's is where it is read."""
     declared = run_options()[key]
     settings: dict[str, Any] = {"help": declared.help}
@@ -311,7 +311,7 @@ class PresetHelpCommand(click.Command):
         name = ctx.meta.get("mlmh.help_preset")
         if not name:
             return
-        from mlmh.config import preset_summary
+        from mlmh.config.presets import preset_summary
 
         with formatter.section(f"Preset {name}"):
             try:

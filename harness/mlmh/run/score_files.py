@@ -1,5 +1,5 @@
 """Scoring texts with metric plugins outside a run: reading prediction/reference files and scoring them
-(``mlmh score``; ``--metric`` lists parse in mlmh.options)."""
+(``mlmh score``; ``--metric`` lists parse in mlmh.config.options)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from mlmh.errors import DataError
-from mlmh.jsonl import parse_object, text_lines
+from mlmh.storage.jsonl import parse_object, text_lines
 from mlmh.types import MetricResult
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -16,7 +16,7 @@ DEFAULT_TEXT_FIELD = "text"
 
 def read_texts(path: str | Path, *, field: str = DEFAULT_TEXT_FIELD) -> list[str]:
     """One text per line; ``.jsonl``/``.ndjson`` files hold one JSON object a line with the text in ``field``
-    (either gzip-compressed too, as ``.gz``), read by the one JSON Lines reader's rules (:mod:`mlmh.jsonl`).
+    (either gzip-compressed too, as ``.gz``), read by the one JSON Lines reader's rules (:mod:`mlmh.storage.jsonl`).
 
     Errors name the file and line: unreadable, non-UTF-8 bytes, empty lines, bad JSON, missing field.
     """
@@ -57,10 +57,10 @@ def read_pairs(pred: str | Path, ref: str | Path, *, field: str = DEFAULT_TEXT_F
 
 def _score_one(spec: str, predictions: Sequence[str], references: Sequence[str], seed: int) -> list[MetricResult]:
     """One metric on plain pairs; module-level so worker processes can run it. A metric that raises or
-    breaks its contract gives one error result (:func:`mlmh.contracts.score_metric`), so the other
+    breaks its contract gives one error result (:func:`mlmh.plugins.contracts.score_metric`), so the other
     metrics' results are kept."""
     from mlmh.components import ScoringItem
-    from mlmh.contracts import score_metric
+    from mlmh.plugins.contracts import score_metric
     from mlmh.registry import get_registry
 
     items = [ScoringItem(prediction=p, reference=r) for p, r in zip(predictions, references)]
@@ -92,7 +92,7 @@ def score_texts(
                 on_metric(metric.short_spec)
             results.extend(_score_one(metric.spec, predictions, references, seed))
         return results
-    from mlmh.worker_pool import spawn_pool
+    from mlmh.machine.worker_pool import spawn_pool
 
     with spawn_pool(min(workers, len(metrics))) as pool:
         futures = [pool.submit(_score_one, m.spec, list(predictions), list(references), seed) for m in metrics]
@@ -103,7 +103,7 @@ def score_texts(
             try:
                 results.extend(future.result())
             except Exception as exc:  # the worker itself died (out of memory?): this metric's error alone
-                from mlmh.contracts import describe_error
+                from mlmh.plugins.contracts import describe_error
 
                 results.append(MetricResult(name=metric.name, value=None, higher_is_better=metric.higher_is_better,
                                             error=describe_error(exc)))

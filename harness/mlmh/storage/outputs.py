@@ -1,7 +1,7 @@
 """Where a command writes outside a run directory: the one rule of every output path a user names.
 
 ``mlmh human export --out``, ``mlmh bench --out`` and ``mlmh train --out`` name a file or a folder of
-their own; a run directory (:mod:`mlmh.rundir`) keeps the same rules for its files and tracker outputs:
+their own; a run directory (:mod:`mlmh.storage.rundir`) keeps the same rules for its files and tracker outputs:
 
 - a symbolic link is never followed or replaced: refused, naming the flag and the path;
 - a run's own file (results.json, config.json, human_key.json... in a folder that holds a run) is never another
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
 from mlmh.errors import SpecError
-from mlmh.rundir import RunDir, RunDirError, refuse_link, write_atomic
+from mlmh.storage.rundir import RunDir, RunDirError, refuse_link, write_atomic
 
 #: what ``mlmh train`` writes in its ``--out`` folder (save_pretrained's files and the training card)
 MODEL_FILES = ("config.json", "generation_config.json", "training_card.json", "*.safetensors", "*.safetensors.index.json",

@@ -19,7 +19,7 @@ cached, nor is a result with an error. So a run over cached samples scores and t
 and a changed metric, task, library or scoring model computes its results again.
 
 A figure's key hashes what it plots, the plotting code and the matplotlib version
-(:func:`mlmh.plots.figure_key`): a run whose results are those of an earlier run writes the same PNG
+(:func:`mlmh.report.plots.figure_key`): a run whose results are those of an earlier run writes the same PNG
 without drawing it again.
 
 Every entry is validated where it is read (:meth:`SampleCache._decode`: JSON, then the shape of the
@@ -145,7 +145,7 @@ class SampleCache:
     point: a batch is either stored whole or not at all."""
 
     def __init__(self, path: str | Path) -> None:
-        from mlmh.paths import private_dir, private_file
+        from mlmh.machine.paths import private_dir, private_file
 
         self.path = Path(path)
         self.notes: list[str] = []
@@ -164,8 +164,8 @@ class SampleCache:
 
     def _failure(self, exc: BaseException, what: str) -> str:
         """Why the cache failed, in one line: the environment when it is the cause (a read-only folder, a full
-        disk: mlmh.environment), so a good cache is never called damaged; else the file itself."""
-        from mlmh.environment import os_error_text, storage_problem
+        disk: mlmh.machine.environment), so a good cache is never called damaged; else the file itself."""
+        from mlmh.machine.environment import os_error_text, storage_problem
 
         problem = storage_problem(self.path.parent)
         if problem is None and self.path.exists() and not os.access(self.path, os.W_OK):

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from mlmh.errors import DataError
-from mlmh.seeding import sample_seed
+from mlmh.machine.seeding import sample_seed
 from mlmh.types import Corpus, Document
 
 ROLES: dict[str, str] = {

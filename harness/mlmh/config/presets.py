@@ -2,12 +2,12 @@
 
 A preset is a TOML table (``tomllib``: data only, nothing executes). Every key is checked: an unknown
 key or a bad value is a :class:`~mlmh.errors.SpecError` naming the key and the file. Component specs are
-checked against the registry where the configuration is planned (:func:`mlmh.plan.build_plan`, which
+checked against the registry where the configuration is planned (:func:`mlmh.config.plan.build_plan`, which
 every run path calls once, before anything runs), so a typo fails in a second instead of after
 training three models.
 
 Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``samplers``): the run options
-:class:`~mlmh.runconfig.RunConfig` declares (:func:`mlmh.runconfig.run_options`), and the preset's ``cost``::
+:class:`~mlmh.types.runconfig.RunConfig` declares (:func:`mlmh.types.runconfig.run_options`), and the preset's ``cost``::
 
     description = "..."
     dataset     = "pan"              # a registered dataset
@@ -33,9 +33,9 @@ from typing import Any
 
 from mlmh import bounds
 from mlmh.errors import SpecError
-from mlmh.inputs import check_input_file
 from mlmh.params import unknown_message
-from mlmh.runconfig import RunConfig, RunOption, run_options
+from mlmh.storage.inputs import check_input_file
+from mlmh.types.runconfig import RunConfig, RunOption, run_options
 
 #: list keys holding component specs, with the registry kind of each
 COMPONENT_LISTS = {key: declared.component for key, declared in run_options().items() if declared.shape == "specs"}
@@ -51,7 +51,7 @@ def load_preset(name_or_path: str) -> tuple[dict[str, Any], str, str]:
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or path.is_file():
         if path.exists():
-            check_input_file(path, "preset file")  # a device or a FIFO is named as one (mlmh.inputs), never read
+            check_input_file(path, "preset file")  # a device or a FIFO is named as one (mlmh.storage.inputs), never read
         if not path.is_file():
             raise SpecError(f"preset file '{name_or_path}' does not exist")
         try:
@@ -70,7 +70,7 @@ def load_preset(name_or_path: str) -> tuple[dict[str, Any], str, str]:
 
 def resolve(name_or_path: str, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Parse a preset and apply command-line ``overrides`` (same keys as the file), checking every key and
-    value; :func:`mlmh.plan.build_plan` checks the component specs."""
+    value; :func:`mlmh.config.plan.build_plan` checks the component specs."""
     table, name, source = load_preset(name_or_path)
     return from_table(table, name=name, source=source, overrides=overrides)
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
-from mlmh.rundir import RunDir
+from mlmh.storage.rundir import RunDir
 from mlmh.types import RunResults, Score
 
 if TYPE_CHECKING:
-    from mlmh.plots import FigureStore
+    from mlmh.report.plots import FigureStore
 
 
 # -- markdown ----------------------------------------------------------------------------------------
@@ -302,9 +302,9 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
 
 def write_report(results: RunResults, out_dir: str | Path | RunDir, figures: FigureStore | None = None) -> Path:
     """Write report.md and the plots into the run directory ``out_dir``; returns the report's path.
-    ``figures``: where figures drawn before are kept (the run cache; :func:`mlmh.plots.write_plots`)."""
+    ``figures``: where figures drawn before are kept (the run cache; :func:`mlmh.report.plots.write_plots`)."""
     run = out_dir if isinstance(out_dir, RunDir) else RunDir(out_dir)
-    from mlmh.plots import write_plots  # matplotlib is imported only when a report is written
+    from mlmh.report.plots import write_plots  # matplotlib is imported only when a report is written
 
     plots = write_plots(results, run, figures)
     return run.write_text(run.report, render_markdown(results, plots))

@@ -1,6 +1,7 @@
 """What a file mlmh reads back must look like, and the one check of it: every run file and human-rating file is
-parsed and checked here before any reader types it (:class:`mlmh.rundir.RunDir`, :mod:`mlmh.jsonl`), so a hand-edited
-or damaged file is one line naming the file and the key, never a Python error from deep inside a reader.
+parsed and checked here before any reader types it (:class:`mlmh.storage.rundir.RunDir`,
+:mod:`mlmh.storage.jsonl`), so a hand-edited or damaged file is one line naming the file and the key, never a
+Python error from deep inside a reader.
 
 The rules, for every file: strict JSON (no NaN or Infinity, no number too large for a float or an integer too long
 to read), nested at most :data:`MAX_DEPTH` levels (no RecursionError), and each key of the right type: a verdict
@@ -201,7 +202,7 @@ FINDING = Obj({"claim": str, "source": str, "text": str, "verdict": VERDICT, "st
                # what every face reads of a finding's extra: its grounds and next step (mlmh.findings.grounds)
                "extra": Obj({"rests_on": ListOf(str), "next_step": Obj({"command": str, "why": str}),
                              "reason": str})}, required=("claim", "verdict"))
-#: what the report and the figures read of a trained model's card (mlmh.result_blocks.TRAINING_FACTS)
+#: what the report and the figures read of a trained model's card (mlmh.types.result_blocks.TRAINING_FACTS)
 CURVE = ListOf(Obj({"step": NUMBER, "loss": Maybe(NUMBER)}, required=("step", "loss")))  # null: a loss that was NaN
 TRAINING = Obj({**{k: Maybe(NUMBER) for k in (
     "tokens_seen", "supervised_targets", "steps_run", "step_kept", "validation_loss", "final_loss", "heldout_accuracy",
@@ -235,7 +236,7 @@ SWEEP_CROSSOVER = Obj({"unique_tokens": NUMBER, "measure": str, "epochs": Maybe(
                       required=("unique_tokens", "measure", "epochs", "swept_epochs", "per_epoch", "statement"))
 CROSSOVER = Obj({"points": ListOf(SWEEP_POINT), "metrics": ListOf(str), "crossovers": ListOf(SWEEP_CROSSOVER),
                  "answer": str, "comparability": str})
-#: the run's comparisons (mlmh.result_blocks.Comparisons): every item's sentence, and what the faces read beside it
+#: the run's comparisons (mlmh.types.result_blocks.Comparisons): every item's sentence, and what the faces read beside it
 PAIR = ListOf(int)
 COMPARISONS = Obj({
     "kinds": ListOf(Obj({"role": str, "metric": str, "kinds": ListOf(str), "verdict": str, "settings": int,
@@ -256,7 +257,7 @@ COMPARISONS = Obj({
     "plateaus": ListOf(Obj({"model": str, "statement": str}, required=("model", "statement")))})
 #: results.json as the report, the CLI summary and the TUI read it (docs/RESULTS.md); null means absent
 #: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into (its typed keys:
-#: mlmh.result_blocks.ConfigRecord)
+#: mlmh.types.result_blocks.ConfigRecord)
 RESULTS = Obj({
     "schema_version": OneOf(range(1, RESULTS_SCHEMA + 1), " (a newer mlmh wrote it? upgrade mlmh)"), "run_id": Maybe(str),
     "config": Obj({"preset": str, "dataset": str, "data": Maybe(str), "seeds": ListOf(int)}), "conditions": ListOf(CONDITION),
@@ -270,7 +271,7 @@ RESULTS = Obj({
     "notes": Maybe(ListOf(str)),
     "errors": Maybe(ListOf(RUN_ERROR)), "started_at": Maybe(str), "timings": Maybe(MapOf(NUMBER)),
     "human": Maybe(HUMAN), "crossover": Maybe(CROSSOVER)}, required=("conditions",))
-#: config.json: the resolved configuration (mlmh.config.RunConfig) a run saved for ``--resume``
+#: config.json: the resolved configuration (mlmh.types.runconfig.RunConfig) a run saved for ``--resume``
 CONFIG = Obj({"config": Obj({
     "preset": str, "source": str, "dataset": str, "data": Maybe(str), "models": ListOf(str),
     "maskings": ListOf(str), "samplers": ListOf(str), "metrics": ListOf(str), "tasks": ListOf(str),

@@ -2,7 +2,7 @@
 
 A sample id is ``CONDITION:DOC_ID``: the condition's 1-based position in the run's results and the
 document id, as generations.jsonl lists them (its ``sample`` field). The run's saved configuration is
-resolved into the same plan (:func:`mlmh.plan.build_plan`), so the sample gets the same model, masking,
+resolved into the same plan (:func:`mlmh.config.plan.build_plan`), so the sample gets the same model, masking,
 sampler, seed and masked words as in the run: the mask and the sampler's random stream come from
 (seed, masking spec, document id) alone (:func:`mlmh.generation.mask_texts`; the document is the one the run
 cut to the windows of all its models, which this model's window holds whole).
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import DataError, SpecError
-from mlmh.rundir import RunDir
+from mlmh.storage.rundir import RunDir
 from mlmh.types import GENERATION_FIELDS, Generation, GenerationRow
 
 
@@ -56,8 +56,8 @@ def recorded_sample(run_dir: Path | RunDir, sample: str) -> GenerationRow:
 def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
     """Rebuild the run's plan, mask the sample's document as the run did, and generate it again
     (:func:`mlmh.generation.regenerate`, as every regeneration outside a run)."""
+    from mlmh.config.plan import build_plan, load_context
     from mlmh.generation import mask_texts, regenerate
-    from mlmh.plan import build_plan, load_context
 
     run = RunDir(run_dir)
     recorded = recorded_sample(run, sample)
