@@ -107,7 +107,7 @@ class TrainingConfig:
     warmup_ratio: float = 0.06
     weight_decay: float = 0.01
     eval_blocks: int = 64
-    device: str = "cpu"  # resolved by mlmh.devices: "cpu" | "cuda" | "cuda:N" (weights differ across devices)
+    device: str = "cpu"  # resolved by mlmh.machine.devices: "cpu" | "cuda" | "cuda:N" (weights differ across devices)
     precision: str = "float32"  # "float32" | "bf16" (autocast, CUDA only)
     unique_tokens: int = 0  # train on the first train blocks holding this many tokens (0 = all): the data budget U
     keep: str = "best"  # "best" validation checkpoint | "last": the weights after the whole budget (epochs)
@@ -133,7 +133,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
-    ``device`` and ``precision`` are resolved here (:mod:`mlmh.devices`), so the config names what ran.
+    ``device`` and ``precision`` are resolved here (:mod:`mlmh.machine.devices`), so the config names what ran.
     ``spelled(key)`` is how the user gave a setting, for the errors (default: ``mlmh train``'s flags;
     a trained-* model passes its spec's ``NAME:key``)."""
     from mlmh.machine.devices import resolve_device, resolve_precision

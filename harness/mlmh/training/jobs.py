@@ -6,7 +6,7 @@ train side by side. Every child trains with the thread count the model would hav
 a sequential training's, and writes the model cache through the same :meth:`TrainingJob.ensure` as the
 sequential path (the cache's per-key lock keeps concurrent runs from training one model twice). The
 children's progress (start, steps with their loss, finish) reaches the driver's progress callbacks. A
-child ends with its driver (:func:`mlmh.worker_pool.exit_with_parent`): a driver killed with SIGKILL
+child ends with its driver (:func:`mlmh.machine.worker_pool.exit_with_parent`): a driver killed with SIGKILL
 leaves a ``.partial-`` directory, never a training that runs on for nobody.
 """
 

@@ -38,7 +38,7 @@ ProgressFn = Callable[[dict[str, Any]], None]
 # -- training -------------------------------------------------------------------------------------
 
 def default_threads(config: TrainingConfig | None = None) -> int:
-    """:func:`mlmh.devices.threads_for` the size's width (one thread for a tiny model); one thread for a pretrained
+    """:func:`mlmh.machine.devices.threads_for` the size's width (one thread for a tiny model); one thread for a pretrained
     start (``init``) too, so several train side by side, one process each (:mod:`mlmh.training.jobs`). Its steps of
     8 x 64 tokens are too small to split well: on 2 cores at load 4-8 the MiniLM MLM of the paper preset took 1,216
     CPU-s for 625 steps on two threads, where one thread took 247 CPU-s for 400 (docs/TRAINING.md)."""
@@ -50,7 +50,7 @@ def default_threads(config: TrainingConfig | None = None) -> int:
 
 
 def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(train, validation) texts by :func:`mlmh.splits.with_validation`'s rule, for callers that
+    """(train, validation) texts by :func:`mlmh.data.splits.with_validation`'s rule, for callers that
     give no validation texts (documents named by their position)."""
     from mlmh.data.splits import with_validation
     from mlmh.types import Corpus, Document
@@ -119,7 +119,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
 
     ``validation_texts`` select the checkpoint (early stopping) and are never trained on; without
     them ~10% of ``texts`` are set aside by :func:`split_validation`. ``validation_holds`` says what they
-    are (:func:`mlmh.splits.describe_validation`) on the card. Deterministic for a given seed, thread
+    are (:func:`mlmh.data.splits.describe_validation`) on the card. Deterministic for a given seed, thread
     count and device. Returns the training card.
     """
     import torch
@@ -344,7 +344,7 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 stopped_early = step < steps and rule.should_stop()
         if progress is not None:
-            progress(event)  # each face measures its own ETA from these steps (mlmh.eta)
+            progress(event)  # each face measures its own ETA from these steps (mlmh.run.eta)
         if stopped_early:
             break
     if best_state is not None and config.keep == "best":
