@@ -202,7 +202,9 @@ def check_mlflow(tracked):
         assert metrics["findings/b:mask-predict/statistic"] == pytest.approx(found.statistic)
     assert metrics.get("findings/b:mask-predict/verdict") == VERDICT_VALUES.get(found.verdict)
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"report.md", "results.json", "findings.json", "plots"} <= artifacts
+    assert {"report.md", "results.json", "findings.json", "comparisons.txt", "plots"} <= artifacts
+    said = client.download_artifacts(run.info.run_id, "comparisons.txt", str(run_dir.parent / "mlflow-comparisons"))
+    assert Path(said).read_text(encoding="utf-8").splitlines() == results.comparisons.statements()
     plots = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
     assert plots == {f"plots/{p.name}" for p in run_dir.glob("*.png")} and plots
     report = client.download_artifacts(run.info.run_id, "report.md", str(run_dir.parent / "mlflow-download"))
@@ -453,6 +455,26 @@ def test_a_run_logs_one_chart_per_metric_and_findings_as_values(tmp_path):
     (verdict,) = events.Scalars("findings/paper-2/verdict")
     assert verdict.value == -1.0
     assert not [tag for tag in scalars if tag.startswith("findings/paper-3/")]
+
+
+def test_the_comparisons_report_md_states_reach_every_tracker(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from mlmh.findings.comparisons import compare
+    from mlmh.tracking import tracked_run
+    from mlmh_builtins.trackers_tensorboard import TensorboardTracker
+
+    results = constructed_results()
+    assert tracked_run(results, tmp_path / "unjudged").comparisons == []  # results built by hand: none decided
+    results.comparisons = compare(results)
+    run = tracked_run(results, tmp_path)
+    assert run.comparisons and run.comparisons == results.comparisons.statements()
+    assert any(line.startswith("bleu") for line in run.comparisons)  # MLM against CLM on the main metric
+    TensorboardTracker().log(run)
+    events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"tensors": 0})
+    events.Reload()
+    (text,) = events.Tensors("comparisons/text_summary")
+    assert run.comparisons[0] in text.tensor_proto.string_val[0].decode()
 
 
 def test_mlflow_logs_a_child_run_per_condition(tmp_path):

@@ -103,6 +103,7 @@ class TrackedRun:
     #: name -> [(step, value)] in step order
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    comparisons: list[str] = field(default_factory=list)  # the run's other verdicts, as report.md states them
     #: the run's files that exist: report.md, results.json, then the plots
     files: list[Path] = field(default_factory=list)
 
@@ -209,6 +210,8 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
         for key in ("statistic", "ci_low", "ci_high"):
             _add_value(run.scores, f"findings/{safe_name(finding.claim)}/{key}", getattr(finding, key))
         _add_value(run.scores, f"findings/{safe_name(finding.claim)}/verdict", VERDICT_VALUES.get(finding.verdict))
+    if results.comparisons is not None:
+        run.comparisons = results.comparisons.statements()
     from mlmh.storage.rundir import RunDir
 
     run_dir = RunDir(directory)

@@ -74,6 +74,8 @@ class MlflowTracker(Tracker):
                 client.set_terminated(child, "FINISHED")
             if run.findings:
                 client.log_dict(run_id, run.findings, "findings.json")
+            if run.comparisons:
+                client.log_text(run_id, "\n".join(run.comparisons) + "\n", "comparisons.txt")
             plots = run.plots
             for path in run.files:
                 client.log_artifact(run_id, str(path), artifact_path="plots" if path in plots else None)

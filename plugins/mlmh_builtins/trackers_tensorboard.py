@@ -47,6 +47,8 @@ class TensorboardTracker(Tracker):
                     writer.add_scalar(name, value, step)
             if run.findings:
                 writer.add_text("findings", run.findings_markdown(), 0)
+            if run.comparisons:
+                writer.add_text("comparisons", "\n".join(f"- {line}" for line in run.comparisons), 0)
             plots = run.plots
             for path in run.files:
                 if path in plots:

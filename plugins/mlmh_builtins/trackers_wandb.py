@@ -49,6 +49,8 @@ class WandbTracker(Tracker):
             logged = {f"plots/{path.stem}": wandb.Image(str(path)) for path in run.plots}
             if run.findings:
                 logged["findings"] = wandb.Table(columns=list(FINDING_COLUMNS), data=run.finding_rows())
+            if run.comparisons:
+                logged["comparisons"] = wandb.Table(columns=["comparison"], data=[[line] for line in run.comparisons])
             if logged:
                 session.log(logged)
             if run.files:

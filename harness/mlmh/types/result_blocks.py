@@ -472,3 +472,9 @@ class Comparisons(Block):
     correlations: list[CorrelationVerdict] = nested(CorrelationVerdict, "list")
     plateaus: list[PlateauVerdict] = nested(PlateauVerdict, "list")
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+    def statements(self) -> list[str]:
+        """Every verdict's sentence, in the block's order (for faces that list them without report.md's layout)."""
+        groups = (self.kinds, self.disagreements, self.memorisation, self.baselines, self.ratio_trends,
+                  self.correlations, self.plateaus)
+        return [item.statement for group in groups for item in group]
