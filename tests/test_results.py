@@ -120,7 +120,7 @@ def test_memorization_is_flagged_only_where_the_gap_ci_excludes_zero(results):
     clm = next(line for line in lines if line.startswith("trained-clm "))
     mlm = next(line for line in lines if line.startswith("trained-mlm:"))
     assert "flagged as memorization" in clm and "2 of 2" in clm and "verbatim: 76.0% seen, 30.0% unseen" in clm
-    assert "no seen - unseen bleu gap outside its CI" in mlm
+    assert "no seen - unseen gap of bleu outside its CI" in mlm
 
 
 def test_filler_and_training_card_are_reported(results):

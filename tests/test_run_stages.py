@@ -177,6 +177,12 @@ def test_score_gives_each_set_its_quality_beside_the_baselines(tmp_path):
         assert set(by_role) == {"seen", "unseen"} and by_role["unseen"].documents == 2
         assert "word-match" in by_role["unseen"].metrics and "word-match" in by_role["unseen"].filler
         assert by_role["unseen"].verbatim_recall is not None
+        for role in by_role.values():  # the paired difference to each baseline, per document
+            for name in ("filler", "deletion"):
+                paired, own, baseline = (getattr(role, f"above_{name}")["word-match"], role.metrics["word-match"],
+                                         getattr(role, name)["word-match"])
+                assert paired.extra["documents"] == role.scored == 2
+                assert abs(paired.value - (own.value - baseline.value)) < 1e-9  # a mean over documents: same weights
     assert set(scores.baselines) == {(name, *MASKING) for name in ("filler", "deletion")}
     assert all(len(results[0].per_sample) == 2 for results in scores.headline.values())  # the unseen set's
     progress = [e for e in events if isinstance(e, Progress)]

@@ -160,7 +160,10 @@ class Headline:
     ``findings``: the papers' claims are tested on it (:mod:`mlmh.findings.paper_claims`); ``sweep``: a
     data-constrained sweep compares the models on it (:mod:`mlmh.findings.crossover`); ``baselines``: the run's
     best condition is set against the filler and deletion baselines on it, as on the first main result
-    (:func:`mlmh.findings.comparisons.baselines`)."""
+    (:func:`mlmh.findings.comparisons.baselines`). ``rewards_deletion``: the result scores output shorter than the
+    reference well by construction (an F-measure without a length penalty gives words kept from the reference a
+    precision of 1), so deleting the masked words outscores any fill that is not mostly right; a condition is then
+    held to the deletion baseline on a main result that does not reward it (:func:`mlmh.findings.verdicts.deletion_bar`)."""
 
     result: str
     rank: int
@@ -169,6 +172,7 @@ class Headline:
     findings: bool = False
     sweep: bool = False
     baselines: bool = False
+    rewards_deletion: bool = False
 
 
 class Metric(Cached, Component):

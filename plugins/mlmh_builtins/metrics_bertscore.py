@@ -225,7 +225,9 @@ class BertScoreMetric(Metric):
 
     name = "bertscore"
     description = "bert-score precision, recall, F1 (three results); offline model, declared layer"
-    headlines = (Headline("bertscore_f1", 40, label="BERTScore F1", findings=True, sweep=True, baselines=True),)
+    # BERTScore's F1 has no length penalty either: every token of a candidate that only drops words matches its own
+    headlines = (Headline("bertscore_f1", 40, label="BERTScore F1", findings=True, sweep=True, baselines=True,
+                          rewards_deletion=True),)
     parameters = (
         Param("model", str, "", "HF name or local dir; empty = roberta-large if cached, else the packaged MiniLM"),
         Param("layer", int, 0, "hidden layer to use; 0 = the default for the model (17 roberta-large, 5 MiniLM)", min=0),

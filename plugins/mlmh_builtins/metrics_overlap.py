@@ -87,8 +87,10 @@ class RougeMetric(InputsOnly, Metric):
     description = "rouge-score ROUGE-1, ROUGE-2, ROUGE-L, ROUGE-Lsum F1 (four results)"
     higher_is_better = True
     ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-    headlines = (Headline("rouge1", 20, label="ROUGE-1"), Headline("rouge2", 21, label="ROUGE-2"),
-                 Headline("rougeL", 22, label="ROUGE-L", findings=True, sweep=True, baselines=True))
+    # ROUGE's F-measure has no length penalty: a candidate that only drops words has precision 1
+    headlines = (Headline("rouge1", 20, label="ROUGE-1", rewards_deletion=True),
+                 Headline("rouge2", 21, label="ROUGE-2", rewards_deletion=True),
+                 Headline("rougeL", 22, label="ROUGE-L", findings=True, sweep=True, baselines=True, rewards_deletion=True))
     parameters = (
         Param("use_stemmer", bool, False, "Porter-stem tokens before matching (rouge-score option)"),
         Param("lsum_split", str, "punct", "sentence breaks for rougeLsum: after . ! ? (punct) or existing newlines only", choices=("punct", "newline")),

@@ -162,6 +162,7 @@ def summary_table(results: Any, width: int) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
+    from mlmh.findings.verdicts import memorisation_gap
     from mlmh.results import best_conditions, document_counts, format_score, higher_is_better, main_metrics, roles
 
     role = results.headline
@@ -173,7 +174,8 @@ def summary_table(results: Any, width: int) -> Any:
                         f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
     best = {m: best_conditions(results, m, role) for m in metrics}
     headers = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
-    headers += [f"{metrics[0]} seen", "seen - unseen"] if both else []
+    above = any(metrics[0] in row.gap_above_filler for row in results.conditions) if both else False
+    headers += [f"{metrics[0]} seen", "seen - unseen above filler" if above else "seen - unseen"] if both else []
     numbers = []
     for row in results.conditions:
         cells: list[str | tuple[str, str]] = [str(row.seed)] if several_seeds else []
@@ -181,7 +183,7 @@ def summary_table(results: Any, width: int) -> Any:
             text = format_score(row.quality(role).get(m))
             cells.append((f"*{text}", "bold green") if row.id in best[m] else (text, ""))
         if both:
-            gap = row.gap.get(metrics[0])
+            gap = memorisation_gap(row, metrics[0])
             cells.append((format_score(row.quality("seen").get(metrics[0]), with_ci=False), ""))
             cells.append((format_score(gap), "bold yellow" if gap is not None and gap.extra.get("significant") else ""))
         numbers.append([c if isinstance(c, tuple) else (c, "") for c in cells])

@@ -23,8 +23,9 @@ import math
 from collections import defaultdict
 from typing import Any, NamedTuple
 
-from mlmh.config.declared import baseline_results
-from mlmh.findings.verdicts import caveats_of, memorised, never_learned, summarise
+from mlmh.config.declared import baseline_results, headline
+from mlmh.findings.verdicts import (REWARDS_DELETION, caveats_of, deletion_bar, memorisation_gap, memorised,
+                                    never_learned, summarise)
 from mlmh.results import (better, format_number, format_score, higher_is_better, main_metrics, model_label,
                           model_record_of, roles)
 from mlmh.types import ConditionResult, RunResults
@@ -151,34 +152,37 @@ def disagreements(results: RunResults, kind_a: str = "mlm", kind_b: str = "clm")
 
 # -- memorisation, baselines, trends, correlations, the plateau ---------------------------------------
 def memorisation(results: RunResults) -> list[Memorisation]:
-    """Per model: its conditions whose seen - unseen gap on the first main metric lies outside its CI."""
+    """Per model: its conditions whose seen - unseen gap on the first main metric lies outside its CI (the gap of the
+    quality above the filler where the run has it: :func:`mlmh.findings.verdicts.memorisation_gap`)."""
     metrics = main_metrics(results, "unseen")
     if not metrics:
         return []
     metric = metrics[0]
     by_model: dict[str, list[ConditionResult]] = defaultdict(list)
     for row in results.conditions:
-        if row.gap.get(metric) is not None:
+        if memorisation_gap(row, metric) is not None:
             by_model[row.model].append(row)
     out = []
     for model, rows in by_model.items():
         flagged = [r for r in rows if memorised(results, r, metric)]
-        worst = max(rows, key=lambda r: r.gap[metric].value or 0.0)
-        g = worst.gap[metric]
+        gaps = {r.id: memorisation_gap(r, metric) for r in rows}
+        worst = max(rows, key=lambda r: getattr(gaps[r.id], "value", None) or 0.0)
+        g = gaps[worst.id]
         recall = _recall_pair(worst)
+        quality = f"{metric} above the filler" if metric in worst.gap_above_filler else metric
         if never_learned(model, model_record_of(results, model)):
             verdict = ON_PLATEAU
             statement = (f"{model} never beat the best constant predictor on held-out text: its seen - unseen "
-                         f"{metric} gap (largest {format_score(g)}{recall}) is read as the unigram plateau, not as "
+                         f"gap of {quality} (largest {format_score(g)}{recall}) is read as the unigram plateau, not as "
                          "memorization.")
         elif flagged:
             verdict = MEMORISED
-            statement = (f"{model} scores {metric} higher on seen than on unseen documents beyond the CI in "
+            statement = (f"{model} scores {quality} higher on seen than on unseen documents beyond the CI in "
                          f"{len(flagged)} of {len(rows)} conditions (largest gap {format_score(g)} in "
                          f"{worst.masking} / {worst.sampler}{recall}): flagged as memorization.")
         else:
             verdict = NO_GAP
-            statement = (f"{model}: no seen - unseen {metric} gap outside its CI in {len(rows)} conditions "
+            statement = (f"{model}: no seen - unseen gap of {quality} outside its CI in {len(rows)} conditions "
                          f"(largest {format_score(g)}{recall}).")
         out.append(Memorisation(model=model, metric=metric, verdict=verdict, flagged=len(flagged),
                                 conditions=len(rows), largest=worst.id, gap=g, statement=statement))
@@ -223,7 +227,10 @@ def baselines(results: RunResults) -> list[BaselineVerdict]:
                 line += f", deleting the masked words {format_score(deletion)}"
                 beats_deletion = not (sign * (deletion.value - value) >= 0)
                 if not beats_deletion:
-                    line += " — no better than deletion"
+                    main = headline(metric)
+                    line += " — no better than deletion" + (
+                        f", but {metric} {REWARDS_DELETION}, so deletion is no bar on it (models are held to it on "
+                        f"{deletion_bar(block, metric)})" if main is not None and main.rewards_deletion else "")
             filler = block.filler[metric].value
             beats_filler = not (filler is not None and sign * (filler - value) >= 0)
             if not beats_filler:

@@ -1,5 +1,5 @@
 """What an answer rests on: the models a finding compares (held-out accuracy against the best constant
-predictor, and the budget each got), the documents it was measured on, and the next command when a claim
+predictor, the budget each got, and how far they score above the trivial baselines), the documents it was measured on, and the next command when a claim
 could not be compared. Decided when the findings are (:func:`mlmh.findings.run_findings` keeps them in each
 finding's ``extra``), so every face states the same grounds; the faces only format them (:func:`data_line`).
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mlmh.findings.verdicts import DOWNSTREAM, MEMORISED, PLATEAU, never_learned
+from mlmh.findings.verdicts import DOWNSTREAM, MEMORISED, PLATEAU, deletion_bar, never_learned
 from mlmh.results import model_record_of
-from mlmh.types import NOT_COMPARABLE, Finding, ModelRecord, RunResults
+from mlmh.types import NOT_COMPARABLE, ConditionResult, Finding, ModelRecord, RunResults, Score
 
 #: the preset whose models start from a pretrained encoder: the next step when scratch models cannot learn a corpus
 PRETRAINED_PRESET = "paper"
@@ -38,10 +38,40 @@ def model_line(model: str, record: ModelRecord | None) -> str:
     return f"{model}: held-out accuracy {accuracy:.3f} {against}" + (f"; trained {spent_text}" if spent_text else "")
 
 
+def above_baselines(rows: Sequence[ConditionResult], metric: str) -> str:
+    """How far ``rows`` (one model's compared conditions) score above the filler and deletion on unseen ``metric``,
+    per document, with the paired CI (deletion on :func:`mlmh.findings.verdicts.deletion_bar`'s result); "" where
+    the run kept no paired difference (results written before)."""
+    parts = []
+    for row in rows:
+        block = row.unseen
+        if block is None or metric not in block.above_filler:
+            continue
+        bar = deletion_bar(block, metric)
+        deletion = block.above_deletion.get(bar)
+        said = f"{_signed(block.above_filler[metric])} over the filler"
+        if deletion is not None:
+            said += f", {_signed(deletion)} over deletion" + (f" (on {bar})" if bar != metric else "")
+        parts.append(f"{said} under {row.masking}")
+    return f"unseen {metric} per document {'; '.join(parts)}" if parts else ""
+
+
+def _signed(score: Score) -> str:
+    ci = f" [{score.ci_low:+.3g}, {score.ci_high:+.3g}]" if score.ci_low is not None and score.ci_high is not None else ""
+    return f"{score.value:+.3g}{ci}" if score.value is not None else "n/a"
+
+
 def rests_on(results: RunResults, finding: Finding) -> list[str]:
-    """:func:`model_line` of every model whose conditions the finding compares, in their order."""
-    models = dict.fromkeys(row.model for row in results.conditions if row.id in set(finding.conditions))
-    return [model_line(model, model_record_of(results, model)) for model in models]
+    """:func:`model_line` of every model whose conditions the finding compares, in their order, with how far they
+    score above the baselines on the finding's metric (:func:`above_baselines`)."""
+    compared = [row for row in results.conditions if row.id in set(finding.conditions)]
+    metric = finding.extra.get("metric")
+    lines = []
+    for model in dict.fromkeys(row.model for row in compared):
+        line = model_line(model, model_record_of(results, model))
+        margin = above_baselines([r for r in compared if r.model == model], metric) if isinstance(metric, str) else ""
+        lines.append(f"{line}; {margin}" if margin else line)
+    return lines
 
 
 def next_step(results: RunResults, findings: Sequence[Finding]) -> dict[str, str]:
@@ -104,4 +134,4 @@ def annotate(results: RunResults, findings: Sequence[Finding]) -> None:
         next(f for f in findings if f.verdict == NOT_COMPARABLE).extra["next_step"] = step
 
 
-__all__ = ["PRETRAINED_PRESET", "annotate", "data_line", "model_line", "next_step", "rests_on"]
+__all__ = ["PRETRAINED_PRESET", "above_baselines", "annotate", "data_line", "model_line", "next_step", "rests_on"]

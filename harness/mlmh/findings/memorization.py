@@ -7,6 +7,12 @@ Three measurements sit beside every quality figure of a run:
 - **the seen - unseen gap** of each metric, with a CI. The two sets are independent samples, so the
   gap's CI combines their bootstrap CIs by the normal approximation
   (se = sqrt(se_seen^2 + se_unseen^2), se from each 95% CI's half-width / 1.96).
+- **quality above each baseline**, per document (the condition's score minus the baseline's on the same masked
+  document, averaged, with a bootstrap CI): a paired measure, so what makes one document harder than another for
+  every fill of its masks cancels. Its seen - unseen gap is what memorisation is judged on: the seen and unseen
+  documents are different texts (on PAN, different authors), and a gap the filler shows too is the texts', not
+  recall. On the bundled PAN sample at masking 0.5, the filler's own BERTScore is 0.018 higher on the seen
+  documents, as high as the gap of every pretrained model there.
 - **two trivial baselines**, scored with the same metrics on the same masks: the *filler* puts the most
   frequent word of the training split in every mask (what the unmasked context alone earns), and
   *deletion* drops the masked words (what a model earns by emitting punctuation or nothing: ROUGE and
@@ -17,11 +23,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mlmh.stats import resample_ci
+from mlmh.stats import mean_ci, resample_ci
 from mlmh.types import Document, Generation, MaskedItem, Score
 
 Z95 = 1.959963984540054
@@ -63,6 +69,24 @@ def gap(seen: Score | None, unseen: Score | None) -> Score | None:
     se = math.sqrt(seen_se * seen_se + unseen_se * unseen_se)
     low, high = value - Z95 * se, value + Z95 * se
     return Score(value=value, ci_low=low, ci_high=high, extra={"significant": bool(low > 0 or high < 0)})
+
+
+def above(values: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mapping[str, Any]],
+          higher_is_better: Mapping[str, bool], *, seed: int = 0) -> dict[str, Score]:
+    """Per metric, the mean over documents of a condition's score minus a baseline's on the same document, with
+    its bootstrap CI and the number of ``documents`` (in ``extra``); both arguments map document -> metric -> value,
+    and a document either lacks (or scores as not a number) is left out."""
+    out: dict[str, Score] = {}
+    for metric in dict.fromkeys(m for scored in values.values() for m in scored):
+        differences = [float(v[metric]) - float(baseline[doc][metric]) for doc, v in values.items()
+                       if v.get(metric) is not None and baseline.get(doc, {}).get(metric) is not None]
+        kept = [d for d in differences if math.isfinite(d)]
+        if not kept:
+            continue
+        mean, low, high = mean_ci(kept, seed=seed)
+        out[metric] = Score(value=mean, ci_low=low, ci_high=high, higher_is_better=higher_is_better.get(metric, True),
+                            extra={"documents": len(kept)})
+    return out
 
 
 def _se(score: Score) -> float | None:

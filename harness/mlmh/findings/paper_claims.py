@@ -36,8 +36,9 @@ import numpy as np
 
 from mlmh.config.declared import findings_results, headline
 from mlmh.findings.correlation import STRONG
-from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, Caveat, caveats_of, combined,
-                                    correlation_verdict, describe_ci, not_tested, number, verdict)
+from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, REWARDS_DELETION, Caveat, caveats_of,
+                                    combined, correlation_verdict, deletion_bar, describe_ci, not_tested, number,
+                                    verdict)
 from mlmh.results import main_metrics
 from mlmh.stats import resample_ci
 from mlmh.types import ConditionResult, Finding, RunResults
@@ -215,9 +216,30 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     direction = "" if ev.sign(metric) > 0 else " (lower is better, so the difference is CLM minus MLM)"
     statement = (f"{text}: the best MLM leads the best CLM by {number(value)} {_unit(metric)} per unseen document "
                  f"({describe_ci(low, high)}, {n} documents), averaged over {len(parts)} masking(s){direction}; "
-                 f"the MLM is ahead beyond the CI in {ahead}, behind in {behind}. So the claim {_said(result)}.")
+                 f"the MLM is ahead beyond the CI in {ahead}, behind in {behind}. So the claim {_said(result)}."
+                 + _deletion_elsewhere(ev, arms, metric))
     return _finding(claim, text, result, statement, value, low, high, _unit(metric), n, arms, ev, parts,
                     metric=metric)
+
+
+def _deletion_elsewhere(ev: Evidence, arms: Sequence[str], metric: str) -> str:
+    """A sentence for when deletion outscores a compared condition on ``metric`` and was checked on another result
+    (:func:`mlmh.findings.verdicts.deletion_bar`), so that a reader of the verdict sees it; "" otherwise."""
+    ahead, bars = [], set()
+    for row in ev.results.conditions:
+        block = row.unseen
+        if row.id not in arms or block is None:
+            continue
+        bar, score, deletion = deletion_bar(block, metric), block.metrics.get(metric), block.deletion.get(metric)
+        if bar == metric or score is None or deletion is None or score.value is None or deletion.value is None:
+            continue
+        bars.add(bar)
+        if ev.sign(metric) * (score.value - deletion.value) <= 0:
+            ahead.append(f"{deletion.value:.3g} against {score.value:.3g} under {row.masking}")
+    if not ahead:
+        return ""
+    return (f" Deletion scores above {len(ahead)} of the compared conditions on {metric} ({ahead[0]}): {metric} "
+            f"{REWARDS_DELETION}, so they were held to deletion on {', '.join(sorted(bars))}, and beat it there.")
 
 
 # -- claim 2 ---------------------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ claim would decide on are checked for three caveats (:func:`caveats_of`), and a 
 out of the claim: a model that never beat the best constant predictor on held-out text (it never left the
 unigram plateau), a condition that scores no better than filling every mask with one word or deleting the
 masked words (the trivial baselines), and a model whose seen - unseen gap lies outside its CI (it recites its
-training set). The downstream claims check their judge the same way: a downstream model that does not beat
-no training data when trained on the real documents (beyond its CI) cannot tell useful synthetic text from
-useless, so those claims are "not comparable" on it. When nothing is left, the finding is "not comparable"
+training set). A result that rewards output shorter than the reference (ROUGE, BERTScore F1) holds a condition
+to deletion on a main result that does not (:func:`deletion_bar`); memorisation is judged on the gap of the
+quality above the filler (:func:`memorisation_gap`). The downstream claims check their judge the same way: a
+downstream model that does not beat no training data when trained on the real documents (beyond its CI) cannot
+tell useful synthetic text from useless, so those claims are "not comparable" on it. When nothing is left, the finding is "not comparable"
 and says why.
 """
 
@@ -17,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from mlmh.config.declared import headline, headlines
 from mlmh.results import model_record_of
 from mlmh.training.stopping import beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
-                        RunResults)
+                        RoleQuality, RunResults, Score)
 
 __all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict", "correlation_verdict",
-           "combined", "caveats_of", "memorised", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
+           "combined", "caveats_of", "memorised", "memorisation_gap", "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
 def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
@@ -136,26 +139,56 @@ def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = N
     if metric is None:
         return found
     block = getattr(row, role, None)
-    score = block.metrics.get(metric) if block is not None else None
-    if block is not None and score is not None and score.value is not None:
-        sign = 1 if score.higher_is_better else -1
-        for name, baseline in (("the filler", block.filler.get(metric)), ("deletion", block.deletion.get(metric))):
-            if baseline is not None and baseline.value is not None and sign * (score.value - baseline.value) <= 0:
+    if block is not None:
+        for name, on, baselines in (("the filler", metric, block.filler),
+                                    ("deletion", deletion_bar(block, metric), block.deletion)):
+            score, baseline = block.metrics.get(on), baselines.get(on)
+            if score is None or score.value is None or baseline is None or baseline.value is None:
+                continue
+            if (1 if score.higher_is_better else -1) * (score.value - baseline.value) <= 0:
+                bar = "" if on == metric else f", the bar for {metric}, which {REWARDS_DELETION}"
                 found.append(Caveat(BASELINE, f"{row.model} / {row.sampler} / {row.masking}",
                                     f"{row.model} with {row.sampler} under {row.masking} scores no better than {name} "
-                                    f"on {metric} ({score.value:.3g} vs {baseline.value:.3g})"))
-    why = memorised(results, row, metric)
-    if why:
-        found.append(Caveat(MEMORISED, f"{row.model} / {row.masking}", why))
+                                    f"on {on} ({score.value:.3g} vs {baseline.value:.3g}){bar}"))
+    recited = memorised(results, row, metric)
+    if recited:
+        found.append(Caveat(MEMORISED, f"{row.model} / {row.masking}", recited))
     return found
+
+
+#: why a result that rewards deletion is not where deletion bars a condition
+REWARDS_DELETION = "rewards output shorter than the reference"
+
+
+def deletion_bar(block: RoleQuality, metric: str) -> str:
+    """The result a condition is held to the deletion baseline on for ``metric``: ``metric`` itself, unless it
+    rewards deletion (:attr:`mlmh.components.Headline.rewards_deletion`: ROUGE and BERTScore F1 score words merely
+    dropped at precision 1, so deletion outscores every fill that is not mostly right, a learned model's too) and
+    the document set was scored on a main result that does not, such as BLEU with its brevity penalty: a model that
+    wins by deleting is caught there. The filler keeps the document's length, and bars it on ``metric`` itself."""
+    declared = headline(metric)
+    if declared is None or not declared.rewards_deletion:
+        return metric
+    fair = [h.result for h in headlines() if not h.rewards_deletion and h.result in block.metrics
+            and h.result in block.deletion]
+    return fair[0] if fair else metric
+
+
+def memorisation_gap(row: ConditionResult, metric: str) -> Score | None:
+    """The seen - unseen gap memorisation is judged on: that of ``row``'s quality above the filler, per document
+    (:attr:`ConditionResult.gap_above_filler`), so that a gap the filler shows too, one set of texts being easier
+    than the other, is not taken for recall; the raw quality's gap where the run has none (files written before)."""
+    above = row.gap_above_filler.get(metric)
+    return above if above is not None else row.gap.get(metric)
 
 
 def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | None:
     """The one memorisation rule, as every face states it: ``row`` scores ``metric`` better on the documents its
-    model trained on than on unseen ones, beyond the gap's CI, and its model learned something (a model still on
-    the unigram plateau is reported as that: its gap is noise about a constant, not recall). The sentence says
-    which evidence fired: the quality gap, and the verbatim recall of masked words beside it when the run has it."""
-    gap = row.gap.get(metric)
+    model trained on than on unseen ones, beyond the gap's CI (:func:`memorisation_gap`: above the filler), and its
+    model learned something (a model still on the unigram plateau is reported as that: its gap is noise about a
+    constant, not recall). The sentence says which evidence fired: the quality gap, and the verbatim recall of
+    masked words beside it when the run has it."""
+    gap = memorisation_gap(row, metric)
     if gap is None or gap.value is None or not gap.extra.get("significant"):
         return None
     score = next((b.metrics[metric] for b in (row.unseen, row.seen) if b is not None and metric in b.metrics), None)
@@ -168,7 +201,8 @@ def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | N
     if seen is not None and unseen is not None and seen.value is not None and unseen.value is not None:
         recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} unseen"
                   + ("" if seen.value > unseen.value else " (recall alone would not flag it)"))
-    return (f"{row.model} under {row.masking} memorised: its seen - unseen {metric} gap {gap.value:+.3g} lies "
+    what = "above the filler " if metric in row.gap_above_filler else ""
+    return (f"{row.model} under {row.masking} memorised: its seen - unseen {metric} gap {what}{gap.value:+.3g} lies "
             f"outside its CI (quality gap){recall}")
 
 

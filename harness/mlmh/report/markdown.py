@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
+from mlmh.findings.verdicts import memorisation_gap
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
 from mlmh.storage.rundir import RunDir
@@ -54,18 +55,23 @@ def quality_table(results: RunResults, metrics: list[str], role: str | None = No
 
 
 def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
+    """Seen - unseen per condition: of each metric's quality above the filler where the run has it (what
+    memorisation is judged on, in bold when outside its CI), and of the verbatim recall."""
     rows = []
+    above = any(row.gap_above_filler for row in results.conditions)
     for row in results.conditions:
         if not row.gap:
             continue
         cells = [row.model, row.masking, row.sampler]
         for m in metrics:
-            g = row.gap.get(m)
+            g = memorisation_gap(row, m)
             text = format_score(g)
             cells.append(f"**{text}**" if g is not None and g.extra.get("significant") else text)
         cells.append(format_score(row.gap.get("verbatim_recall")))
         rows.append(cells)
-    return _table(["model", "masking", "sampler", *[f"{m} gap" for m in metrics], "verbatim recall gap"], rows) if rows else []
+    what = " above filler" if above else ""
+    return _table(["model", "masking", "sampler", *[f"{m} gap{what}" for m in metrics], "verbatim recall gap"],
+                  rows) if rows else []
 
 
 def training_section(results: RunResults) -> list[str]:
@@ -276,7 +282,10 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
             lines += [f"More metrics{f' ({role})' if role else ''}:", ""] + quality_table(results, rest, role) + [""]
     gaps = gap_table(results, main_metrics(results, "unseen"))
     if gaps:
-        lines += ["### Seen - unseen gap", "", "Bold: the CI excludes 0.", ""] + gaps + [""]
+        lines += ["### Seen - unseen gap", "", "Of each document's score above the filler's on the same masks, where the "
+                  "run has a filler (the seen and unseen documents are different texts, and a gap the filler shows "
+                  "too is theirs, not recall). Bold: the CI excludes 0; a learned model with a bold gap is flagged "
+                  "as memorised.", ""] + gaps + [""]
     lines += training_section(results)
     down = downstream_table(results)
     if down:

@@ -102,21 +102,27 @@ def _condition_result(condition: Condition, headline: str, scores: Scores, tasks
     costs; a failed one says why it has none."""
     quality = scores.quality.get(condition.id, {})
     gaps: dict[str, Score] = {}
+    above_filler: dict[str, Score] = {}
     if "seen" in quality and "unseen" in quality:
         seen, unseen = quality["seen"], quality["unseen"]
         pairs: list[tuple[str, Score | None, Score | None]] = [
             (name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
         pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
-        for name, a, b in pairs:
-            found = gap(a, b)
-            if found is not None:
-                gaps[name] = found
+        gaps = _gaps(pairs)
+        above_filler = _gaps([(name, score, unseen.above_filler.get(name)) for name, score in seen.above_filler.items()])
     return ConditionResult(
         **condition.row(), seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
+        gap_above_filler=above_filler,
         metrics=quality[headline].metrics if headline in quality else {},
         downstream=tasks.conditions.get(condition.id, {}),
         generation=GenerationCosts.of(generations.get(condition.id, [])),
         failed=log.failed.get(condition.id))
+
+
+def _gaps(pairs: Sequence[tuple[str, Score | None, Score | None]]) -> dict[str, Score]:
+    """name -> seen - unseen of each (name, seen, unseen) pair that has both."""
+    found = {name: gap(seen, unseen) for name, seen, unseen in pairs}
+    return {name: score for name, score in found.items() if score is not None}
 
 
 def _findings(plan: RunPlan, results: RunResults, per_document: dict[str, dict[str, dict[str, Any]]],

@@ -1,6 +1,6 @@
 """The metrics stage: each condition's quality on each document set, with the filler and deletion baselines of
-its masking and seed beside it; every metric's results per input are cached, so a resumed run scores only what
-is new."""
+its masking and seed beside it and its quality above each, per document; every metric's results per input are
+cached, so a resumed run scores only what is new."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 from mlmh.components import ScoringItem
 from mlmh.config.plan import RunPlan
 from mlmh.events import Progress, StageStarted
-from mlmh.findings.memorization import baseline_words, filler_generations, filler_word, verbatim_recall
+from mlmh.findings.memorization import above, baseline_words, filler_generations, filler_word, verbatim_recall
 from mlmh.plugins.contracts import score_metric
 from mlmh.run.caching import result_key, say_cached
 from mlmh.run.context import RunContext
@@ -51,38 +51,55 @@ def score(plan: RunPlan, data: RunData, masked: Masked, generations: Mapping[str
     scoring = _Progress(ResultLookup(cache, MetricResult),
                         (len(plan.conditions) + len(keys) * len(baselines)) * len(plan.metrics) * roles)
     ctx.bus.emit(StageStarted(stage="metrics", total=scoring.total, description="scoring"))
-    # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> metric -> Score
-    scored_baselines: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+    # baseline name ("filler", "deletion": RoleQuality's fields) -> (masking, seed) -> role -> its scores
+    scored_baselines: dict[str, dict[tuple[str, int], dict[str, _Scored]]] = {}
     raw_baselines: dict[tuple[str, str, int], tuple[list[MetricResult], list[Generation]]] = {}
     for name, word in baselines.items():
         for key in keys:
             filled = filler_generations(masked.items[key], word)
-            scored, raw = _score_roles(plan, data, filled, key[1], f"{name} baseline", scoring, ctx, filler=True)
-            scored_baselines.setdefault(name, {})[key] = {role: block.metrics for role, block in scored.items()}
-            raw_baselines[(name, *key)] = (raw, filled)
+            scored = _score_roles(plan, data, filled, key[1], f"{name} baseline", scoring, ctx, filler=True)
+            scored_baselines.setdefault(name, {})[key] = scored
+            raw_baselines[(name, *key)] = (scored[data.headline].raw if data.headline in scored else [], filled)
     quality: dict[str, dict[str, RoleQuality]] = {}
     headline: dict[str, list[MetricResult]] = {}
     for condition in ctx.running(plan.conditions):
-        by_role, raw = _score_roles(plan, data, generations[condition.id], condition.seed, condition.id, scoring, ctx)
+        by_role = _score_roles(plan, data, generations[condition.id], condition.seed, condition.id, scoring, ctx)
         key = (condition.masking.spec, condition.seed)  # each set's quality beside its baselines
-        quality[condition.id] = {
-            role: dataclasses.replace(block, **{name: by_key.get(key, {}).get(role, {})
-                                                for name, by_key in scored_baselines.items()})
-            for role, block in by_role.items()}
-        headline[condition.id] = raw
+        quality[condition.id] = {role: _beside(scored, {name: by_key.get(key, {}).get(role) for name, by_key
+                                                        in scored_baselines.items()}, condition.seed)
+                                 for role, scored in by_role.items()}
+        headline[condition.id] = by_role[data.headline].raw if data.headline in by_role else []
     say_cached(scoring.lookup, "metrics", ctx)
     return Scores(filler_word=filler, quality=quality, headline=headline, baselines=raw_baselines)
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """One document set's quality, the raw results it came from and their per-document values."""
+
+    quality: RoleQuality
+    raw: list[MetricResult]
+    per_document: dict[str, dict[str, Any]]  # document -> metric -> value
+
+
+def _beside(scored: _Scored, baselines: Mapping[str, _Scored | None], seed: int) -> RoleQuality:
+    """A condition's quality on one document set with each baseline's beside it, and its quality above each."""
+    higher = {name: score.higher_is_better for name, score in scored.quality.metrics.items()}
+    fields: dict[str, Any] = {}
+    for name, baseline in baselines.items():
+        fields[name] = baseline.quality.metrics if baseline is not None else {}
+        fields[f"above_{name}"] = (above(scored.per_document, baseline.per_document, higher, seed=seed)
+                                   if baseline is not None else {})
+    return dataclasses.replace(scored.quality, **fields)
+
+
 def _score_roles(plan: RunPlan, data: RunData, generations: list[Generation], seed: int, what: str,
-                 scoring: _Progress, ctx: RunContext, *,
-                 filler: bool = False) -> tuple[dict[str, RoleQuality], list[MetricResult]]:
-    """Quality of ``generations`` on each document set; also the headline set's raw results.
+                 scoring: _Progress, ctx: RunContext, *, filler: bool = False) -> dict[str, _Scored]:
+    """Quality of ``generations`` on each document set, with the raw results and per-document values.
 
     The ``filler`` baseline has no step traces, so metrics that need one are left out of it quietly.
     """
-    out: dict[str, RoleQuality] = {}
-    raw: dict[str, list[MetricResult]] = {}
+    out: dict[str, _Scored] = {}
     for role in ROLES:
         gens = [g for g in generations if data.role_of.get(g.doc_id) == role]
         if not gens:
@@ -91,15 +108,15 @@ def _score_roles(plan: RunPlan, data: RunData, generations: list[Generation], se
         results = _metrics_of(plan, scorable, seed, what, scoring, ctx, quiet=filler) if scorable else []
         if filler:
             results = [r for r in results if not r.error]
-        out[role] = RoleQuality(
+        quality = RoleQuality(
             documents=len(gens), scored=len(scorable), metrics={r.name: Score.of(r) for r in results},
             verbatim_recall=None if filler else verbatim_recall(scorable, seed=seed),
             nothing_masked=len(gens) - len(scorable), truncated_documents=sum(1 for g in gens if g.truncated_tokens))
-        raw[role] = results
+        out[role] = _Scored(quality, results, per_sample(results, scorable))
         if not scorable and not filler:
             ctx.note(f"{what}: nothing was masked in any {role} document, so its {role} quality is not "
                      "scored", "warning")
-    return out, raw.get(data.headline, [])
+    return out
 
 
 def _metrics_of(plan: RunPlan, gens: list[Generation], seed: int, what: str, scoring: _Progress, ctx: RunContext,

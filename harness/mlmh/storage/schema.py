@@ -182,11 +182,12 @@ SCORE = Obj({"value": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(N
 SCORE_MAP = MapOf(Maybe(SCORE))
 SCORES = Maybe(SCORE_MAP)
 ROLE_QUALITY = Maybe(Obj({"documents": int, "scored": int, "metrics": SCORES, "verbatim_recall": Maybe(SCORE),
-                          "filler": SCORES, "deletion": SCORES, "nothing_masked": int, "truncated_documents": int}))
+                          "filler": SCORES, "deletion": SCORES, "above_filler": SCORES,
+                          "above_deletion": SCORES, "nothing_masked": int, "truncated_documents": int}))
 NUMBERS = MapOf(Maybe(NUMBER))
 CONDITION = Obj({"id": str, "model": str, "model_kind": str, "masking": str, "sampler": str, "seed": int,
                  "masking_ratio": Maybe(NUMBER), "steps": Maybe(int), "seen": ROLE_QUALITY,
-                 "unseen": ROLE_QUALITY, "gap": SCORES, "metrics": SCORES,
+                 "unseen": ROLE_QUALITY, "gap": SCORES, "gap_above_filler": SCORES, "metrics": SCORES,
                  "downstream": Maybe(MapOf(NUMBERS)), "generation": Maybe(Obj({
                      **{k: int for k in ("samples", "forward_passes", "generated_tokens", "tokens_processed",
                                          "truncated_tokens", "truncated_documents")},

@@ -305,6 +305,9 @@ class RoleQuality:
     verbatim_recall: Score | None = None  # share of masked words regenerated exactly
     filler: dict[str, Score] = field(default_factory=dict)  # every mask filled with the filler word
     deletion: dict[str, Score] = field(default_factory=dict)  # every masked word dropped
+    # the condition's score minus the baseline's on the same document, averaged (paired), with a CI
+    above_filler: dict[str, Score] = field(default_factory=dict)
+    above_deletion: dict[str, Score] = field(default_factory=dict)
     nothing_masked: int = 0
     truncated_documents: int = 0
 
@@ -312,7 +315,8 @@ class RoleQuality:
     def from_dict(cls, data: dict[str, Any]) -> "RoleQuality":
         return cls(documents=data.get("documents", 0), scored=data.get("scored", 0), metrics=_scores(data.get("metrics")),
                    verbatim_recall=Score.from_dict(data.get("verbatim_recall")), filler=_scores(data.get("filler")),
-                   deletion=_scores(data.get("deletion")),
+                   deletion=_scores(data.get("deletion")), above_filler=_scores(data.get("above_filler")),
+                   above_deletion=_scores(data.get("above_deletion")),
                    nothing_masked=data.get("nothing_masked", 0), truncated_documents=data.get("truncated_documents", 0))
 
     def to_dict(self) -> dict[str, Any]:
@@ -322,6 +326,9 @@ class RoleQuality:
             out["verbatim_recall"] = self.verbatim_recall.to_dict()
         out["filler"] = {k: v.to_dict() for k, v in self.filler.items()}
         out["deletion"] = {k: v.to_dict() for k, v in self.deletion.items()}
+        for name in ("above_filler", "above_deletion"):
+            if getattr(self, name):
+                out[name] = {k: v.to_dict() for k, v in getattr(self, name).items()}
         if self.nothing_masked:
             out["nothing_masked"] = self.nothing_masked
         if self.truncated_documents:
@@ -370,6 +377,8 @@ class ConditionResult:
     seen: RoleQuality | None = None
     unseen: RoleQuality | None = None
     gap: dict[str, Score] = field(default_factory=dict)  # seen - unseen, with a CI
+    # seen - unseen of the quality above the filler (RoleQuality.above_filler): what memorisation is judged on
+    gap_above_filler: dict[str, Score] = field(default_factory=dict)
     metrics: dict[str, Score] = field(default_factory=dict)  # the headline set's (RunResults.headline)
     downstream: dict[str, dict[str, float]] = field(default_factory=dict)
     generation: GenerationCosts = field(default_factory=GenerationCosts)
@@ -380,7 +389,8 @@ class ConditionResult:
         roles = {role: RoleQuality.from_dict(data[role]) if data.get(role) else None for role in ("seen", "unseen")}
         return cls(id=data["id"], model=data["model"], model_kind=data["model_kind"], masking=data["masking"],
                    sampler=data["sampler"], seed=data["seed"], masking_ratio=data.get("masking_ratio"),
-                   steps=data.get("steps"), **roles, gap=_scores(data.get("gap")), metrics=_scores(data.get("metrics")),
+                   steps=data.get("steps"), **roles, gap=_scores(data.get("gap")),
+                   gap_above_filler=_scores(data.get("gap_above_filler")), metrics=_scores(data.get("metrics")),
                    downstream=data.get("downstream") or {},
                    generation=GenerationCosts.from_dict(data.get("generation") or {}),
                    failed=data.get("failed"))
@@ -397,6 +407,8 @@ class ConditionResult:
                 out[role] = getattr(self, role).to_dict()
         if self.gap:
             out["gap"] = {k: v.to_dict() for k, v in self.gap.items()}
+        if self.gap_above_filler:
+            out["gap_above_filler"] = {k: v.to_dict() for k, v in self.gap_above_filler.items()}
         out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
         out["downstream"] = self.downstream
         out["generation"] = self.generation.to_dict()

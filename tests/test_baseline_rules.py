@@ -1,0 +1,131 @@
+"""Two rules the papers' claims are gated by, on constructed results: memorisation is judged on the seen - unseen gap
+of the quality above the filler (a gap the filler shows too is the texts'), and a result that rewards output
+shorter than the reference (ROUGE, BERTScore F1) holds a condition to deletion on one that does not (BLEU)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlmh.findings.comparisons import memorisation
+from mlmh.findings.decide import run_findings
+from mlmh.findings.memorization import above, gap
+from mlmh.findings.verdicts import BASELINE, caveats_of, deletion_bar, memorisation_gap, memorised
+from mlmh.types import HOLDS, NOT_COMPARABLE, ConditionResult, ConfigRecord, ModelRecord, RoleQuality, RunResults, Score
+
+LEARNED = {"heldout_accuracy": 0.30, "best_constant_accuracy": 0.05, "beats_constant": True}
+DOCS = [f"d{i}" for i in range(30)]
+
+
+def per_document(mean: float, spread: float, seed: int, metric: str = "bleu") -> dict[str, dict[str, float]]:
+    rng = np.random.default_rng(seed)
+    return {d: {metric: float(mean + rng.normal(0, spread))} for d in DOCS}
+
+
+def shifted(values: dict[str, dict[str, float]], by: float, noise: float, seed: int) -> dict[str, dict[str, float]]:
+    """``values`` plus ``by`` plus a little seeded noise per document: a condition that moves with the texts."""
+    rng = np.random.default_rng(seed)
+    return {d: {m: v + by + float(rng.normal(0, noise)) for m, v in scored.items()} for d, scored in values.items()}
+
+
+def test_above_is_the_mean_paired_difference_with_its_ci():
+    filler = per_document(40.0, 10.0, seed=1)
+    model = shifted(filler, 5.0, 0.5, seed=2)
+    found = above(model, filler, {"bleu": True})["bleu"]
+    assert abs(found.value - 5.0) < 0.5 and found.ci_low < found.value < found.ci_high
+    assert found.ci_high - found.ci_low < 1.0  # paired: the documents' own spread (10) cancels
+    assert found.extra["documents"] == len(DOCS)
+    model["d0"]["bleu"] = float("nan")
+    del filler["d1"]
+    assert above(model, filler, {"bleu": True})["bleu"].extra["documents"] == len(DOCS) - 2
+
+
+def test_a_gap_the_filler_shows_too_is_not_memorisation():
+    # the seen documents are easier texts: the filler scores 8 points more on them, and so does the model
+    filler_seen, filler_unseen = per_document(48.0, 3.0, seed=3), per_document(40.0, 3.0, seed=4)
+    model_seen, model_unseen = shifted(filler_seen, 10.0, 1.0, seed=5), shifted(filler_unseen, 10.0, 1.0, seed=6)
+    higher = {"bleu": True}
+    raw = gap(Score(*_mean_ci(model_seen)), Score(*_mean_ci(model_unseen)))
+    beyond_filler = gap(above(model_seen, filler_seen, higher)["bleu"], above(model_unseen, filler_unseen, higher)["bleu"])
+    assert raw is not None and raw.extra["significant"] and raw.value > 5
+    assert beyond_filler is not None and not beyond_filler.extra["significant"]
+    row = _row(raw, beyond_filler)
+    results = _results([row])
+    assert memorisation_gap(row, "bleu") is beyond_filler and memorised(results, row, "bleu") is None
+    assert memorisation(results)[0].verdict == "no gap" and "gap of bleu above the filler" in memorisation(results)[0].statement
+    # a model that recites beats its filler by more on the seen documents: flagged, and said so
+    recited = gap(above(shifted(filler_seen, 16.0, 1.0, seed=7), filler_seen, higher)["bleu"],
+                  above(model_unseen, filler_unseen, higher)["bleu"])
+    row.gap_above_filler = {"bleu": recited}
+    assert "gap above the filler +5" in memorised(results, row, "bleu")
+    # results written before the paired gap was kept are judged on the raw gap
+    old = _row(raw, None)
+    assert memorisation_gap(old, "bleu") is raw and memorised(_results([old]), old, "bleu")
+
+
+def test_deletion_bars_rouge_and_bertscore_on_bleu_when_the_run_scored_it():
+    block = RoleQuality(documents=3, scored=3, metrics={"bleu": Score(66.0), "rougeL": Score(0.85)},
+                        filler={"bleu": Score(64.0), "rougeL": Score(0.83)},
+                        deletion={"bleu": Score(65.0), "rougeL": Score(0.92)})
+    assert deletion_bar(block, "rougeL") == "bleu" and deletion_bar(block, "bleu") == "bleu"
+    assert deletion_bar(block, "bertscore_f1") == "bleu"
+    only_rouge = RoleQuality(documents=3, scored=3, metrics={"rougeL": Score(0.85)}, deletion={"rougeL": Score(0.92)})
+    assert deletion_bar(only_rouge, "rougeL") == "rougeL"  # nothing else to hold it to: ROUGE-L itself
+    row = ConditionResult(id="c", model="trained-mlm", model_kind="mlm", masking="random:ratio=0.15", sampler="s",
+                          seed=0, unseen=block)
+    results = _results([row])
+    assert caveats_of(results, row, "rougeL") == []  # below deletion on ROUGE-L, above it on BLEU
+    block.metrics["bleu"] = Score(64.5)  # now below deletion on BLEU too: the ROUGE-L caveat says where
+    said = [c for c in caveats_of(results, row, "rougeL") if c.kind == BASELINE]
+    assert len(said) == 1 and "no better than deletion on bleu" in said[0].text and "the bar for rougeL" in said[0].text
+    block.metrics["rougeL"] = Score(0.80)  # and below the filler on ROUGE-L itself
+    assert any("the filler on rougeL" in c.text for c in caveats_of(results, row, "rougeL"))
+
+
+def test_claim_one_is_decided_on_rouge_where_deletion_wins_it_and_says_so():
+    rows, per_doc = [], {}
+    rng = np.random.default_rng(0)
+    for kind, value in (("mlm", 0.86), ("clm", 0.84)):
+        cid = f"{kind}|random:ratio=0.15"
+        unseen = RoleQuality(documents=len(DOCS), scored=len(DOCS),
+                             metrics={"bleu": Score(67.0), "rougeL": Score(value, value - 0.01, value + 0.01)},
+                             filler={"bleu": Score(64.0), "rougeL": Score(0.83)},
+                             deletion={"bleu": Score(65.0), "rougeL": Score(0.92)},
+                             above_filler={"rougeL": Score(value - 0.83, 0.0, 0.05)},
+                             above_deletion={"bleu": Score(2.0, 1.0, 3.0), "rougeL": Score(value - 0.92)})
+        rows.append(ConditionResult(id=cid, model=f"trained-{kind}", model_kind=kind, masking="random:ratio=0.15",
+                                    sampler="s", seed=0, masking_ratio=0.15, unseen=unseen, metrics=unseen.metrics))
+        per_doc[cid] = {"rougeL": {d: value + float(rng.normal(0, 0.005)) for d in DOCS},
+                        "bleu": {d: 67.0 + float(rng.normal(0, 1)) for d in DOCS}}
+    found = {f.claim: f for f in run_findings(_results(rows), per_doc, {}, [], seed=0)}
+    rouge = found["paper-1:rougeL"]
+    assert rouge.verdict == HOLDS, rouge.statement
+    assert "Deletion scores above 2 of the compared conditions on rougeL" in rouge.statement
+    assert "held to deletion on bleu" in rouge.statement
+    grounds = rouge.extra["rests_on"]
+    assert len(grounds) == 2 and "unseen rougeL per document +0.03 [+0, +0.05] over the filler, +2 [+1, +3] over " \
+        "deletion (on bleu) under random:ratio=0.15" in grounds[0]
+    for r in rows:  # below deletion on BLEU as well: no longer comparable
+        r.unseen.metrics["bleu"] = Score(64.5)
+    found = {f.claim: f for f in run_findings(_results(rows), per_doc, {}, [], seed=0)}
+    assert found["paper-1:rougeL"].verdict == NOT_COMPARABLE
+
+
+def _mean_ci(values: dict[str, dict[str, float]]) -> tuple[float, float, float]:
+    from mlmh.stats import mean_ci
+
+    mean, low, high = mean_ci([v["bleu"] for v in values.values()])
+    assert mean is not None and low is not None and high is not None
+    return mean, low, high
+
+
+def _row(raw: Score, beyond_filler: Score | None) -> ConditionResult:
+    return ConditionResult(id="c", model="trained-clm", model_kind="clm", masking="random:ratio=0.15", sampler="s",
+                           seed=0, gap={"bleu": raw}, gap_above_filler={"bleu": beyond_filler} if beyond_filler else {},
+                           unseen=RoleQuality(documents=1, scored=1, metrics={"bleu": Score(1.0)}))
+
+
+def _results(rows: list[ConditionResult]) -> RunResults:
+    models = {f"trained-{k}": ModelRecord(identity=k, model_kind=k, label=f"trained-{k}", training=LEARNED)
+              for k in ("mlm", "clm")}
+    return RunResults(run_id="r", config=ConfigRecord(preset="test"), conditions=rows, models=models, headline="unseen",
+                      filler_word="the")
