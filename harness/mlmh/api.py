@@ -340,13 +340,13 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
 
 
 def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "random:ratio=0.15", seed: int = 0,
-            dataset: str | None = None, load: "Callable[[Model], Adapter] | None" = None,
+            dataset: str | None = None, adapter_for: "Callable[[Model], Adapter] | None" = None,
             on_generation: "Callable[[int, Generation], object] | None" = None,
             cancel: threading.Event | None = None) -> list["Generation"]:
     """Mask ``text`` once and let each ``(model, sampler)`` spec pair of ``sides`` regenerate the same masked
     words, in order, as the TUI playground does; ``on_generation(side, generation)`` hears each as it ends.
 
-    ``load(model)`` returns a built model's adapter (default: the model loads, a trained-* one training on
+    ``adapter_for(model)`` returns a built model's adapter (default: the model loads, a trained-* one training on
     ``dataset``, else on the dataset that declares itself the default: :func:`mlmh.config.declared.default_dataset`);
     the playground's keeps models between calls and shows their training. A set ``cancel`` stops before the next
     side (:class:`mlmh.errors.RunCancelled`).
@@ -373,7 +373,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     options.check_text(masking, "masking")
     options.check_number(seed, "seed", options.SEED)
     options.check_text(dataset, "dataset", optional=True)
-    options.check_callable(load, "load")
+    options.check_callable(adapter_for, "adapter_for")
     options.check_callable(on_generation, "on_generation")
     options.check_cancel(cancel, "cancel")
     registry = get_registry()
@@ -384,7 +384,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
         raise SpecError(f"masking '{built_masking.short_spec}' hid no word of this text; raise the ratio or pick "
                         "another masking")
     trains_on = dataset or default_dataset()
-    load = load or (lambda model: model.load(LoadContext(dataset=trains_on)))
+    adapter_for = adapter_for or (lambda model: model.load(LoadContext(dataset=trains_on)))
 
     def stop_if_cancelled() -> None:
         if cancel is not None and cancel.is_set():
@@ -393,7 +393,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     adapters = []
     for model_spec, _ in sides:
         stop_if_cancelled()
-        adapters.append(load(registry.build("model", model_spec)))
+        adapters.append(adapter_for(registry.build("model", model_spec)))
     stop_if_cancelled()
     masked = mask_texts(documents, built_masking, seed, adapters)
     (item,) = masked.items

@@ -140,5 +140,5 @@ def run_playground(
 
     return api.compare(request.text, [(side.model, side.sampler) for side in request.sides], masking=request.masking,
                        seed=request.seed, dataset=request.dataset,
-                       load=lambda model: load_model(model, request.dataset, cache, emit, cancel),
+                       adapter_for=lambda model: load_model(model, request.dataset, cache, emit, cancel),
                        on_generation=on_generation, cancel=cancel)
