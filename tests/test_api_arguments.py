@@ -56,7 +56,7 @@ def _valid(tmp_path):
                                   "masking": "random:ratio=0.3", "sampler": None, "seed": 0, "batch_size": 1,
                                   "progress": None},
         "compare": {"text": "The cat sat on the mat and looked at the door.", "sides": [(MODEL, "one-shot")],
-                    "masking": "random:ratio=0.3", "seed": 0, "dataset": "pan", "load": _reach,
+                    "masking": "random:ratio=0.3", "seed": 0, "dataset": "pan", "adapter_for": _reach,
                     "on_generation": None, "cancel": None},
     }
 
@@ -81,6 +81,13 @@ def no_work(monkeypatch):
 def test_the_walk_knows_every_public_function():
     assert set(_public_functions()) == {"evaluate", "prepare", "plan", "run_directory", "run", "load", "generate",
                                         "generate_from_dataset", "compare"}
+
+
+def test_no_argument_shadows_a_public_function():
+    """An argument named like a function of the module (``compare``'s ``load`` once) hides that function inside."""
+    public = set(_public_functions())
+    shadowing = {name: sorted(public & set(inspect.signature(getattr(api, name)).parameters)) for name in public}
+    assert not {name: names for name, names in shadowing.items() if names}
 
 
 @pytest.mark.parametrize("name", _public_functions())

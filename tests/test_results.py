@@ -166,6 +166,23 @@ def test_rows_flatten_each_condition_per_document_set_and_each_finding(results):
     assert finding["verdict"] == "holds" and finding["conditions"] == "a; b" and "parts" not in finding
 
 
+def test_rows_give_each_comparison_statement_with_its_kind(results):
+    """``comparisons``: a row per verdict report.md states, in its order, its kind the verdict's list in results.json,
+    its lists joined and a score (a memorisation gap) as its value and CI, as the conditions' metrics."""
+    typed = judged(results)
+    rows = typed.to_rows()["comparisons"]
+    assert [row["statement"] for row in rows] == typed.comparisons.statements() and len(rows) >= 4
+    assert {"kinds", "disagreements", "memorisation", "baselines"} <= {row["kind"] for row in rows}
+    kind = next(row for row in rows if row["kind"] == "kinds")
+    assert kind["kinds"] == "mlm; clm" and kind["role"] in ("unseen", "seen") and isinstance(kind["settings"], int)
+    clm = next(row for row in rows if row["kind"] == "memorisation" and row["model"] == "trained-clm")
+    gap = typed.comparisons.memorisation[[m.model for m in typed.comparisons.memorisation].index("trained-clm")].gap
+    assert (clm["gap"], clm["gap_ci_low"], clm["gap_ci_high"]) == (gap.value, gap.ci_low, gap.ci_high)
+    assert all(not isinstance(value, (dict, list)) for row in rows for value in row.values())
+    results.pop("conditions")
+    assert RunResults.from_dict({**results, "conditions": []}).to_rows()["comparisons"] == []
+
+
 def test_to_pandas_gives_dataframes_or_says_how_to_get_pandas(results, monkeypatch):
     import sys
 

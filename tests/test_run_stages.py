@@ -18,6 +18,7 @@ from mlmh.data.selection import subcorpus
 from mlmh.errors import MlmhError, RunCancelled
 from mlmh.events import EventBus, Message, Progress, SampleGenerated, StageStarted
 from mlmh.generation import prepare_items
+from mlmh.report.markdown import render_markdown
 from mlmh.run import results as results_module
 from mlmh.run.context import RunContext, RunLog
 from mlmh.run.correlate import correlate
@@ -242,19 +243,38 @@ def test_build_results_is_a_pure_function_of_the_stages_values(tmp_path):
     assert built.results.notes == log.notes and built.results.findings
 
 
-def test_build_results_returns_what_a_failed_step_says_and_keeps_the_other_results(tmp_path, monkeypatch):
+def _built_with_a_failing_step(tmp_path, monkeypatch, step: str, error: str):
+    """(the stages' log, the results built) with ``step`` (a function :mod:`mlmh.run.results` calls) raising ``error``."""
     plan, log, made = _every_stage(tmp_path)
 
     def broken(*args, **kwargs):
-        raise ZeroDivisionError("no claims today")
+        raise ZeroDivisionError(error)
 
-    monkeypatch.setattr(results_module, "run_findings", broken)
-    built = build_results(plan, run_id="tiny", log=log, started=0.0, versions=Versions(), **made)
+    monkeypatch.setattr(results_module, step, broken)
+    return log, build_results(plan, run_id="tiny", log=log, started=0.0, versions=Versions(), **made)
+
+
+def test_build_results_returns_what_a_failed_step_says_and_keeps_the_other_results(tmp_path, monkeypatch):
+    log, built = _built_with_a_failing_step(tmp_path, monkeypatch, "run_findings", "no claims today")
     (said,) = built.said
     assert isinstance(said, Message) and said.level == "warning"
     assert said.text == "findings failed (results): ZeroDivisionError: no claims today"
     assert built.results.findings == [] and built.results.errors[-1].component == "findings"
+    assert built.results.notes[-1] == said.text
     assert built.results.conditions and not any(e.component == "findings" for e in log.errors)
+
+
+def test_a_failed_crossover_is_named_in_the_errors_the_notes_and_report_md(tmp_path, monkeypatch):
+    _, built = _built_with_a_failing_step(tmp_path, monkeypatch, "summarise", "no sweep today")
+    failed = "crossover failed (results): ZeroDivisionError: no sweep today"
+    (said,) = built.said
+    assert (said.level, said.text) == ("warning", failed)
+    results = built.results
+    assert results.crossover is None and results.findings and results.notes[-1] == failed
+    assert (results.errors[-1].component, results.errors[-1].during) == ("crossover", "results")
+    report = render_markdown(results, [])
+    assert "- **crossover** (results): ZeroDivisionError: no sweep today" in report
+    assert f"- {failed}" in report.split("## Notes")[1]
 
 
 def test_write_run_writes_every_file_and_results_last(tmp_path):

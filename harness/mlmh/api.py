@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from mlmh.types import ConditionResult, Document, Generation, RunResults, SampleRow
     from mlmh.types.runconfig import RunConfig
 
-#: the dataset a trained-* model learns from when it regenerates a given text and its spec names no dataset
-TEXT_TRAINING_DATASET = "pan"
-
-
 # -- a run: prepare, then run ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PreparedRun:
@@ -344,15 +340,16 @@ def generate_from_dataset(dataset: str, *, model: str, data: str | None = None, 
 
 
 def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "random:ratio=0.15", seed: int = 0,
-            dataset: str = TEXT_TRAINING_DATASET, load: "Callable[[Model], Adapter] | None" = None,
+            dataset: str | None = None, adapter_for: "Callable[[Model], Adapter] | None" = None,
             on_generation: "Callable[[int, Generation], object] | None" = None,
             cancel: threading.Event | None = None) -> list["Generation"]:
     """Mask ``text`` once and let each ``(model, sampler)`` spec pair of ``sides`` regenerate the same masked
     words, in order, as the TUI playground does; ``on_generation(side, generation)`` hears each as it ends.
 
-    ``load(model)`` returns a built model's adapter (default: the model loads, a trained-* one training on
-    ``dataset``); the playground's keeps models between calls and shows their training. A set ``cancel``
-    stops before the next side (:class:`mlmh.errors.RunCancelled`).
+    ``adapter_for(model)`` returns a built model's adapter (default: the model loads, a trained-* one training on
+    ``dataset``, else on the dataset that declares itself the default: :func:`mlmh.config.declared.default_dataset`);
+    the playground's keeps models between calls and shows their training. A set ``cancel`` stops before the next
+    side (:class:`mlmh.errors.RunCancelled`).
 
     >>> import mlmh.api
     >>> left, right = mlmh.api.compare("The cat sat on the mat and looked at the door.",
@@ -363,6 +360,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     (True, 'mlm', 'clm')
     """
     from mlmh.components import LoadContext
+    from mlmh.config.declared import default_dataset
     from mlmh.errors import RunCancelled
     from mlmh.generation import mask_texts, prepare_items, regenerate
     from mlmh.registry import get_registry
@@ -374,8 +372,8 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     sides = options.check_pairs(sides, "sides", "(model spec, sampler spec)")
     options.check_text(masking, "masking")
     options.check_number(seed, "seed", options.SEED)
-    options.check_text(dataset, "dataset")
-    options.check_callable(load, "load")
+    options.check_text(dataset, "dataset", optional=True)
+    options.check_callable(adapter_for, "adapter_for")
     options.check_callable(on_generation, "on_generation")
     options.check_cancel(cancel, "cancel")
     registry = get_registry()
@@ -385,7 +383,8 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     if not prepare_items(documents, built_masking, seed=seed)[0].plan.word_indices:  # before any model loads
         raise SpecError(f"masking '{built_masking.short_spec}' hid no word of this text; raise the ratio or pick "
                         "another masking")
-    load = load or (lambda model: model.load(LoadContext(dataset=dataset)))
+    trains_on = dataset or default_dataset()
+    adapter_for = adapter_for or (lambda model: model.load(LoadContext(dataset=trains_on)))
 
     def stop_if_cancelled() -> None:
         if cancel is not None and cancel.is_set():
@@ -394,7 +393,7 @@ def compare(text: str, sides: Sequence[tuple[str, str]], *, masking: str = "rand
     adapters = []
     for model_spec, _ in sides:
         stop_if_cancelled()
-        adapters.append(load(registry.build("model", model_spec)))
+        adapters.append(adapter_for(registry.build("model", model_spec)))
     stop_if_cancelled()
     masked = mask_texts(documents, built_masking, seed, adapters)
     (item,) = masked.items
@@ -434,12 +433,13 @@ def _load_and_regenerate(components: tuple[Any, Any, Any], documents: Sequence["
     ``dataset``, or on the bundled sample for a given text), its notes are told, and it regenerates
     ``documents`` (:func:`mlmh.generation.regenerate`) as a run with ``seed`` would."""
     from mlmh.components import LoadContext
+    from mlmh.config.declared import default_dataset
     from mlmh.config.plan import many_steps
     from mlmh.generation import mask_texts, regenerate
 
     model, masking, sampler = components
     if dataset is None and model.params.get("dataset") == "":  # a trained-* model that trains on the run's dataset
-        dataset = TEXT_TRAINING_DATASET
+        dataset = default_dataset()
         if progress is not None:
             progress({"note": f"{model.name} trains on the bundled '{dataset}' sample (cached after the first "
                               f"time); set {model.name}:dataset=NAME for another"})

@@ -4,7 +4,8 @@ Each kind names the one method the runner calls; everything else is the plugin's
 declares what the core would otherwise have to know of it by name (the way an HF ``evaluate`` module describes
 itself in ``_info``): a metric its main results (:class:`Headline`) and whether it judges fluency, a sampler the
 model kinds it is the default for and the settings ``mlmh bench`` times (:class:`BenchCase`), a model whether it
-is its kind's default, whether it loads any checkpoint of its kind, and whether a data-constrained sweep varies it.
+is its kind's default, whether it loads any checkpoint of its kind, and whether a data-constrained sweep varies it,
+a dataset whether it is the one a face falls back on.
 The core reads these declarations from the registry (:mod:`mlmh.config.declared`), never a builtin's name.
 """
 
@@ -199,6 +200,9 @@ class Dataset(Component):
     """Loads a corpus from ``path`` in its official format, or the bundled sample when ``path`` is None."""
 
     kind: ClassVar[str] = "dataset"
+    #: the dataset a face falls back on when none is named: a trained-* model regenerating a given text learns from
+    #: it (``mlmh generate --text``, :func:`mlmh.api.compare`), and the TUI playground takes its examples from it
+    default: ClassVar[bool] = False
 
     def load(self, path: str | None) -> "Corpus":
         raise NotImplementedError

@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from mlmh.api import TEXT_TRAINING_DATASET
 from mlmh.config import options
 
 EPILOG = """\b
@@ -30,14 +29,20 @@ def _sampler_help(base: str) -> str:
     return f"{base} (default by model kind: " + ", ".join(f"{k}: {v}" for k, v in default_samplers().items()) + ")."
 
 
+def _text_help(base: str) -> str:
+    """``--text``'s help, naming the dataset a trained-* model then learns from (as the datasets declare it)."""
+    from mlmh.config.declared import default_dataset
+
+    return f"{base} (a trained-* model then trains on the '{default_dataset()}' sample unless its spec names dataset=NAME)."
+
+
 @click.command(epilog=EPILOG)
 @click.option("--model", "model_spec", default=None, help="Model spec, e.g. hf-mlm:path=DIR or trained-mlm.")
 @click.option("--masking", "masking_spec", default="random:ratio=0.15", show_default=True, help="Masking spec.")
 @click.option("--sampler", "sampler_spec", default=None, cls=options.LateHelpOption, late_help=_sampler_help,
               help="Sampler spec")
-@click.option("--text", default=None,
-              help=f"The text to mask and regenerate (a trained-* model then trains on the '{TEXT_TRAINING_DATASET}' "
-                   "sample unless its spec names dataset=NAME).")
+@click.option("--text", default=None, cls=options.LateHelpOption, late_help=_text_help,
+              help="The text to mask and regenerate")
 @click.option("--dataset", default=None, help="Take documents from this dataset instead (test split first).")
 @click.option("--data", "data_path", default=None, type=click.Path(), callback=options.data_path, help="Dataset files (default: the bundled sample).")
 @click.option("--limit", default=1, show_default=True, type=options.COUNT, help="Documents to take from --dataset.")

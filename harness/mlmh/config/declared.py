@@ -1,9 +1,9 @@
 """What the registered components declare about themselves, read in one place for the core.
 
 Which results lead the comparison tables, which sampler a model kind gets when none is named, which model a face
-opens with, which models a data-constrained sweep varies, which sampler settings ``mlmh bench`` times: each used to
-be a constant of the core naming builtins. A component now declares it (:mod:`mlmh.components`: ``headlines``,
-``fluency``, ``default_for``, ``bench``, ``default``, ``swept``) and the core asks here, so a third-party plugin's
+opens with, which models a data-constrained sweep varies, which sampler settings ``mlmh bench`` times, which dataset a face
+falls back on: each used to be a constant of the core naming builtins. A component now declares it
+(:mod:`mlmh.components`: ``headlines``, ``fluency``, ``default_for``, ``bench``, ``default``, ``swept``) and the core asks here, so a third-party plugin's
 component takes part exactly as a builtin does, and no core module names a builtin (tests/test_declarations.py).
 
 Where two components declare the same default, the first in registration order wins (builtins, then plugins by
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlmh.components import BenchCase, Headline
+from mlmh.errors import SpecError
 from mlmh.registry import get_registry
 
 
@@ -96,3 +97,13 @@ def default_models() -> dict[str, str]:
 def swept_models() -> dict[str, str]:
     """Name -> model kind of every model a data-constrained sweep expands, in registration order."""
     return {model.name: model.model_kind for model in get_registry().all("model") if model.swept}
+
+
+# -- datasets ----------------------------------------------------------------------------------------
+def default_dataset() -> str:
+    """The name of the dataset a face falls back on when none is named: a trained-* model regenerating a given
+    text learns from it, the playground takes its examples from it."""
+    for dataset in get_registry().all("dataset"):
+        if dataset.default:
+            return str(dataset.name)
+    raise SpecError("no registered dataset declares itself the default (Dataset.default); name one (mlmh ls datasets)")

@@ -134,8 +134,7 @@ def _findings(plan: RunPlan, results: RunResults, per_document: dict[str, dict[s
         cells = run_cells(ctx.running(plan.conditions), dict(generations), dict(data.role_of))
         return run_findings(results, per_document, dict(tasks.items), cells, plan.config.seeds[0])
     except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
-        ctx.error("findings", "results", exc)
-        results.errors = list(ctx.log.errors)
+        _step_failed("findings", results, ctx, exc)
         return []
 
 
@@ -146,9 +145,17 @@ def _crossover(results: RunResults, per_document: dict[str, dict[str, dict[str, 
     try:
         return finite_only(summarise(results, per_document, seed=seed))[0]  # results.json is strict JSON
     except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
-        ctx.error("crossover", "results", exc)
-        results.errors = list(ctx.log.errors)
+        _step_failed("crossover", results, ctx, exc)
         return None
+
+
+def _step_failed(step: str, results: RunResults, ctx: RunContext, exc: Exception) -> None:
+    """A step of building the results that raised: said by name (:meth:`RunContext.error`) and kept in the
+    results' errors and notes, as a component that fails in an earlier stage is, so the terminal, results.json and
+    report.md's Failed components and Notes all name it."""
+    ctx.error(step, "results", exc)
+    results.errors = list(ctx.log.errors)
+    results.notes = list(ctx.log.notes)
 
 
 def _unseen_per_document(conditions: Sequence[Condition], scores: Scores, generations: Mapping[str, list[Generation]],

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from mlmh.errors import DataError
 from mlmh.types import RESULTS_SCHEMA, VERDICTS
+from mlmh.types.runconfig import run_options
 
 #: how deep a file read back may nest objects and lists (results.json's deepest block is 6 levels)
 MAX_DEPTH = 64
@@ -272,12 +273,22 @@ RESULTS = Obj({
     "notes": Maybe(ListOf(str)),
     "errors": Maybe(ListOf(RUN_ERROR)), "started_at": Maybe(str), "timings": Maybe(MapOf(NUMBER)),
     "human": Maybe(HUMAN), "crossover": Maybe(CROSSOVER)}, required=("conditions",))
+#: the JSON shape of a run option's value, by how the option is written (mlmh.types.runconfig.SHAPES)
+OPTION_SHAPES = {"spec": str, "path": Maybe(str), "text": str, "specs": ListOf(str), "seeds": ListOf(int),
+                 "limit": NUMBER, "count": int, "flag": bool}
+
+
+def run_config_shape() -> Obj:
+    """The resolved configuration as config.json holds it, made from the one declaration of the run options
+    (:func:`mlmh.types.runconfig.run_options`), so an option added there is checked here too: the preset's name and
+    source, then every option shaped as it is written; those a preset must set are required."""
+    declared = run_options()
+    return Obj({"preset": str, "source": str, **{key: OPTION_SHAPES[option.shape] for key, option in declared.items()}},
+               required=("preset", "source", *(key for key, option in declared.items() if option.required)))
+
+
 #: config.json: the resolved configuration (mlmh.types.runconfig.RunConfig) a run saved for ``--resume``
-CONFIG = Obj({"config": Obj({
-    "preset": str, "source": str, "dataset": str, "data": Maybe(str), "models": ListOf(str),
-    "maskings": ListOf(str), "samplers": ListOf(str), "metrics": ListOf(str), "tasks": ListOf(str),
-    "seeds": ListOf(int), "limit": NUMBER, "batch_size": int, "log_samples": bool, "description": str},
-    required=("preset", "source", "dataset", "models", "maskings", "samplers"))}, required=("config",))
+CONFIG = Obj({"config": run_config_shape()}, required=("config",))
 HUMAN_KEY = Obj({"seed": int, "criteria": ListOf(str), "items": MapOf(Obj(
     {"condition": str, "doc_id": str, "text_digest": str}, required=("condition", "doc_id")))}, required=("items",))
 #: one line of samples.jsonl: a generation with its step trace (mlmh.types.Generation) and per-sample scores

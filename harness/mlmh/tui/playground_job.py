@@ -26,7 +26,6 @@ DEFAULT_TEXT = (
 )
 #: the model kinds of the playground's two panes: a masked and a causal LM side by side
 PANE_KINDS = ("mlm", "clm")
-DEFAULT_DATASET = "pan"
 
 
 def default_models() -> tuple[str, ...]:
@@ -36,6 +35,14 @@ def default_models() -> tuple[str, ...]:
 
     defaults = declared()
     return tuple(defaults[kind] for kind in PANE_KINDS)
+
+
+def default_dataset() -> str:
+    """The dataset the playground's trained-* models learn from and its examples come from: the one that declares
+    itself the default (:mod:`mlmh.config.declared`)."""
+    from mlmh.config.declared import default_dataset as declared
+
+    return declared()
 
 
 class Cancelled(MlmhError):
@@ -56,7 +63,7 @@ class PlaygroundRequest:
     masking: str
     sides: list[Side]
     seed: int = 0
-    dataset: str = DEFAULT_DATASET
+    dataset: str = field(default_factory=default_dataset)
 
 
 @dataclass
@@ -133,5 +140,5 @@ def run_playground(
 
     return api.compare(request.text, [(side.model, side.sampler) for side in request.sides], masking=request.masking,
                        seed=request.seed, dataset=request.dataset,
-                       load=lambda model: load_model(model, request.dataset, cache, emit, cancel),
+                       adapter_for=lambda model: load_model(model, request.dataset, cache, emit, cancel),
                        on_generation=on_generation, cancel=cancel)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterator, TypeVar, cast
+from typing import Any, Iterator, Sequence, TypeVar, cast
 
 from mlmh.errors import MlmhError
 # the results' blocks besides conditions and findings, typed where RunResults is and importable from here
@@ -557,8 +557,10 @@ class RunResults:
     def to_rows(self) -> dict[str, list[dict[str, Any]]]:
         """``conditions``: one flat row per condition and document set (``role``), each metric's value with
         ``_ci_low``/``_ci_high``, the filler's and deletion's values, the verbatim recall and the downstream
-        scores; ``findings``: one row per finding, its lists joined by "; ". A metric named like a fixed column
-        (``role``, ``model``, ``seed``...) is written as ``metric:NAME``, so it never overwrites that column."""
+        scores; ``findings``: one row per finding, its lists joined by "; "; ``comparisons``: one row per
+        comparison verdict, its ``kind`` (its list in results.json: ``kinds``, ``memorisation``...) first, then its
+        keys as a finding's. A metric named like a fixed column (``role``, ``model``, ``seed``...) is written as
+        ``metric:NAME``, so it never overwrites that column."""
         conditions = []
         for row in self.conditions:
             head = {"condition": row.id, "model": row.model, "model_kind": row.model_kind, "masking": row.masking,
@@ -578,14 +580,35 @@ class RunResults:
                             out[f"{name}_ci_low"], out[f"{name}_ci_high"] = score.ci_low, score.ci_high
                 out |= {f"{task}:{key}": value for task, values in row.downstream.items() for key, value in values.items()}
                 conditions.append(out)
-        findings = [{k: "; ".join(map(str, v)) if isinstance(v, list) else v
-                     for k, v in f.to_dict().items() if k not in ("parts", "extra")} for f in self.findings]
-        return {"conditions": conditions, "findings": findings}
+        findings = [_flat_row(f.to_dict(), leave_out=("parts", "extra")) for f in self.findings]
+        verdicts = self.comparisons.verdicts() if self.comparisons else []
+        comparisons = [{"kind": kind} | _flat_row(verdict.to_dict(), leave_out=("kind",)) for kind, verdict in verdicts]
+        return {"conditions": conditions, "findings": findings, "comparisons": comparisons}
 
     def to_pandas(self) -> dict[str, Any]:
-        """:meth:`to_rows` as pandas DataFrames (``conditions``, ``findings``); pandas is not a dependency."""
+        """:meth:`to_rows` as pandas DataFrames (``conditions``, ``findings``, ``comparisons``); pandas is not a
+        dependency."""
         try:
             import pandas
         except ImportError:
             raise MlmhError("RunResults.to_pandas needs pandas: pip install 'mlmh[notebook]' (to_rows() needs nothing)") from None
         return {name: pandas.DataFrame(rows) for name, rows in self.to_rows().items()}
+
+
+def _flat_row(data: dict[str, Any], leave_out: Sequence[str] = ()) -> dict[str, Any]:
+    """A finding's or a comparison's object as one flat row of scalars: a list joined by "; ", a score as its value
+    with ``_ci_low``/``_ci_high`` beside (as the conditions' metrics), ``leave_out`` and any other nested object left
+    out (the row's statement says what they hold)."""
+    row: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in leave_out:
+            continue
+        if isinstance(value, dict):
+            if "value" in value:
+                row |= {key: value["value"], f"{key}_ci_low": value.get("ci_low"), f"{key}_ci_high": value.get("ci_high")}
+        elif isinstance(value, list):
+            if not any(isinstance(v, (dict, list)) for v in value):
+                row[key] = "; ".join(map(str, value))
+        else:
+            row[key] = value
+    return row

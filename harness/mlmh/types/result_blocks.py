@@ -341,6 +341,14 @@ class Crossover(Block):
 
 # -- the comparisons: what report.md's Findings state beside the claims, decided once by the run -------------
 # (mlmh.findings.comparisons decides them; each item's ``statement`` is the sentence every face shows)
+class Stated(Protocol):
+    """A comparison verdict as a face lists it: its sentence, and its object of results.json."""
+
+    statement: str
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 @dataclass
 class KindVerdict(Block):
     """One main metric, one model kind against another (MLM against CLM or seq2seq) on one document set: per
@@ -473,8 +481,12 @@ class Comparisons(Block):
     plateaus: list[PlateauVerdict] = nested(PlateauVerdict, "list")
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
+    def verdicts(self) -> list[tuple[str, "Stated"]]:
+        """(kind, verdict) of every verdict, in the blocks' order; its kind is its list's key in results.json
+        (``kinds``, ``disagreements``, ``memorisation``...)."""
+        return [(f.name, item) for f in dataclasses.fields(self) if not f.metadata.get("flat")
+                for item in getattr(self, f.name)]
+
     def statements(self) -> list[str]:
         """Every verdict's sentence, in the block's order (for faces that list them without report.md's layout)."""
-        groups = (self.kinds, self.disagreements, self.memorisation, self.baselines, self.ratio_trends,
-                  self.correlations, self.plateaus)
-        return [item.statement for group in groups for item in group]
+        return [item.statement for _, item in self.verdicts()]

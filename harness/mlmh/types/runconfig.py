@@ -3,8 +3,9 @@ read back from the run's ``config.json`` (:meth:`mlmh.storage.rundir.RunDir.save
 
 Each run option is declared once, on its field (:func:`option`): the preset key is the field's name, and the
 declaration (:class:`RunOption`) drives ``mlmh eval``'s click option (:func:`mlmh.config.options.run_option`), how a preset
-value is read (:func:`mlmh.config.presets.from_table`) and what the Python API documents (``mlmh.evaluate``'s keyword
-arguments; tests/test_run_options.py checks the four agree).
+value is read (:func:`mlmh.config.presets.from_table`), how config.json's key is checked
+(:func:`mlmh.storage.schema.run_config_shape`) and what the Python API documents (``mlmh.evaluate``'s keyword
+arguments; tests/test_run_options.py and tests/test_schema.py check they agree).
 """
 
 from __future__ import annotations

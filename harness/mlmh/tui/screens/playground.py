@@ -19,8 +19,8 @@ from mlmh.errors import MlmhError
 from mlmh.events import RunEvent
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_spec
-from mlmh.tui.playground_job import (DEFAULT_DATASET, DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side,
-                                     compatible_samplers, model_kind_of, preferred_sampler, run_playground)
+from mlmh.tui.playground_job import (DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side, compatible_samplers,
+                                     default_dataset, model_kind_of, preferred_sampler, run_playground)
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import Generation
@@ -167,11 +167,12 @@ class PlaygroundScreen(TuiScreen):
         from mlmh.registry import get_registry
 
         try:
-            corpus = get_registry().build("dataset", DEFAULT_DATASET).load(None)
+            dataset = default_dataset()
+            corpus = get_registry().build("dataset", dataset).load(None)
         except Exception:  # the built-in examples are enough; the dataset's own command reports its errors
             return
         documents = corpus.split("test")[:5] or corpus.documents[:5]
-        self.post_message(ExamplesLoaded([(f"{DEFAULT_DATASET} {d.id}"[:24], example_excerpt(d.text)) for d in documents]))
+        self.post_message(ExamplesLoaded([(f"{dataset} {d.id}"[:24], example_excerpt(d.text)) for d in documents]))
 
     def on_examples_loaded(self, message: ExamplesLoaded) -> None:
         builtin = [(f"example {i + 1}", t) for i, t in enumerate(EXAMPLES)]
@@ -247,8 +248,7 @@ class PlaygroundScreen(TuiScreen):
                 raise MlmhError(f"model {side + 1} '{model}': no sampler can drive it (unknown model?)")
             sides.append(Side(model=model, sampler=sampler))
         text = self.query_one("#pg-text", Input).value
-        return PlaygroundRequest(text=text, masking=self.masking_spec(), sides=sides, seed=self.seed,
-                                 dataset=DEFAULT_DATASET)
+        return PlaygroundRequest(text=text, masking=self.masking_spec(), sides=sides, seed=self.seed)
 
     # -- running ----------------------------------------------------------------------------------
     def action_run(self) -> None:
