@@ -168,7 +168,7 @@ def choose_at(flat_logits: "torch.Tensor", index: "torch.Tensor | list[int] | ra
     def rows(part: "torch.Tensor | list[int] | range") -> "torch.Tensor":
         first, last = (int(v) for v in ((part[0], part[-1]) if isinstance(part, (list, range)) else part[[0, -1]].tolist()))
         if last - first + 1 == len(part):  # ascending and unique: a contiguous run, no copy
-            return flat_logits[first:last + 1]
+            return flat_logits if first == 0 and last + 1 == flat_logits.shape[0] else flat_logits[first:last + 1]
         if not torch.is_tensor(part):
             part = torch.as_tensor(part, dtype=torch.long)
         return flat_logits.index_select(0, part.to(flat_logits.device))
@@ -346,16 +346,22 @@ class TraceRecorder:
                 continue
             positions, new_ids, confs, remasked = event
             changed = set()
-            for pos, tid in zip(positions, new_ids):
-                if fill(pos, tid):
+            masked_before = len(masked)
+            for pos, tid in zip(positions, new_ids):  # fill() inlined: one call per token was most of a step
+                if pos in masked:
+                    masked.discard(pos)
                     changed.add(pos)
+                elif ids[pos] != tid:
+                    changed.add(pos)
+                ids[pos] = tid
+                strings[pos] = table[tid] if 0 <= tid < size else adapter.tokens_to_strings([tid])[0]
             for pos in remasked:
                 ids[pos] = mask_id
                 strings[pos] = mask_string
-                if pos not in masked:
-                    masked.add(pos)
-                    bisect.insort(masked_sorted, pos)
+                masked.add(pos)
                 changed.add(pos)
+            if remasked or len(masked) != masked_before:
+                masked_sorted[:] = sorted(masked)
             out.append(Step(
                 tokens=strings.copy(),
                 changed=sorted(changed),

@@ -124,8 +124,9 @@ class MaskedBatch:
             index = torch_rows(row_list)
             ids, attention = self.ids[index, :width], self.attention[index, :width]
         device = self.adapter.device
-        logits = self.adapter.logits(ids.to(device), attention.to(device), tokens=sum(lengths),
-                                     at=None if at is None else flat_index(at, width))
+        if ids.device != device:  # the state lives on the CPU; skipping .to() there saves a call per pass
+            ids, attention = ids.to(device), attention.to(device)
+        logits = self.adapter.logits(ids, attention, tokens=sum(lengths), at=None if at is None else flat_index(at, width))
         for row, length in zip(row_list, lengths):
             self.counters.add(row, length)
         return logits
@@ -140,14 +141,15 @@ class MaskedBatch:
         """
         counts = [len(ps) for ps in positions]
         if logits.dim() == 2:
-            vocab = logits.shape[1]
+            flat = logits
             index = range(sum(counts)) if logit_rows is None else list(logit_rows)
         else:
             width, vocab = logits.shape[1], logits.shape[2]
+            flat = logits.reshape(-1, vocab)
             sources = range(len(positions)) if logit_rows is None else logit_rows
             index = [source * width + p for source, ps in zip(sources, positions) for p in ps]
         uniforms = draw_uniforms(self.generators, rows, counts, temperature > 0)
-        ids, probs = choose_at(logits.reshape(-1, vocab), index, uniforms, temperature, top_k, top_p)
+        ids, probs = choose_at(flat, index, uniforms, temperature, top_k, top_p)
         return split_counts(ids.tolist(), counts), split_counts(probs.tolist(), counts)
 
     def choose(self, rows: Rows, logits: Tensor, select: Tensor, temperature: float, top_k: int,

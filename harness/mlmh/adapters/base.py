@@ -284,7 +284,9 @@ class BaseAdapter:
         output): a masked copy of the whole (batch, length, vocab) tensor cost about a quarter of an
         MLM forward pass of the tiny models (see docs/PERFORMANCE.md).
         """
-        out = logits.float()
+        import torch
+
+        out = logits if logits.dtype is torch.float32 else logits.float()  # the model's own output: no call
         runs = self._banned_runs
         if len(runs) <= 8:  # a few contiguous runs (specials, padding rows): slice fills, no index tensor
             for start, end in runs:
@@ -352,8 +354,9 @@ class BaseAdapter:
         model = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "model", None)
         return getattr(model, "continuing_subword_prefix", None) or "##"
 
-    @property
+    @cached_property
     def pad_id(self) -> int:
+        """The padding id, read once: the tokenizer's property costs more than building a small batch."""
         return int(self.tokenizer.pad_token_id) if self.tokenizer.pad_token_id is not None else 0
 
     def right_padded(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
@@ -406,7 +409,8 @@ class MaskedLMAdapter(BaseAdapter):
             if at is None:
                 raw = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
             else:
-                raw = logits_at(self.model, at.to(self.device), input_ids=input_ids, attention_mask=attention_mask)
+                index = at if at.device == self.device else at.to(self.device)
+                raw = logits_at(self.model, index, input_ids=input_ids, attention_mask=attention_mask)
             out = self.suppress(raw)
         self._count(attention_mask, tokens)
         return out

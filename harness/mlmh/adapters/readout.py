@@ -14,6 +14,7 @@ import weakref
 from typing import Any
 
 _READERS: "weakref.WeakKeyDictionary[Any, OutputReader | None]" = weakref.WeakKeyDictionary()
+_UNSEEN = object()
 
 
 class OutputReader:
@@ -51,9 +52,10 @@ class OutputReader:
 
 def reader_of(model: Any) -> OutputReader | None:
     """The model's reader, attached on first use; None where its output layer cannot be read in part."""
-    if model not in _READERS:
-        _READERS[model] = OutputReader.attach(model)
-    return _READERS[model]
+    reader = _READERS.get(model, _UNSEEN)  # one lookup: every pass asks
+    if reader is _UNSEEN:
+        reader = _READERS[model] = OutputReader.attach(model)
+    return reader
 
 
 def full_passes_only(model: Any) -> None:
@@ -77,7 +79,11 @@ def output_at(model: Any, index: Any, **inputs: Any) -> tuple[Any, bool]:
     tensor on the model's device); returns (output, read): ``read`` says whether ``output.logits`` are
     those rows alone, (len(index), vocab), or, for a head that does not end in its output layer, every
     position's. The model runs once, so a decoder's cache grows once."""
-    reader = reader_of(model)
+    return _output_read(model, reader_of(model), index, inputs)
+
+
+def _output_read(model: Any, reader: OutputReader | None, index: Any, inputs: dict[str, Any]) -> tuple[Any, bool]:
+    """:func:`output_at` with the model's reader looked up already."""
     if reader is None:
         return model(**inputs), False
     reader.index = index
@@ -98,11 +104,11 @@ def logits_at(model: Any, index: Any, **inputs: Any) -> Any:
     """(len(index), vocab) logits of a masked LM at the flat (batch x length) positions ``index``: the
     same values as the full logits' rows, computed where the model allows with the output layer at
     those rows only (a stateless pass, so a head that cannot be read in part is run again in full)."""
-    hooked = reader_of(model) is not None
+    reader = reader_of(model)
     try:
-        output, read = output_at(model, index, **inputs)
+        output, read = _output_read(model, reader, index, inputs)
     except RuntimeError:
-        if not hooked:  # a plain pass failed: nothing to fall back to
+        if reader is None:  # a plain pass failed: nothing to fall back to
             raise
         output, read = model(**inputs), False
     if read:
