@@ -176,10 +176,8 @@ class MaskedBatch:
               probs: Sequence[Sequence[float]], remasked: Sequence[Sequence[int]] | None = None) -> None:
         """Write ``ids[i]`` at ``positions[i]`` of ``rows[i]`` and record one trace step per row
         (``remasked[i]``: the positions of the row that went back to the mask in this step)."""
-        flat_rows, flat_positions = flat_pairs(rows, positions)
-        if flat_rows:
-            self._ids[flat_rows, flat_positions] = [t for ts in ids for t in ts]
-            self._masked[flat_rows, flat_positions] = False
+        write_at(self._ids, rows, positions, ids)
+        write_at(self._masked, rows, positions, fill=False)
         for local, row in enumerate(rows):
             self.trace.step(row, list(positions[local]), list(ids[local]), list(probs[local]),
                             remasked[local] if remasked is not None else ())
@@ -198,10 +196,8 @@ class MaskedBatch:
 
     def remask_at(self, rows: Sequence[int], positions: Sequence[Sequence[int]]) -> None:
         """Put the mask token back at ``positions[i]`` of ``rows[i]``."""
-        flat_rows, flat_positions = flat_pairs(rows, positions)
-        if flat_rows:
-            self._ids[flat_rows, flat_positions] = self.adapter.mask_id
-            self._masked[flat_rows, flat_positions] = True
+        write_at(self._ids, rows, positions, fill=self.adapter.mask_id)
+        write_at(self._masked, rows, positions, fill=True)
 
     def remask(self, rows: Rows, positions: Tensor) -> None:
         """Put the mask token back at ``positions`` (len(rows), width) of ``rows``."""
@@ -264,8 +260,34 @@ def marked(shape: tuple[int, int], positions: Sequence[Sequence[int]]) -> Any:
     import numpy as np
 
     marks = np.zeros(shape, dtype=bool)
-    marks[flat_pairs(range(len(positions)), positions)] = True
+    write_at(marks, range(len(positions)), positions, fill=True)
     return marks
+
+
+#: Fewer (row, position) pairs than this are written one element at a time (:func:`write_at`).
+FEW_WRITES = 64
+
+
+def write_at(array: Any, rows: Sequence[int], positions: Sequence[Sequence[int]],
+             values: Sequence[Sequence[Any]] | None = None, fill: Any = None) -> None:
+    """``array[rows[i], positions[i][j]] = values[i][j]`` in a 2-D numpy array, or ``fill`` at every such place.
+
+    A few elements are written one at a time: numpy's fancy indexing (and the conversion of its index lists)
+    cost about 40 us per call of a sampler at size tiny, batch 1, right after a model pass, when its code is
+    out of the CPU caches (docs/PERFORMANCE.md), where a batch of one short text writes a few dozen elements.
+    """
+    if sum(len(ps) for ps in positions) < FEW_WRITES:
+        for n, (row, ps) in enumerate(zip(rows, positions)):
+            line = array[row]
+            if values is None:
+                for p in ps:
+                    line[p] = fill
+            else:
+                for p, value in zip(ps, values[n]):
+                    line[p] = value
+        return
+    flat_rows, flat_positions = flat_pairs(rows, positions)
+    array[flat_rows, flat_positions] = [v for vs in values for v in vs] if values is not None else fill
 
 
 def row_positions(mask: Any) -> list[list[int]]:
