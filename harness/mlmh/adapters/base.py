@@ -355,6 +355,12 @@ class BaseAdapter:
         return getattr(model, "continuing_subword_prefix", None) or "##"
 
     @cached_property
+    def mask_token(self) -> str | None:
+        """The text of the tokenizer's mask token (None where it has none), read once: every batch's check
+        (:func:`mlmh.generation.check_filled`) asks, and the tokenizer's property is slow."""
+        return self.tokenizer.mask_token
+
+    @cached_property
     def pad_id(self) -> int:
         """The padding id, read once: the tokenizer's property costs more than building a small batch."""
         return int(self.tokenizer.pad_token_id) if self.tokenizer.pad_token_id is not None else 0
