@@ -77,9 +77,12 @@ class MaskedBatch:
 
     @cached_property
     def attention(self) -> Tensor:
+        import numpy as np
         import torch
 
-        return torch.as_tensor([[1] * n + [0] * (self._ids.shape[1] - n) for n in self.length_list], dtype=torch.long)
+        # made in numpy and shared, as ids: torch's own constructors cost twice as much right after a pass
+        width = self._ids.shape[1]
+        return torch.from_numpy(np.array([[1] * n + [0] * (width - n) for n in self.length_list], dtype=np.int64))
 
     @cached_property
     def lengths(self) -> Tensor:
@@ -247,12 +250,13 @@ def flat_pairs(rows: Sequence[int], positions: Sequence[Sequence[int]]) -> tuple
 def flat_index(at: Any, width: int) -> Any:
     """Positions to read, per row (lists) or as a (rows, any width) boolean tensor, as a flat long
     tensor of row * width + position, row-major."""
+    import numpy as np
     import torch
 
     if torch.is_tensor(at):
         where = at.nonzero()
         return where[:, 0] * width + where[:, 1]
-    return torch.as_tensor([row * width + p for row, ps in enumerate(at) for p in ps], dtype=torch.long)
+    return torch.from_numpy(np.array([row * width + p for row, ps in enumerate(at) for p in ps], dtype=np.int64))
 
 
 def marked(shape: tuple[int, int], positions: Sequence[Sequence[int]]) -> Any:
