@@ -9,7 +9,6 @@ run does, then :func:`regenerate` lets each model regenerate them in turn.
 from __future__ import annotations
 
 import gc
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
@@ -102,7 +101,7 @@ def generate(
     out: list[Generation] = []
     for index, start in enumerate(range(0, len(items), batch_size)):
         adapter.reset_counters()
-        with collection_deferred():
+        with CollectionDeferred():
             batch = sampler.generate(adapter, items[start : start + batch_size])
         check_filled(sampler, adapter, items[start : start + batch_size], batch)
         for generation in batch:
@@ -189,8 +188,7 @@ def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem]
                               "original with its masked words replaced by the sampler's output for them")
 
 
-@contextmanager
-def collection_deferred() -> Iterator[None]:
+class CollectionDeferred:
     """Pause Python's cyclic garbage collector for one batch, then collect the young generations once,
     if the batch allocated enough for the collector to have run meanwhile.
 
@@ -198,15 +196,16 @@ def collection_deferred() -> Iterator[None]:
     they trigger walks all live objects, models included: 12 % of a long clm-infill batch at size
     tiny (docs/PERFORMANCE.md). Nothing a sampler builds needs cycle collection to be freed. A small
     batch (one short text) stays below the collector's threshold, and collecting after it anyway
-    cost 10-15 us, about 1 % of a tiny model's pass.
+    cost 10-15 us, about 1 % of a tiny model's pass; so did a generator-based context manager.
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-        if gc.get_count()[0] >= gc.get_threshold()[0]:
-            gc.collect(1)
+
+    def __enter__(self) -> None:
+        self.paused = gc.isenabled()
+        if self.paused:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.paused:
+            gc.enable()
+            if gc.get_count()[0] >= gc.get_threshold()[0]:
+                gc.collect(1)
