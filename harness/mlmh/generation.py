@@ -149,9 +149,6 @@ def regenerate(sides: Sequence[tuple[Adapter, Sampler]], masked: MaskedTexts,
         yield generations
 
 
-_UNKEPT = object()
-
-
 def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem], batch: Sequence[Generation]) -> None:
     """The rule that makes a scored word a word the model wrote, for every sampler and model kind: the text at
     every masked word is the sampler's output for it. A masked word left as it was (beyond the model window),
@@ -161,9 +158,9 @@ def check_filled(sampler: Sampler, adapter: Adapter, items: Sequence[MaskedItem]
 
     if len(batch) != len(items):
         raise PluginError(f"sampler '{sampler.short_spec}' returned {len(batch)} generations for {len(items)} items")
-    mask_token = getattr(adapter, "mask_token", _UNKEPT)  # the adapter's copy where it keeps one (BaseAdapter)
-    if mask_token is _UNKEPT:
-        mask_token = getattr(getattr(adapter, "tokenizer", None), "mask_token", None)
+    # the adapter's copy where it keeps one (BaseAdapter), else its tokenizer's
+    mask_token = getattr(adapter, "mask_token") if hasattr(adapter, "mask_token") else \
+        getattr(getattr(adapter, "tokenizer", None), "mask_token", None)
     for item, generation in zip(items, batch):
         if not isinstance(generation, Generation) or generation.doc_id != item.doc_id:
             got = generation.doc_id if isinstance(generation, Generation) else type(generation).__name__

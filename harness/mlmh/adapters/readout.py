@@ -14,7 +14,6 @@ import weakref
 from typing import Any
 
 _READERS: "weakref.WeakKeyDictionary[Any, OutputReader | None]" = weakref.WeakKeyDictionary()
-_UNSEEN = object()
 
 
 class OutputReader:
@@ -52,10 +51,11 @@ class OutputReader:
 
 def reader_of(model: Any) -> OutputReader | None:
     """The model's reader, attached on first use; None where its output layer cannot be read in part."""
-    reader = _READERS.get(model, _UNSEEN)  # one lookup: every pass asks
-    if reader is _UNSEEN:
+    try:
+        return _READERS[model]  # one lookup: every pass asks
+    except KeyError:
         reader = _READERS[model] = OutputReader.attach(model)
-    return reader
+        return reader
 
 
 def full_passes_only(model: Any) -> None:
