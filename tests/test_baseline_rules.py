@@ -102,8 +102,9 @@ def test_claim_one_is_decided_on_rouge_where_deletion_wins_it_and_says_so():
     assert "Deletion scores above 2 of the compared conditions on rougeL" in rouge.statement
     assert "held to deletion on bleu" in rouge.statement
     grounds = rouge.extra["rests_on"]
-    assert len(grounds) == 2 and "unseen rougeL per document +0.03 [+0, +0.05] over the filler, +2 [+1, +3] over " \
-        "deletion (on bleu) under random:ratio=0.15" in grounds[0]
+    assert len(grounds) == 2 and ("unseen rougeL per document over the filler +0.03 (1 of 1 CIs reach 0, e.g. "
+                                  "random:ratio=0.15: +0.03 [+0, +0.05]); over deletion, on bleu, +2 (every CI clear of 0)"
+                                  in grounds[0]), grounds[0]
     for r in rows:  # below deletion on BLEU as well: no longer comparable
         r.unseen.metrics["bleu"] = Score(64.5)
     found = {f.claim: f for f in run_findings(_results(rows), per_doc, {}, [], seed=0)}
@@ -129,3 +130,26 @@ def _results(rows: list[ConditionResult]) -> RunResults:
               for k in ("mlm", "clm")}
     return RunResults(run_id="r", config=ConfigRecord(preset="test"), conditions=rows, models=models, headline="unseen",
                       filler_word="the")
+
+
+def test_the_grounds_give_a_models_margins_as_a_range_and_name_the_weakest():
+    from mlmh.findings.grounds import above_baselines
+
+    def condition(masking: str, filler: Score, deletion: Score) -> ConditionResult:
+        block = RoleQuality(documents=9, scored=9, metrics={"bleu": Score(60.0)}, filler={"bleu": Score(50.0)},
+                            deletion={"bleu": Score(55.0)}, above_filler={"bleu": filler},
+                            above_deletion={"bleu": deletion})
+        return ConditionResult(id=masking, model="m", model_kind="mlm", masking=masking, sampler="s", seed=0,
+                               unseen=block)
+
+    rows = [condition("random:ratio=0.15", Score(1.5, -0.3, 3.1), Score(0.7, -0.9, 2.1)),
+            condition("random:ratio=0.5", Score(5.7, 3.8, 7.7), Score(9.6, 7.3, 11.6))]
+    assert above_baselines(rows, "bleu") == (
+        "unseen bleu per document over the filler +1.5 to +5.7 (1 of 2 CIs reach 0, e.g. random:ratio=0.15: +1.5 [-0.3, "
+        "+3.1]); over deletion +0.7 to +9.6 (1 of 2 CIs reach 0, e.g. random:ratio=0.15: +0.7 [-0.9, +2.1])")
+    lower = [condition("random:ratio=0.5", Score(-4.0, -6.0, -2.0, higher_is_better=False),
+                       Score(-1.0, -3.0, 0.5, higher_is_better=False))]  # e.g. perplexity: below the baseline is better
+    assert above_baselines(lower, "bleu") == ("unseen bleu per document over the filler -4 (every CI clear of 0); over "
+                                              "deletion -1 (1 of 1 CIs reach 0, e.g. random:ratio=0.5: -1 [-3, +0.5])")
+    assert above_baselines([ConditionResult(id="c", model="m", model_kind="mlm", masking="x", sampler="s", seed=0)],
+                           "bleu") == ""

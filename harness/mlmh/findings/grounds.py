@@ -40,20 +40,49 @@ def model_line(model: str, record: ModelRecord | None) -> str:
 
 def above_baselines(rows: Sequence[ConditionResult], metric: str) -> str:
     """How far ``rows`` (one model's compared conditions) score above the filler and deletion on unseen ``metric``,
-    per document, with the paired CI (deletion on :func:`mlmh.findings.verdicts.deletion_bar`'s result); "" where
-    the run kept no paired difference (results written before)."""
-    parts = []
+    per document with the paired CI, as a range over the conditions and the weakest margin whose CI reaches 0
+    (deletion on :func:`mlmh.findings.verdicts.deletion_bar`'s result); "" where the run kept no paired difference
+    (results written before)."""
+    filler: list[tuple[str, Score]] = []
+    deletion: list[tuple[str, Score]] = []
+    bars = set()
     for row in rows:
         block = row.unseen
         if block is None or metric not in block.above_filler:
             continue
+        filler.append((row.masking, block.above_filler[metric]))
         bar = deletion_bar(block, metric)
-        deletion = block.above_deletion.get(bar)
-        said = f"{_signed(block.above_filler[metric])} over the filler"
-        if deletion is not None:
-            said += f", {_signed(deletion)} over deletion" + (f" (on {bar})" if bar != metric else "")
-        parts.append(f"{said} under {row.masking}")
-    return f"unseen {metric} per document {'; '.join(parts)}" if parts else ""
+        if bar in block.above_deletion:
+            deletion.append((row.masking, block.above_deletion[bar]))
+            bars.add(bar)
+    if not filler:
+        return ""
+    text = f"unseen {metric} per document over the filler {_span(filler)}"
+    if deletion:
+        on = "" if bars == {metric} else f", on {', '.join(sorted(bars))},"
+        text += f"; over deletion{on} {_span(deletion)}"
+    return text
+
+
+def _span(margins: Sequence[tuple[str, Score]]) -> str:
+    """The range of ``margins`` (masking, paired difference) and whether every CI lies on the better side of 0."""
+    kept = [(masking, score) for masking, score in margins if score.value is not None]
+    if not kept:
+        return "n/a"
+    values = sorted(float(score.value) for _, score in kept if score.value is not None)
+    span = f"{values[0]:+.3g}" if len(values) == 1 else f"{values[0]:+.3g} to {values[-1]:+.3g}"
+    weak = [(m, s) for m, s in kept if not _beyond(s)]
+    if not weak:
+        return f"{span} (every CI clear of 0)"
+    masking, worst = min(weak, key=lambda pair: (1 if pair[1].higher_is_better else -1) * float(pair[1].value or 0.0))
+    return f"{span} ({len(weak)} of {len(kept)} CIs reach 0, e.g. {masking}: {_signed(worst)})"
+
+
+def _beyond(score: Score) -> bool:
+    """Whether the paired difference's CI lies wholly on the better side of 0."""
+    if score.ci_low is None or score.ci_high is None:
+        return False
+    return score.ci_low > 0 if score.higher_is_better else score.ci_high < 0
 
 
 def _signed(score: Score) -> str:
