@@ -262,6 +262,8 @@ def test_build_results_returns_what_a_failed_step_says_and_keeps_the_other_resul
     assert built.results.findings == [] and built.results.errors[-1].component == "findings"
     assert built.results.notes[-1] == said.text
     assert built.results.conditions and not any(e.component == "findings" for e in log.errors)
+    answer = render_markdown(built.results, []).split("## Answer")[1].split("\n## ")[0]
+    assert "No claim was decided: the findings step failed (results: ZeroDivisionError: no claims today)" in answer
 
 
 def test_a_failed_crossover_is_named_in_the_errors_the_notes_and_report_md(tmp_path, monkeypatch):
@@ -274,6 +276,7 @@ def test_a_failed_crossover_is_named_in_the_errors_the_notes_and_report_md(tmp_p
     assert (results.errors[-1].component, results.errors[-1].during) == ("crossover", "results")
     report = render_markdown(results, [])
     assert "- **crossover** (results): ZeroDivisionError: no sweep today" in report
+    assert "Not computed: the crossover step failed (results: ZeroDivisionError: no sweep today)" in report
     assert f"- {failed}" in report.split("## Notes")[1]
 
 

@@ -199,7 +199,10 @@ def answer_section(results: RunResults) -> list[str]:
     """What report.md opens with: one sentence per finding (verdict, CI, caveat), then where to look."""
     answer = answer_lines(results.findings, results=results)
     if not answer:
-        return []
+        failed = next((e for e in results.errors if e.component == "findings"), None)
+        return [] if failed is None else [
+            "## Answer", "", f"No claim was decided: the findings step failed ({failed.during}: {failed.error}); "
+            "every other result of the run stands below, and **Failed components** names it.", ""]
     lines = ["## Answer", "", "The claims of arXiv 2405.12630 (and of Li et al., ICML 2024, where the run has their "
              "conditions) tested on this run's unseen documents, with paired bootstrap 95% CIs. A condition whose model "
              "never beat the best constant predictor, that scores no better than the filler or deletion, or that "
@@ -230,7 +233,10 @@ def crossover_section(results: RunResults) -> list[str]:
     """A data-constrained sweep (:mod:`mlmh.findings.crossover`): the answer in one sentence, then every point."""
     block = results.crossover
     if not block:
-        return []
+        failed = next((e for e in results.errors if e.component == "crossover"), None)
+        return [] if failed is None else [
+            "## Where masked overtakes causal", "", f"Not computed: the crossover step failed ({failed.during}: "
+            f"{failed.error}); **Failed components** names it.", ""]
     metrics = block.metrics
     lines = ["## Where masked overtakes causal", "", block.answer, "",
              f"Validation loss: {block.comparability}; the CI of a loss difference resamples validation "
