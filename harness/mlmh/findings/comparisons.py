@@ -23,12 +23,12 @@ import math
 from collections import defaultdict
 from typing import Any, NamedTuple
 
-from mlmh.config.declared import baseline_results, headline
+from mlmh.config.declared import baseline_results
 from mlmh.findings.verdicts import (REWARDS_DELETION, caveats_of, deletion_bar, memorisation_gap, memorised,
                                     never_learned, summarise)
 from mlmh.results import (better, format_number, format_score, higher_is_better, main_metrics, model_label,
                           model_record_of, roles)
-from mlmh.types import ConditionResult, RunResults
+from mlmh.types import ConditionResult, RunResults, Score
 from mlmh.types.result_blocks import (MEMORISED, NO_GAP, ON_PLATEAU, BaselineVerdict, Comparisons, CorrelationVerdict,
                                 Disagreement, KindVerdict, Memorisation, PlateauVerdict, RatioTrend, TrendSeries)
 
@@ -158,16 +158,16 @@ def memorisation(results: RunResults) -> list[Memorisation]:
     if not metrics:
         return []
     metric = metrics[0]
-    by_model: dict[str, list[ConditionResult]] = defaultdict(list)
+    by_model: dict[str, list[tuple[ConditionResult, Score]]] = defaultdict(list)
     for row in results.conditions:
-        if memorisation_gap(row, metric) is not None:
-            by_model[row.model].append(row)
+        found = memorisation_gap(row, metric)
+        if found is not None:
+            by_model[row.model].append((row, found))
     out = []
-    for model, rows in by_model.items():
+    for model, gapped in by_model.items():
+        rows = [row for row, _ in gapped]
         flagged = [r for r in rows if memorised(results, r, metric)]
-        gaps = {r.id: memorisation_gap(r, metric) for r in rows}
-        worst = max(rows, key=lambda r: getattr(gaps[r.id], "value", None) or 0.0)
-        g = gaps[worst.id]
+        worst, g = max(gapped, key=lambda pair: pair[1].value or 0.0)
         recall = _recall_pair(worst)
         quality = f"{metric} above the filler" if metric in worst.gap_above_filler else metric
         if never_learned(model, model_record_of(results, model)):
@@ -227,10 +227,10 @@ def baselines(results: RunResults) -> list[BaselineVerdict]:
                 line += f", deleting the masked words {format_score(deletion)}"
                 beats_deletion = not (sign * (deletion.value - value) >= 0)
                 if not beats_deletion:
-                    main = headline(metric)
+                    bar = deletion_bar(block, metric)
                     line += " — no better than deletion" + (
                         f", but {metric} {REWARDS_DELETION}, so deletion is no bar on it (models are held to it on "
-                        f"{deletion_bar(block, metric)})" if main is not None and main.rewards_deletion else "")
+                        f"{bar})" if bar != metric else "")
             filler = block.filler[metric].value
             beats_filler = not (filler is not None and sign * (filler - value) >= 0)
             if not beats_filler:

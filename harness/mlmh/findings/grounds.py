@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mlmh.findings.verdicts import DOWNSTREAM, MEMORISED, PLATEAU, deletion_bar, never_learned
+from mlmh.findings.verdicts import DOWNSTREAM, HOLDS, MEMORISED, PLATEAU, deletion_bar, never_learned, verdict
 from mlmh.results import model_record_of
 from mlmh.types import NOT_COMPARABLE, ConditionResult, Finding, ModelRecord, RunResults, Score
 
@@ -79,10 +79,8 @@ def _span(margins: Sequence[tuple[str, Score]]) -> str:
 
 
 def _beyond(score: Score) -> bool:
-    """Whether the paired difference's CI lies wholly on the better side of 0."""
-    if score.ci_low is None or score.ci_high is None:
-        return False
-    return score.ci_low > 0 if score.higher_is_better else score.ci_high < 0
+    """Whether the paired difference's CI lies wholly on the better side of 0 (:func:`verdict`'s rule)."""
+    return verdict(score.ci_low, score.ci_high, 1 if score.higher_is_better else -1) == HOLDS
 
 
 def _signed(score: Score) -> str:
