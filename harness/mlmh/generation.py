@@ -17,7 +17,7 @@ import numpy as np
 from mlmh.components import Masking, Sampler
 from mlmh.errors import SpecError
 from mlmh.machine.seeding import mask_seed, sample_seed
-from mlmh.types import Document, Generation, MaskedItem
+from mlmh.types import Document, Generation, MaskedItem, MaskPlan, Words
 from mlmh.words import split_words
 
 if TYPE_CHECKING:
@@ -44,10 +44,12 @@ def fit_to_windows(documents: Sequence[Document], adapters: Sequence[Any]) -> tu
     regenerated and inflate every metric (a 1 MB document scored BLEU 99). Cutting before masking keeps
     the comparison fair: every model sees the same words, every masked word is generated, and the
     reference is the text the models saw. Entities past the cut are dropped with it.
+
+    A document fits when the adapter's own encoding of it, every word masked, is not truncated: the cut is
+    made before any masking, so it holds for the most tokens a masking can make of the words
+    (:func:`every_word_masked`), not for those of the text unmasked.
     """
     import dataclasses
-
-    from mlmh.types import MaskPlan
 
     if not adapters or not documents:
         return list(documents), 0
@@ -56,7 +58,7 @@ def fit_to_windows(documents: Sequence[Document], adapters: Sequence[Any]) -> tu
     for adapter in adapters:
         if not hasattr(adapter, "encode_batch"):  # a plugin adapter that does not tokenize has no window to fit
             continue
-        encodings = adapter.encode_batch([(w, MaskPlan(masking="", word_indices=())) for w in splits])
+        encodings = adapter.encode_batch([(w, every_word_masked(w)) for w in splits])
         for n, encoding in enumerate(encodings):
             if encoding.truncated_tokens:  # the words the model reads whole (a seq2seq model: in its source)
                 counted = getattr(encoding, "words_in_window", -1)  # a plugin adapter's encoding may not count
@@ -73,6 +75,19 @@ def fit_to_windows(documents: Sequence[Document], adapters: Sequence[Any]) -> tu
             document, text=document.text[:end], entities=[e for e in document.entities if e.end <= end],
             meta={**document.meta, "cut_to_window": {"words": n, "of_words": len(words)}}))
     return out, cut
+
+
+def every_word_masked(words: Words) -> MaskPlan:
+    """The plan that masks every word: the longest encoding a masking makes of ``words``.
+
+    An adapter tokenizes each masked word on its own (with the whitespace before it) and the unmasked runs
+    between them as they stand, so the tokens of a text depend on its mask: a word glued to a symbol
+    ("marmot®") is one [UNK] to a WordPiece tokenizer in the running text and four pieces masked, and a
+    SentencePiece tokenizer starts every piece with a word boundary. Cut apart at every word, a text takes
+    at least as many tokens as under any masking of its words, wherever joining words never takes a tokenizer
+    more tokens than tokenizing them apart (the usual case: pre-tokenizers split at spaces and most
+    punctuation); where one does, :func:`check_filled` still fails the batch naming the window."""
+    return MaskPlan(masking="", word_indices=tuple(range(len(words))))
 
 
 def check_compatible(sampler: Sampler, model_kind: str) -> None:

@@ -57,7 +57,7 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
         row = _condition_result(condition, headline, scores, tasks, generations, ctx.log)
         conditions.append(row)
         truncated = row.generation.truncated_documents
-        if truncated:  # fit_to_windows estimates per word; a model may still cut a few unmasked tokens
+        if truncated:  # a tokenizer that takes more tokens for words joined than apart outgrows fit_to_windows' cut
             ctx.log.add_note(f"{condition.id}: {truncated} document(s) still exceeded the model window by a few "
                              "tokens; no masked word was among them (generation.truncated_tokens)")
     corpus = data.corpus
