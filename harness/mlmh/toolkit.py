@@ -17,6 +17,7 @@ from mlmh.adapters.base import MASK_MARKER, Encoding, Seq2SeqEncoding
 from mlmh.adapters.decoding import PrefixState
 from mlmh.params import Param
 from mlmh.types import Generation, MaskedItem, MaskPlan, Step, Words
+from mlmh.words import sentence_cased
 
 if TYPE_CHECKING:
     import torch
@@ -398,7 +399,8 @@ def build_generations(
     started: float,
     info: dict[str, Any] | None = None,
 ) -> list[Generation]:
-    """Decode every masked word (one batched decode) and assemble the items' Generations."""
+    """Decode every masked word (one batched decode), sentence-case those of a model that folds case, and assemble
+    the items' Generations."""
     word_tokens: list[list[int]] = []
     owners: list[tuple[int, int]] = []
     for n, (enc, ids) in enumerate(zip(encodings, final_ids)):
@@ -412,6 +414,8 @@ def build_generations(
     outputs: list[dict[int, str]] = [{} for _ in items]
     for (n, word), text in zip(owners, decoded):
         outputs[n][word] = text
+    if getattr(adapter, "folds_case", False):  # an adapter that does not say is taken to write case as it reads it
+        outputs = [sentence_cased(item.words, out) for item, out in zip(items, outputs)]
     seconds = (time.perf_counter() - started) / max(len(items), 1)
     generations = []
     for n, (item, enc) in enumerate(zip(items, encodings)):

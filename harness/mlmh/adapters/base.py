@@ -355,6 +355,14 @@ class BaseAdapter:
         return getattr(model, "continuing_subword_prefix", None) or "##"
 
     @cached_property
+    def folds_case(self) -> bool:
+        """Whether the tokenizer reads "Zebra" and "zebra" as the same tokens (an uncased vocabulary): such a model
+        writes every word in lowercase, so its generated words are sentence-cased (:func:`mlmh.words.sentence_cased`)."""
+        def ids(text: str) -> list[int]:
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return ids("Zebra Quartz Jumps") == ids("zebra quartz jumps")
+
+    @cached_property
     def mask_token(self) -> str | None:
         """The text of the tokenizer's mask token (None where it has none), read once: every batch's check
         (:func:`mlmh.generation.check_filled`) asks, and the tokenizer's property is slow."""
