@@ -118,8 +118,7 @@ def next_step(results: RunResults, findings: Sequence[Finding]) -> dict[str, str
                        "(its cost: mlmh ls presets)"}
     if _mentions(text, MEMORISED):
         return {"command": "", "why": "models that scored their own train documents above unseen ones: fewer passes "
-                                      "over them (trained-*:max_passes=N; the paper preset caps at 2) or more train "
-                                      "documents (a larger --data)"}
+                                      "over them (trained-*:max_passes=N) or more train documents (a larger --data)"}
     if _mentions(text, DOWNSTREAM):
         return {"command": "", "why": "a downstream task whose model learns from the real documents: more labelled "
                                       "training documents (--limit, or a larger --data), or another task (--task)"}
