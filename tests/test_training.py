@@ -204,6 +204,33 @@ def test_a_masked_lm_checkpoint_starts_the_other_objectives(tiny_mlm, tmp_path, 
         assert loaded.config.decoder.is_decoder and loaded.config.decoder.add_cross_attention
 
 
+@pytest.mark.parametrize("frozen", [True, False])
+@pytest.mark.parametrize("objective", ["mlm", "clm", "seq2seq"])
+def test_frozen_embeddings_stay_as_pretrained_while_the_layers_train(tiny_mlm, tmp_path, objective, frozen):
+    import torch
+    import transformers
+    from transformers import AutoModelForMaskedLM
+
+    card = train(TEXTS, micro(objective, init=str(tiny_mlm), max_steps=3, freeze_embeddings=frozen), tmp_path, threads=1)
+    assert card["embeddings_frozen"] is frozen
+    start = AutoModelForMaskedLM.from_pretrained(tiny_mlm)
+    auto = {"mlm": "AutoModelForMaskedLM", "clm": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM"}[objective]
+    loaded = getattr(transformers, auto).from_pretrained(tmp_path)
+    parts = [loaded.encoder, loaded.decoder] if objective == "seq2seq" else [loaded]
+    pretrained = start.get_input_embeddings().weight
+    for part in parts:
+        assert torch.equal(part.get_input_embeddings().weight, pretrained) is frozen
+    layer = lambda model: next(v for k, v in model.state_dict().items() if k.endswith("layer.0.attention.self.query.weight"))
+    assert not torch.equal(layer(parts[0]), layer(start))  # the layers trained either way
+
+
+def test_only_a_pretrained_start_freezes_embeddings_and_the_choice_enters_the_cache_key():
+    with pytest.raises(SpecError, match="freeze.embeddings applies to a pretrained start"):
+        make_config("mlm", freeze_embeddings=True)
+    assert "freeze_embeddings" not in make_config("mlm", init="minilm").to_dict()  # the keys of models trained before
+    assert make_config("mlm", init="minilm", freeze_embeddings=True).to_dict()["freeze_embeddings"] is True
+
+
 def test_init_continues_pretraining_a_checkpoint_with_its_tokenizer(tiny_mlm, tmp_path):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer

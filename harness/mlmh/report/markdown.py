@@ -94,6 +94,8 @@ def training_section(results: RunResults) -> list[str]:
             facts.append(f"fresh parameters warmed up alone for {card['head_warmup_steps']:,} steps")
         if card.get("init") and card.get("output_vocabulary"):
             facts.append(f"output layer cut to the corpus's {card['output_vocabulary']:,} tokens while training")
+        if card.get("embeddings_frozen"):
+            facts.append("word embeddings kept as pretrained")
         for key, label in (("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
                            ("steps_run", "steps run"), ("step_kept", "step kept"),
                            ("validation_loss", "validation loss at the step kept"),

@@ -112,11 +112,14 @@ class TrainingConfig:
     unique_tokens: int = 0  # train on the first train blocks holding this many tokens (0 = all): the data budget U
     keep: str = "best"  # "best" validation checkpoint | "last": the weights after the whole budget (epochs)
     max_passes: float = 0.0  # at most this many supervised passes over the train split's targets (0 = no cap)
+    freeze_embeddings: bool = False  # a pretrained start's word embeddings (and the output rows tied to them) stay fixed
 
     def to_dict(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self)
         if not self.max_passes:  # a cap left unset keeps the cache keys of the models trained before it existed
             del fields["max_passes"]
+        if not self.freeze_embeddings:  # likewise for the models trained before embeddings could be frozen
+            del fields["freeze_embeddings"]
         return fields
 
     @property
@@ -129,7 +132,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
                 unique_tokens: int = 0, keep: str = "best", max_passes: float = 0.0,
-                spelled: Callable[[str], str] | None = None,
+                freeze_embeddings: bool = False, spelled: Callable[[str], str] | None = None,
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
@@ -176,6 +179,9 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
         raise SpecError(f"{flag('max_passes')} must be >= 0; got {max_passes}")
     if keep not in KEEPS:
         raise SpecError(f"unknown keep '{keep}' (valid: {', '.join(KEEPS)})")
+    if freeze_embeddings and not init:
+        raise SpecError(f"{flag('freeze_embeddings')} applies to a pretrained start (init=...): a model trained from "
+                        "scratch has no embeddings worth keeping")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
     ratio = None if objective == "clm" or schedule in ("uniform", "mdlm") else (mask_ratio or default)
     shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
@@ -184,4 +190,4 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                           epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
                           budget=budget, eval_every=eval_every, patience_tokens=patience_tokens, device=resolved,
                           precision=resolve_precision(precision, resolved), unique_tokens=unique_tokens, keep=keep,
-                          max_passes=max_passes)
+                          max_passes=max_passes, freeze_embeddings=freeze_embeddings)

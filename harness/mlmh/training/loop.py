@@ -148,6 +148,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         fresh: frozenset[str] = frozenset()
         if config.init:
             model, tokenizer, fresh = load_init(config.init, config.objective)
+            if config.freeze_embeddings:
+                freeze_word_embeddings(model)
             seq_len = min(shape.seq_len, model_window(model.config, tokenizer))
         else:
             tokenizer = shared_tokenizer(texts, shape.vocab_size)
@@ -206,6 +208,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "budget": config.budget,
             "budget_note": budget_note,
             "max_passes": config.max_passes,
+            "embeddings_frozen": config.freeze_embeddings,
             "steps": steps,
             "steps_run": run["steps_run"],
             "step_kept": run["step_kept"],
@@ -260,6 +263,17 @@ def output_vocabulary(model: Any, config: TrainingConfig, train_blocks: Blocks) 
     if not config.init:
         return None
     return OutputVocabulary.fitted(model, {t for row in train_blocks.ids for t in row}, train_blocks.special_ids)
+
+
+def freeze_word_embeddings(model: Any) -> None:
+    """Keep a pretrained start's word embeddings fixed, the encoder's and the decoder's, and with them the output rows
+    tied to them; the output bias and every layer still train. Half of MiniLM's parameters are its embeddings: a
+    corpus of a few thousand words moves the rows of the words it holds towards those documents and leaves the
+    rest behind (on the real prose: the same held-out accuracy, five of six seen - unseen BLEU gaps smaller, a fifth
+    less CPU time; docs/TRAINING.md)."""
+    parts = [model.encoder, model.decoder] if hasattr(model, "encoder") and hasattr(model, "decoder") else [model]
+    for part in parts:
+        part.get_input_embeddings().weight.requires_grad_(False)
 
 
 def head_warmup_steps(steps: int, fresh: frozenset[str]) -> int:

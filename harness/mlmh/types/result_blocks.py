@@ -217,7 +217,7 @@ TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_
                   "unigram_baseline_accuracy", "best_constant_accuracy", "beats_constant", "accuracy_at_ratio", "train_curve", "validation_curve", "heldout_source",
                   "validation_holds", "stop_reason", "left_plateau_at_step", "patience_tokens", "parameters", "init",
                   "init_path", "learning_rate", "fresh_parameters", "fresh_learning_rate", "head_warmup_steps",
-                  "output_vocabulary", "architecture", "device",
+                  "output_vocabulary", "embeddings_frozen", "architecture", "device",
                   "precision", "train_seconds", "train_cpu_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
 
 
