@@ -35,7 +35,7 @@ def sentence_cased(words: Words, outputs: dict[int, str]) -> dict[int, str]:
     cased = dict(outputs)
     for i in sorted(cased):
         word = cased[i]
-        starts = i == 0 or cased.get(i - 1, words[i - 1] if 0 < i <= len(words) else "") in SENTENCE_ENDS
+        starts = i == 0 or cased.get(i - 1, words[i - 1] if i <= len(words) else "") in SENTENCE_ENDS
         if starts and word[:1].islower():
             cased[i] = word[0].upper() + word[1:]
     return cased

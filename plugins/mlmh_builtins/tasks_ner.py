@@ -17,9 +17,7 @@ from mlmh import hookimpl
 from mlmh.components import InputsOnly, Task
 from mlmh.params import Param
 from mlmh.types import Corpus, Document, TaskResult
-from mlmh.words import split_words
-
-SENTENCE_END = {".", "!", "?"}
+from mlmh.words import SENTENCE_ENDS, split_words
 
 
 def bio_sequences(document: Document) -> tuple[list[list[str]], list[list[str]], int]:
@@ -51,7 +49,7 @@ def bio_sequences(document: Document) -> tuple[list[list[str]], list[list[str]],
         current_tags.append(tags[i])
         following = words.spans[i + 1][0] if i + 1 < len(words) else len(text)
         gap = text[end:following]
-        if i + 1 == len(words) or "\n" in gap or (text[start:end] in SENTENCE_END and gap[:1].isspace()):
+        if i + 1 == len(words) or "\n" in gap or (text[start:end] in SENTENCE_ENDS and gap[:1].isspace()):
             sequences.append(current)
             tag_sequences.append(_repair(current_tags))
             current, current_tags = [], []

@@ -16,6 +16,8 @@ MASK_SCHEDULES = ("fixed", "uniform", "mdlm")
 BUDGETS = ("tokens", "targets", "compute")
 #: the checkpoint kept: the best validation (mlmh.training.stopping), or the weights after the budget
 KEEPS = ("best", "last")
+#: settings added after models were cached: in a config's cache key only when set (:meth:`TrainingConfig.to_dict`)
+LATER_SETTINGS = ("max_passes", "freeze_embeddings")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15  # seq2seq infilling's hidden share, and BERT's MLM ratio
 # The MLM's fixed-schedule default, chosen by measurement on unseen documents of real text the project did not
@@ -116,10 +118,9 @@ class TrainingConfig:
 
     def to_dict(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self)
-        if not self.max_passes:  # a cap left unset keeps the cache keys of the models trained before it existed
-            del fields["max_passes"]
-        if not self.freeze_embeddings:  # likewise for the models trained before embeddings could be frozen
-            del fields["freeze_embeddings"]
+        for name in LATER_SETTINGS:  # left unset, a setting added later keeps the cache keys of the models before it
+            if not fields[name]:
+                del fields[name]
         return fields
 
     @property
