@@ -107,6 +107,19 @@ def test_trained_model_identity_needs_no_training_and_follows_data_and_params():
     assert _model("trained-clm").identity(LoadContext(corpus=corpus)).startswith("trained-clm:made-up-clm-tiny-")
 
 
+def test_a_text_in_two_documents_is_learned_once():
+    """PAN repeats a text in several pairs: the trained model's job and cache key hold each train text once."""
+    corpus = _corpus()
+    repeated = [d for d in corpus.documents if d.split == "train"][0]
+    twice = Corpus(dataset=corpus.dataset, source="test",
+                   documents=[*corpus.documents, Document(id="copy", text=repeated.text, split="train")])
+    assert len(twice.split("train")) == len(corpus.split("train")) + 1
+    assert twice.texts("train") == corpus.texts("train") == [d.text for d in corpus.split("train")]
+    job = _model("trained-mlm").training_job(LoadContext(corpus=twice))
+    assert job.texts.count(repeated.text) == 1
+    assert _model("trained-mlm").identity(LoadContext(corpus=twice)) == _model("trained-mlm").identity(LoadContext(corpus=corpus))
+
+
 def test_trained_model_needs_a_dataset():
     from mlmh.errors import SpecError
 

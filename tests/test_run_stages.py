@@ -93,6 +93,18 @@ def test_data_loads_the_corpus_and_picks_each_set():
     assert [type(e) for e in events if not isinstance(e, Message)] == [StageStarted, Progress]
 
 
+def test_data_says_when_train_documents_repeat_a_text(monkeypatch):
+    repeated = corpus_of({**TEXTS, "a2": ("train", TEXTS["a"][1])})  # PAN puts one text in several pairs
+    monkeypatch.setattr(RunPlan, "load_corpus", lambda self: repeated)
+    ctx, _ = context()
+    load_data(tiny_plan(), ctx)
+    assert "1 train document(s) repeat the text of another" in " ".join(ctx.log.notes)
+    monkeypatch.setattr(RunPlan, "load_corpus", lambda self: corpus_of(TEXTS))
+    ctx, _ = context()
+    load_data(tiny_plan(), ctx)
+    assert "repeat the text" not in " ".join(ctx.log.notes)
+
+
 def test_data_names_the_plugin_of_a_dataset_that_fails_to_load(monkeypatch):
     monkeypatch.setenv("MLMH_TEST_FAULT", "dataset")
     with pytest.raises(MlmhError, match=r"dataset 'faulty-data' \(plugin fault-fakes\) failed to load"):

@@ -126,8 +126,8 @@ class TrainedModel(Model):
             "recipe_version": RECIPE_VERSION,
             "config": config.to_dict(),
             "dataset": corpus.dataset,
-            "train_hash": data_hash(d.text for d in corpus.split("train")),
-            "validation_hash": data_hash(d.text for d in corpus.split("validation")),
+            "train_hash": data_hash(corpus.texts("train")),
+            "validation_hash": data_hash(corpus.texts("validation")),
             "init_weights": init_fingerprint(config.init),
             "versions": library_versions(),
         }
@@ -157,8 +157,8 @@ class TrainedModel(Model):
         recipe, corpus = self._prepare(context)
         from mlmh.data.splits import describe_validation
 
-        return TrainingJob(self.cache_name(context), str(ModelCache().root.resolve()), [d.text for d in corpus.split("train")],
-                           [d.text for d in corpus.split("validation")], self._config(), corpus.dataset,
+        return TrainingJob(self.cache_name(context), str(ModelCache().root.resolve()), corpus.texts("train"),
+                           corpus.texts("validation"), self._config(), corpus.dataset,
                            recipe["train_hash"], label=self.short_spec, validation_holds=describe_validation(corpus))
 
     def load(self, context: LoadContext) -> Any:

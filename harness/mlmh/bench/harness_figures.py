@@ -42,7 +42,7 @@ def prepare_scaling_models(size: str, out: Path) -> dict[str, Path]:
     from mlmh.training.models import train_tokenizer
 
     corpus = get_registry().build("dataset", "pan").load(None)
-    tokenizer = train_tokenizer([d.text for d in corpus.split("train")], SIZES[size].vocab_size)
+    tokenizer = train_tokenizer(corpus.texts("train"), SIZES[size].vocab_size)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

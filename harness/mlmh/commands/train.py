@@ -126,13 +126,13 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
     out = check_output_folder(out_dir, "--out", overwrite=overwrite)
     replace = overwrite or out.is_dir()  # checked just now; a model another run puts there meanwhile stays
     corpus = with_validation(get_registry().build("dataset", dataset).load(data_path))
-    train_texts = [d.text for d in corpus.split("train")]
+    train_texts = corpus.texts("train")
     if not train_texts:
         raise DataError(f"dataset '{dataset}' ({corpus.source}) has no documents in its train split")
     ensure_free_space(out.parent, estimated_bytes(config))
     with atomic_directory(out, overwrite=replace) as tmp:
         with _ProgressBar(f"training {objective} ({size})") as bar:
-            card = train_model(train_texts, config, tmp, validation_texts=[d.text for d in corpus.split("validation")],
+            card = train_model(train_texts, config, tmp, validation_texts=corpus.texts("validation"),
                                dataset=corpus.dataset, progress=bar.update, threads=threads,
                                validation_holds=describe_validation(corpus))
     card = {"path": str(out), **card}

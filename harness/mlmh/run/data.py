@@ -46,6 +46,10 @@ def load_data(plan: RunPlan, ctx: RunContext) -> RunData:
         ctx.note(f"dataset {config.dataset}: using its {corpus.source} (pass --data PATH for the real files)")
     for note in corpus.notes:
         ctx.note(f"dataset {config.dataset}: {note}")
+    repeated = len(corpus.split("train")) - len(corpus.texts("train"))
+    if repeated:
+        ctx.note(f"dataset {config.dataset}: {repeated} train document(s) repeat the text of another (a text in "
+                 "several pairs); trained models learn each text once")
     documents = {role: select_documents(corpus, config.limit, SPLIT_OF_ROLE[role]) for role in ROLES}
     if not documents["seen"]:
         raise MlmhError(f"dataset {config.dataset} has no train documents to generate from ({corpus.source})")

@@ -56,7 +56,7 @@ def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:
     from mlmh.types import Corpus, Document
 
     corpus = with_validation(Corpus("texts", [Document(id=f"text-{i}", text=t) for i, t in enumerate(texts)], ""))
-    return [d.text for d in corpus.split("train")], [d.text for d in corpus.split("validation")]
+    return corpus.texts("train"), corpus.texts("validation")
 
 
 def target_share(config: TrainingConfig) -> float:

@@ -70,6 +70,11 @@ class Corpus:
     def split(self, name: str) -> list[Document]:
         return [d for d in self.documents if d.split == name]
 
+    def texts(self, name: str) -> list[str]:
+        """The distinct texts of split ``name`` in document order, what a language model learns from: PAN
+        repeats a text in several pairs, and a text learned twice a pass is half memorised before it is scored."""
+        return list(dict.fromkeys(d.text for d in self.split(name)))
+
     def by_id(self) -> dict[str, Document]:
         return {d.id: d for d in self.documents}
 
