@@ -33,6 +33,7 @@ class Prose:
     text: str
     tags: tuple[str, ...]
     source: str  # "dpkg" or "python-metadata"
+    family: str = ""  # Debian's source package: its binary packages (libfoo, libfoo-dev) share one description
 
 
 def _clip(text: str) -> str:
@@ -64,7 +65,8 @@ def dpkg_prose(status: Path = DPKG_STATUS) -> list[Prose]:
         paragraphs = [" ".join(line for line in block.splitlines() if line.strip() != ".") for block in re.split(r"\n\.\s*(?:\n|$)", body)]
         text = " ".join([synopsis.rstrip(".") + "."] + [p for p in paragraphs if p.strip()])
         author = fields["Maintainer"].split("<")[0].strip()
-        found.append(Prose(fields.get("Package", "?"), author, text, (fields.get("Section", "misc").split("/")[-1], fields.get("Priority", "optional")), "dpkg"))
+        found.append(Prose(fields.get("Package", "?"), author, text, (fields.get("Section", "misc").split("/")[-1], fields.get("Priority", "optional")), "dpkg",
+                           fields.get("Source", fields.get("Package", "?")).split()[0]))
     return found
 
 
@@ -83,18 +85,29 @@ def python_prose() -> list[Prose]:
     return found
 
 
-def real_prose() -> list[Prose]:
-    """Every usable text (MIN_WORDS words at least, clipped, duplicates dropped) grouped by author in a fixed
-    order: Debian's descriptions (edited prose), and the Python distributions' only where dpkg has too few."""
+#: a text sharing a run of this many words with a text already kept is a near-duplicate (Lee et al. 2022's
+#: ExactSubstr threshold, 50 tokens): Debian's libfoo, libfoo-dev and libfoo-doc repeat one long description
+NEAR_DUPLICATE_WORDS = 50
+
+
+def real_prose(with_python: bool = False) -> list[Prose]:
+    """Every usable text (MIN_WORDS words at least, clipped, duplicates and near-duplicates dropped: one text per
+    Debian source package, none sharing a NEAR_DUPLICATE_WORDS-word run with another) grouped by
+    author in a fixed order: Debian's descriptions (edited prose), and the Python distributions' only where dpkg
+    has too few (or ``with_python``). Near-duplicates would be one text trained on several times, scored as memorised."""
     packages = dpkg_prose()
-    candidates = packages if len(packages) >= 60 else packages + python_prose()
-    seen: set[str] = set()
+    candidates = packages if len(packages) >= 60 and not with_python else packages + python_prose()
+    runs: set[tuple[str, ...]] = set()
+    families: set[str] = set()
     kept = []
     for prose in sorted(candidates, key=lambda p: (p.author, p.name)):
         text = _clip(prose.text)
-        if len(text.split()) >= MIN_WORDS and text not in seen:
-            seen.add(text)
-            kept.append(Prose(prose.name, prose.author, text, prose.tags, prose.source))
+        words = text.split()
+        shingles = {tuple(words[i:i + NEAR_DUPLICATE_WORDS]) for i in range(len(words) - NEAR_DUPLICATE_WORDS + 1)} or {tuple(words)}
+        if len(words) >= MIN_WORDS and not shingles & runs and (not prose.family or prose.family not in families):
+            runs |= shingles
+            families.add(prose.family)
+            kept.append(Prose(prose.name, prose.author, text, prose.tags, prose.source, prose.family))
     if len(kept) < 8:
         raise RuntimeError(f"only {len(kept)} real texts found in {DPKG_STATUS} and the installed Python distributions")
     return kept
@@ -114,22 +127,31 @@ def _by_author(prose: list[Prose]) -> dict[str, list[Prose]]:
 
 
 def pan_dir(tmp_path: Path, n_authors: int = 8) -> Path:
-    """PAN authorship verification (``pairs.jsonl`` + ``truth.jsonl``) from authors with two texts or more.
+    """PAN authorship verification (``pairs.jsonl`` + ``truth.jsonl``) from ``n_authors`` real authors.
 
-    Authors come in couples (A, B) giving three pairs each: A-A and B-B (same) and A-B (different), so each
-    couple is one author group of the loader's open, author-disjoint split. Author ids are PAN-like numbers.
+    Authors with two texts or more come in couples (A, B) giving three pairs each: A-A and B-B (same) and A-B
+    (different), so each couple is one author group of the loader's open, author-disjoint split; an author with
+    two texts gives one of them to two pairs, as PAN's releases reuse texts. Where too few authors have two texts,
+    the rest come as couples of one text each, one different-author pair per couple. Author ids are PAN-like numbers.
     """
     if n_authors < 4 or n_authors % 2:
         raise ValueError(f"n_authors must be an even number >= 4, got {n_authors}")
-    prolific = [(a, texts) for a, texts in _by_author(real_prose()).items() if len(texts) >= 2][:n_authors]
-    if len(prolific) < n_authors:
-        raise RuntimeError(f"only {len(prolific)} authors with two texts or more; asked for {n_authors}")
-    author_id = {a: str(1_000_000 + i * 7919) for i, (a, _) in enumerate(prolific)}
+    by_author = _by_author(real_prose())
+    if sum(len(texts) >= 2 for texts in by_author.values()) < n_authors:  # Debian's maintainers alone are too few
+        by_author = _by_author(real_prose(with_python=True))
+    prolific = [(a, texts) for a, texts in by_author.items() if len(texts) >= 2][: n_authors // 2 * 2]
+    prolific = prolific[: len(prolific) // 2 * 2]
+    single = [(a, texts) for a, texts in by_author.items() if len(texts) == 1][: n_authors - len(prolific)]
+    if len(prolific) + len(single) < n_authors:
+        raise RuntimeError(f"only {len(prolific) + len(single)} authors; asked for {n_authors}")
+    author_id = {a: str(1_000_000 + i * 7919) for i, (a, _) in enumerate(prolific + single)}
+    couples = [((a[1][0], a[1][1]), (b[1][0], b[1][1]), (a[1][-1], b[1][-1])) for a, b in zip(prolific[::2], prolific[1::2])]
+    couples += [((a[1][0], b[1][0]),) for a, b in zip(single[::2], single[1::2])]
     out = Path(tmp_path) / "pan"
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as pairs, (out / "truth.jsonl").open("w", encoding="utf-8") as truth:
-        for (a, texts_a), (b, texts_b) in zip(prolific[::2], prolific[1::2]):
-            for first, second in ((texts_a[0], texts_a[1]), (texts_b[0], texts_b[1]), (texts_a[-1], texts_b[-1])):
+        for couple in couples:
+            for first, second in couple:
                 pair_id = str(uuid.uuid5(_NAMESPACE, first.name + "|" + second.name))
                 pairs.write(json.dumps({"id": pair_id, "fandoms": [first.tags[0], second.tags[0]], "pair": [first.text, second.text]}) + "\n")
                 authors = [author_id[first.author], author_id[second.author]]
