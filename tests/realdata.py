@@ -90,6 +90,12 @@ def python_prose() -> list[Prose]:
 NEAR_DUPLICATE_WORDS = 50
 
 
+def word_runs(text: str) -> set[tuple[str, ...]]:
+    """Every run of NEAR_DUPLICATE_WORDS consecutive words of ``text`` (the whole text where it is shorter)."""
+    words = text.split()
+    return {tuple(words[i:i + NEAR_DUPLICATE_WORDS]) for i in range(len(words) - NEAR_DUPLICATE_WORDS + 1)} or {tuple(words)}
+
+
 def real_prose(with_python: bool = False) -> list[Prose]:
     """Every usable text (MIN_WORDS words at least, clipped, duplicates and near-duplicates dropped: one text per
     Debian source package, none sharing a NEAR_DUPLICATE_WORDS-word run with another) grouped by
@@ -102,9 +108,8 @@ def real_prose(with_python: bool = False) -> list[Prose]:
     kept = []
     for prose in sorted(candidates, key=lambda p: (p.author, p.name)):
         text = _clip(prose.text)
-        words = text.split()
-        shingles = {tuple(words[i:i + NEAR_DUPLICATE_WORDS]) for i in range(len(words) - NEAR_DUPLICATE_WORDS + 1)} or {tuple(words)}
-        if len(words) >= MIN_WORDS and not shingles & runs and (not prose.family or prose.family not in families):
+        shingles = word_runs(text)
+        if len(text.split()) >= MIN_WORDS and not shingles & runs and (not prose.family or prose.family not in families):
             runs |= shingles
             families.add(prose.family)
             kept.append(Prose(prose.name, prose.author, text, prose.tags, prose.source, prose.family))
@@ -139,14 +144,14 @@ def pan_dir(tmp_path: Path, n_authors: int = 8) -> Path:
     by_author = _by_author(real_prose())
     if sum(len(texts) >= 2 for texts in by_author.values()) < n_authors:  # Debian's maintainers alone are too few
         by_author = _by_author(real_prose(with_python=True))
-    prolific = [(a, texts) for a, texts in by_author.items() if len(texts) >= 2][: n_authors // 2 * 2]
-    prolific = prolific[: len(prolific) // 2 * 2]
+    prolific = [(a, texts) for a, texts in by_author.items() if len(texts) >= 2][:n_authors]
+    prolific = prolific[: len(prolific) // 2 * 2]  # whole couples
     single = [(a, texts) for a, texts in by_author.items() if len(texts) == 1][: n_authors - len(prolific)]
     if len(prolific) + len(single) < n_authors:
         raise RuntimeError(f"only {len(prolific) + len(single)} authors; asked for {n_authors}")
     author_id = {a: str(1_000_000 + i * 7919) for i, (a, _) in enumerate(prolific + single)}
-    couples = [((a[1][0], a[1][1]), (b[1][0], b[1][1]), (a[1][-1], b[1][-1])) for a, b in zip(prolific[::2], prolific[1::2])]
-    couples += [((a[1][0], b[1][0]),) for a, b in zip(single[::2], single[1::2])]
+    couples = [((ta[0], ta[1]), (tb[0], tb[1]), (ta[-1], tb[-1])) for (_, ta), (_, tb) in zip(prolific[::2], prolific[1::2])]
+    couples += [((ta[0], tb[0]),) for (_, ta), (_, tb) in zip(single[::2], single[1::2])]
     out = Path(tmp_path) / "pan"
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as pairs, (out / "truth.jsonl").open("w", encoding="utf-8") as truth:

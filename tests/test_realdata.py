@@ -6,13 +6,7 @@ import json
 
 import pytest
 
-from realdata import NEAR_DUPLICATE_WORDS, pan_dir, real_prose
-
-
-def _runs(text: str) -> set[tuple[str, ...]]:
-    words = text.split()
-    return {tuple(words[i:i + NEAR_DUPLICATE_WORDS]) for i in range(len(words) - NEAR_DUPLICATE_WORDS + 1)}
-
+from realdata import pan_dir, real_prose, word_runs
 
 def test_no_two_texts_share_a_long_run_or_a_source_package():
     """libfoo and libfoo-dev repeat one description: kept both, a model would train on it twice and be scored as
@@ -22,7 +16,7 @@ def test_no_two_texts_share_a_long_run_or_a_source_package():
     assert len(families) == len(set(families))
     seen: set[tuple[str, ...]] = set()
     for item in prose:
-        runs = _runs(item.text)
+        runs = word_runs(item.text)
         assert not runs & seen, item.name
         seen |= runs
 
