@@ -1,5 +1,5 @@
-"""Two rules the papers' claims are gated by, on constructed results: memorisation is judged on the seen - unseen gap
-of the quality above the filler (a gap the filler shows too is the texts'), and a result that rewards output
+"""Two rules the papers' claims are gated by, on constructed results: memorisation is judged on the seen - control gap
+(seen - unseen without control documents) of the quality above the filler (a gap the filler shows too is the texts'), and a result that rewards output
 shorter than the reference (ROUGE, BERTScore F1) holds a condition to deletion on one that does not (BLEU)."""
 
 from __future__ import annotations
@@ -60,6 +60,32 @@ def test_a_gap_the_filler_shows_too_is_not_memorisation():
     # results written before the paired gap was kept are judged on the raw gap
     old = _row(raw, None)
     assert memorisation_gap(old, "bleu") is raw and memorised(_results([old]), old, "bleu")
+
+
+def test_with_control_documents_memorisation_is_judged_against_the_train_authors_texts():
+    # the train authors' texts are easier for a model that learned how they write: it beats the filler by 6 more on
+    # them, seen or held out, than on a new author's; only a model that recites its train texts beats it by more on
+    # those than on the held-out ones
+    filler_seen, filler_control, filler_unseen = (per_document(40.0, 3.0, seed=s) for s in (8, 9, 10))
+    higher = {"bleu": True}
+    learned_style = {role: above(shifted(f, by, 1.0, seed=s), f, higher)["bleu"] for role, f, by, s in
+                     (("seen", filler_seen, 16.0, 11), ("control", filler_control, 16.0, 12),
+                      ("unseen", filler_unseen, 10.0, 13))}
+    against_unseen = gap(learned_style["seen"], learned_style["unseen"])
+    against_control = gap(learned_style["seen"], learned_style["control"])
+    assert against_unseen is not None and against_unseen.extra["significant"]
+    assert against_control is not None and not against_control.extra["significant"]
+    row = _row(against_unseen, against_unseen)
+    results = _results([row])
+    assert memorised(results, row, "bleu") is not None  # no control: new authors' texts are all there is
+    row.control_gap = {"bleu": against_control}
+    row.control = RoleQuality(documents=30, scored=30, metrics={"bleu": Score(1.0)})
+    assert memorisation_gap(row, "bleu") is against_control and memorised(results, row, "bleu") is None
+    assert "no seen - control gap of bleu above the filler" in memorisation(results)[0].statement
+    recites = above(shifted(filler_seen, 22.0, 1.0, seed=14), filler_seen, higher)["bleu"]
+    row.control_gap = {"bleu": gap(recites, learned_style["control"])}
+    said = memorised(results, row, "bleu")
+    assert said is not None and "its seen - control bleu gap above the filler +5.9" in said
 
 
 def test_deletion_bars_rouge_and_bertscore_on_bleu_when_the_run_scored_it():

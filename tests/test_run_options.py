@@ -66,10 +66,11 @@ def probe():
 def test_a_flag_and_a_preset_key_make_the_same_configuration(probe):
     table = {"dataset": "pan", "models": ["trained-mlm:size=tiny"], "maskings": ["random:ratio=0.3", "stopwords"],
              "samplers": ["one-shot"], "metrics": [], "tasks": ["authorship-verification"], "trackers": [],
-             "seeds": [0, 3], "limit": 0.5, "batch_size": 4, "log_samples": True}
+             "seeds": [0, 3], "limit": 0.5, "control": 3, "batch_size": 4, "log_samples": True}
     overrides = probe("--dataset", "pan", "--model", "trained-mlm:size=tiny", "--masking", "random:ratio=0.3,stopwords",
                       "--sampler", "one-shot", "--metric", "none", "--task", "authorship-verification",
-                      "--tracker", "none", "--seed", "0,3", "--limit", "0.5", "--batch-size", "4", "--log-samples")
+                      "--tracker", "none", "--seed", "0,3", "--limit", "0.5", "--control", "3", "--batch-size", "4",
+                      "--log-samples")
     assert overrides == {**table, "data": None}
     base = {"dataset": "mpst", "models": ["trained-clm"], "maskings": ["span"], "samplers": ["clm-infill"]}
     from_flags = presets.from_table(base, name="t", source="t.toml", overrides=overrides)
@@ -84,6 +85,8 @@ def test_a_flag_and_a_preset_key_make_the_same_configuration(probe):
     ("log_samples", "yes", "key 'log_samples' must be true or false"),
     ("models", [], "key 'models' must list at least one model"),
     ("dataset", "", "key 'dataset' is required"),
+    ("control", -1, "key 'control' must be a number of documents or a fraction 0.x"),
+    ("control", 1.5, "key 'control' fraction must be between 0 and 1"),
 ])
 def test_a_preset_value_is_read_as_its_option_declares(key, value, message):
     table = {"dataset": "pan", "models": ["trained-mlm"], "maskings": ["span"], "samplers": ["one-shot"], key: value}

@@ -313,3 +313,13 @@ def test_a_stage_sees_only_what_it_is_given():
     fields = set(RunContext.__dataclass_fields__)
     assert fields == {"bus", "cancel", "resume_hint", "log"}
     assert set(RunLog.__dataclass_fields__) == {"notes", "errors", "failed", "timings", "generated"}
+
+
+def test_data_regenerates_the_control_documents_the_run_holds_out_of_training():
+    plan, (ctx, _) = tiny_plan(control=1), context()
+    data = load_data(plan, ctx)
+    control = data.documents["control"]
+    assert len(control) == 1 and data.role_of[control[0].id] == "control"
+    assert control[0].text not in data.corpus.texts("train")  # what every trained-* recipe learns and hashes
+    assert "control split: 1 of" in " ".join(ctx.log.notes)
+    assert load_data(tiny_plan(), context()[0]).documents["control"] == []

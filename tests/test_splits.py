@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from mlmh.data.splits import check_roles, describe_validation, hold_out, with_validation
+from mlmh.data.splits import check_roles, describe_validation, hold_out, with_control, with_validation
 from mlmh.errors import DataError
 from mlmh.types import Corpus, Document, Pair
 
@@ -136,3 +136,56 @@ def test_hold_out_takes_whole_groups_seeded_and_near_the_fraction():
     assert held != hold_out(documents, 0.3, seed=1, salt="made-up")
     assert all({f"g{g}d{i}" for i in range(3)} <= held or not {f"g{g}d{i}" for i in range(3)} & held for g in range(20))
     assert hold_out(documents[:3], 0.3, seed=0, salt="x") == set()  # one group: nothing can be held out
+
+
+# -- the control split: train authors' texts no model learns ---------------------------------------------------------
+def _authored(per_author=(6, 6, 4, 1), pairs=False) -> Corpus:
+    docs = [Document(id=f"a{a}-{i}", text=f"author {a} text {i}", author=f"a{a}", group=f"a{a}")
+            for a, n in enumerate(per_author) for i in range(n)]
+    docs += [Document(id="te0", text="a test text", split="test", group="new")]
+    pair_list = []
+    if pairs:  # same-author pairs of each author's consecutive texts
+        pair_list = [Pair(id=f"p{a}-{i}", a=f"a{a}-{i}", b=f"a{a}-{i + 1}", same=True)
+                     for a, n in enumerate(per_author) for i in range(0, n - 1, 2)]
+    return Corpus(dataset="made-up", documents=docs, source="test", pairs=pair_list)
+
+
+def test_control_holds_out_train_texts_of_train_authors_leaving_each_author_most_of_theirs():
+    before = _authored()
+    after = with_control(before, 5)
+    control = after.split("control")
+    assert len(control) == 5 and _ids(after, "test") == _ids(before, "test")
+    for author in {d.group for d in control}:
+        held = sum(d.group == author for d in control)
+        kept = sum(d.group == author for d in after.split("train"))
+        assert held <= kept  # at most half of an author's texts move: the model still learns how they write
+    assert "a3" not in {d.group for d in control}  # an author with one text keeps it
+    assert after.texts("train") == [t for t in before.texts("train") if t not in {d.text for d in control}]
+    assert with_control(after, 5) is after and with_control(before, 0) is before
+    assert any("control split: 5 of 17 train documents" in note for note in after.notes)
+    check_roles(after)
+
+
+def test_control_is_chosen_by_the_ids_alone_and_a_fraction_counts_train():
+    assert _ids(with_control(_authored(), 0.3), "control") == _ids(with_control(_authored(), 5), "control")
+    assert _ids(with_control(_authored(), 0.3), "control") == _ids(with_control(_authored(), 0.3), "control")
+
+
+def test_control_takes_whole_pairs_and_never_a_text_a_train_document_repeats():
+    after = with_control(_authored(pairs=True), 4)
+    control = _ids(after, "control")
+    assert len(control) == 4
+    moved = [p for p in after.pairs if p.split == "control"]
+    assert {d for p in moved for d in (p.a, p.b)} == control  # the pairs moved with their documents
+    check_roles(after)
+    repeated = _authored()
+    repeated = dataclasses.replace(repeated, documents=[dataclasses.replace(d, text="shared text") if d.id in ("a0-0", "a0-1")
+                                                        else d for d in repeated.documents])
+    assert not {"a0-0", "a0-1"} & _ids(with_control(repeated, 8), "control")
+
+
+def test_control_without_an_author_with_two_texts_says_so_and_moves_nothing():
+    after = with_control(_authored(per_author=(1, 1, 1)), 2)
+    assert not after.split("control") and any("no train document can be held out" in n for n in after.notes)
+    ungrouped = Corpus("made-up", [Document(id=f"d{i}", text=f"text {i}") for i in range(10)], "test")
+    assert len(with_control(ungrouped, 0.2).split("control")) == 2  # no groups declared: any document may move

@@ -57,7 +57,7 @@ def evaluate(preset: str | None = "quick", *, progress: "Listener | None" = None
 
     ``preset`` is a preset name (``mlmh ls presets``) or a TOML file; ``overrides`` take the keys a preset
     has (``dataset``, ``data``, ``models``, ``maskings``, ``samplers``, ``metrics``, ``tasks``, ``trackers``,
-    ``seeds``, ``limit``, ``batch_size``, ``log_samples``: the run options :class:`mlmh.types.runconfig.RunConfig`
+    ``seeds``, ``limit``, ``control``, ``batch_size``, ``log_samples``: the run options :class:`mlmh.types.runconfig.RunConfig`
     declares) and replace the preset's values: a list, or one spec as a string. ``progress`` receives every event of the run (:mod:`mlmh.events`); ``output_path`` is the run
     directory (default ``runs/<timestamp>-<preset>/``), which gets results.json, report.md and plots as
     with the command. ``resume=True`` continues an interrupted run (with ``preset=None`` and an

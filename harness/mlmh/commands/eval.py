@@ -28,6 +28,7 @@ from mlmh.run.executors import BACKENDS
 @click.option("--sweep-tokens", metavar="U[,U...]", help="Data-constrained sweep: unique training tokens U, the first "
               "train blocks holding U tokens, for every trained-mlm / trained-clm.")
 @options.run_option("limit")
+@options.run_option("control")
 @options.run_option("seeds")
 @options.run_option("batch_size")
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/); a new run needs a new or empty one.")
@@ -42,8 +43,8 @@ from mlmh.run.executors import BACKENDS
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
 def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
                  maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str], trackers: list[str],
-                 sweep_epochs: str | None, sweep_tokens: str | None, limit: int | float | None, seeds: list[int],
-                 batch_size: int | None, output_path: str | None,
+                 sweep_epochs: str | None, sweep_tokens: str | None, limit: int | float | None, control: int | float | None,
+                 seeds: list[int], batch_size: int | None, output_path: str | None,
                  log_samples: bool | None, resume: bool, no_cache: bool, workers: int, backend: str,
                  ray_address: str | None, show_config: bool) -> None:
     """Run an experiment: models x maskings x samplers x seeds -> generation quality, downstream
@@ -58,6 +59,7 @@ def eval_command(preset: str | None, dataset: str | None, data: str | None, mode
       mlmh eval --preset pan --model trained-mlm --model trained-clm \\
                 --masking random:ratio=0.3 --sampler mask-predict:steps=10 --sampler clm-infill
       mlmh eval --preset quick --metric bleu,rouge --seed 0,1   # comma lists = repeated options
+      mlmh eval --preset pan --control 0.1          # memorisation judged against train authors' held-out texts
       mlmh eval --preset pan --resume               # continue the newest interrupted pan run
       mlmh eval --resume --output-path runs/X       # continue that run as it was configured
       mlmh eval --preset pan --show-config          # print the resolved preset and exit
@@ -162,7 +164,7 @@ def summary_table(results: Any, width: int) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.findings.verdicts import memorisation_gap
+    from mlmh.findings.verdicts import memorisation_control, memorisation_gap
     from mlmh.results import best_conditions, document_counts, format_score, higher_is_better, main_metrics, roles
 
     role = results.headline
@@ -174,8 +176,8 @@ def summary_table(results: Any, width: int) -> Any:
                         f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
     best = {m: best_conditions(results, m, role) for m in metrics}
     headers = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
-    above = any(metrics[0] in row.gap_above_filler for row in results.conditions) if both else False
-    headers += [f"{metrics[0]} seen", "seen - unseen above filler" if above else "seen - unseen"] if both else []
+    against, above = next((memorisation_control(row) for row in results.conditions if row.gap), ("unseen", False))
+    headers += [f"{metrics[0]} seen", f"seen - {against}" + (" above filler" if above else "")] if both else []
     numbers = []
     for row in results.conditions:
         cells: list[str | tuple[str, str]] = [str(row.seed)] if several_seeds else []

@@ -92,19 +92,21 @@ def seeds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -
 
 
 def limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int | float | None:
-    """A click callback for a run's ``--limit``: N documents, a fraction 0.x, or 0 for all."""
+    """A click callback for a run's ``--limit`` and ``--control``: N documents or a fraction 0.x (0: all for
+    ``--limit``, none for ``--control``)."""
     if value is None:
         return None
     from mlmh.config.presets import parse_limit
+    from mlmh.types.runconfig import SHAPES, run_options
 
     try:
         bounds.check(float(value), bounds.COUNT, f"{flag_of(param)} {value}:")
     except ValueError:
         pass  # not a number: parse_limit says so
     try:
-        return parse_limit(value, flag_of(param))
+        return parse_limit(value, flag_of(param), str(param.name))
     except SpecError:
-        raise SpecError(f"{flag_of(param)} {value}: expected a number of documents, a fraction 0.x, or 0 for all") from None
+        raise SpecError(f"{flag_of(param)} {value}: expected {SHAPES[run_options()[str(param.name)].shape]}") from None
 
 
 def spec(kind: str) -> Callable[[click.Context, click.Parameter, Any], str | None]:
@@ -242,7 +244,7 @@ def run_option(key: str) -> Callable[[Any], Any]:
         settings["callback"] = data_path
     elif declared.shape == "seeds":
         settings.update(multiple=True, callback=seeds)
-    elif declared.shape == "limit":
+    elif declared.shape in ("limit", "share"):
         settings["callback"] = limit
     elif declared.shape == "count":
         settings["type"] = Number(int, min=1, max=declared.bound)

@@ -194,11 +194,12 @@ class RunPlan:
         return f"{result_name}[{metric.short_spec.split(':', 1)[1]}]"
 
     def load_corpus(self) -> "Corpus":
-        """The run's corpus with its validation split set: what trained-* recipes hash, so the runner, the
-        executors' workers and ``mlmh generate --run`` must all build it this one way."""
-        from mlmh.data.splits import with_validation
+        """The run's corpus with its validation split set, and its control split where the run holds one: what
+        trained-* recipes hash, so the runner, the executors' workers and ``mlmh generate --run`` must all build it
+        this one way."""
+        from mlmh.data.splits import with_control, with_validation
 
-        return with_validation(self.dataset.load(self.config.data))
+        return with_control(with_validation(self.dataset.load(self.config.data)), self.config.control)
 
     # -- fail fast -----------------------------------------------------------------------------
     def require_checkpoints(self) -> None:

@@ -20,6 +20,7 @@ Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``sampl
     trackers    = ["tensorboard", "mlflow:experiment=pan"]   # experiment trackers (mlmh.tracking)
     seeds       = [0]
     limit       = 40                 # documents per condition: N, a fraction 0.x, or 0 for all
+    control     = 0.1                # train documents held out as the memorisation control: N, 0.x, or 0 for none
     batch_size  = 8
     log_samples = false
     cost        = {cold_cpu_s = 402, warm_cpu_s = 10, measured = "where"}   # what a run costs (mlmh ls presets)
@@ -106,8 +107,8 @@ def _read(table: dict[str, Any], key: str, declared: RunOption, source: str) -> 
         return specs
     if declared.shape == "seeds":
         return _seeds(value, source)
-    if declared.shape == "limit":
-        return parse_limit(value, source)
+    if declared.shape in ("limit", "share"):
+        return parse_limit(value, source, key)
     if declared.shape == "count":
         count = _positive_int(value, key, source)
         if declared.bound is not None:
@@ -205,22 +206,23 @@ def _seeds(value: Any, source: str) -> list[int]:
     return seeds
 
 
-def parse_limit(value: Any, source: str) -> int | float:
-    """``N`` documents, a fraction ``0 < x < 1`` of them, or 0 for all: the one rule for a preset's
-    ``limit`` key and the ``--limit`` option; a SpecError names ``source``."""
+def parse_limit(value: Any, source: str, key: str = "limit") -> int | float:
+    """``N`` documents or a fraction ``0 < x < 1`` of them (0: all for ``limit``, none for ``control``): the one
+    rule for a preset's ``limit`` and ``control`` keys and their options; a SpecError names ``source`` and ``key``."""
+    expected = f"{source}: key '{key}' must be a number of documents or a fraction 0.x, got {value!r}"
     if isinstance(value, str):
         try:
             value = float(value) if "." in value else int(value)
         except ValueError:
-            raise SpecError(f"{source}: key 'limit' must be a number of documents or a fraction 0.x, got {value!r}") from None
+            raise SpecError(expected) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise SpecError(f"{source}: key 'limit' must be a number of documents or a fraction 0.x, got {value!r}")
-    bounds.check(value, bounds.COUNT, f"{source}: key 'limit'")
+        raise SpecError(expected)
+    bounds.check(value, bounds.COUNT, f"{source}: key '{key}'")
     if isinstance(value, float):
         if value.is_integer() and value >= 1:
             return int(value)
         if not 0 < value < 1:
-            raise SpecError(f"{source}: key 'limit' fraction must be between 0 and 1, got {value!r}")
+            raise SpecError(f"{source}: key '{key}' fraction must be between 0 and 1, got {value!r}")
     return value
 
 

@@ -1,7 +1,9 @@
-"""The three roles of a corpus's documents, and the one rule that gives every corpus a validation split.
+"""The roles of a corpus's documents, and the rules that give a corpus its validation and control splits.
 
 Models learn from ``train``, checkpoints are selected on ``validation``, and ``test`` holds the unseen
-documents: never trained on, never selected on. A dataset declares each document's group (``Document.group``:
+documents: never trained on, never selected on. A run may also hold ``control`` documents out of train
+(:func:`with_control`): texts of the train groups that no model learns, so that memorisation is judged against
+documents of the same authors rather than of new ones. A dataset declares each document's group (``Document.group``:
 an author, a patient, a source) and no group ever sits in two splits: datasets hold out test by
 :func:`hold_out`, and :func:`with_validation` carves validation out of train the same way, by a hash of the
 group keys, so it does not depend on run seeds and every model, run and machine selects on the same documents.
@@ -24,6 +26,7 @@ ROLES: dict[str, str] = {
     "train": "models learn from it; its regenerations become the synthetic training corpus",
     "validation": "checkpoint selection (early stopping); never trained on",
     "test": "unseen documents: downstream evaluation and memorization-free quality; never trained or selected on",
+    "control": "texts of train groups that no model trains or selects on: what memorisation is judged against",
 }
 VALIDATION_FRACTION = 0.1
 
@@ -91,6 +94,66 @@ def with_validation(corpus: Corpus, fraction: float = VALIDATION_FRACTION) -> Co
     if crossing:
         notes.append(f"validation split: {crossing} train pair(s) joining train and validation groups left out")
     return dataclasses.replace(corpus, documents=documents, pairs=pairs, notes=notes)
+
+
+def with_control(corpus: Corpus, wanted: int | float) -> Corpus:
+    """``corpus`` with ``wanted`` train documents (a count, or a fraction of train) moved to its ``control`` split;
+    the same object for 0 or when it already has one.
+
+    The control separates recall from learning the train authors' style: a model that learned how the train
+    authors write scores their texts above a new author's without having memorised any of them, so a seen -
+    unseen gap alone cannot tell the two apart (membership tests compare members with non-members of the same
+    distribution; Carlini et al. 2021). Units are the train verification pairs (both documents move, the pair's
+    split with them) and the documents in none, ranked by a hash of their ids (no run seed); one is taken while
+    fewer than ``wanted`` documents have moved, when at most half of each of its groups' train documents would
+    then have moved (every document is eligible where the dataset declares no groups), and when no train document
+    left behind has its text (PAN reuses a text across pairs). Test and validation documents never move.
+    """
+    if not wanted or corpus.split("control"):
+        return corpus
+    train = corpus.split("train")
+    target = int(wanted) if isinstance(wanted, int) else round(wanted * len(train))
+    if target < 1:
+        return corpus
+    grouped = any(d.group is not None for d in train)
+    size: dict[str, int] = defaultdict(int)
+    for document in train:
+        size[group_key(document)] += 1
+    by_id = {d.id: d for d in train}
+    texts: dict[str, int] = defaultdict(int)
+    for document in train:
+        texts[document.text] += 1
+    paired = {doc for p in corpus.pairs if p.split == "train" and p.a in by_id and p.b in by_id for doc in (p.a, p.b)}
+    units: list[tuple[str, ...]] = [(p.a, p.b) for p in corpus.pairs
+                                    if p.split == "train" and p.a in by_id and p.b in by_id]
+    units += [(d.id,) for d in train if d.id not in paired]
+    moved: set[str] = set()
+    taken: dict[str, int] = defaultdict(int)
+    for unit in sorted(units, key=lambda u: hashlib.sha256("\x1f".join(("control", *u)).encode("utf-8")).hexdigest()):
+        if len(moved) >= target:
+            break
+        documents = [by_id[i] for i in unit]
+        if any(texts[d.text] > 1 for d in documents):
+            continue
+        adds: dict[str, int] = defaultdict(int)
+        for d in documents:
+            adds[group_key(d)] += 1
+        if grouped and any(2 * (taken[g] + n) > size[g] for g, n in adds.items()):
+            continue
+        moved.update(unit)
+        for g, n in adds.items():
+            taken[g] += n
+    if not moved:
+        return dataclasses.replace(corpus, notes=[*corpus.notes, "control split: no train document can be held out "
+                                                  "(no train group has two documents); memorisation is judged against "
+                                                  "the unseen documents"])
+    documents = [dataclasses.replace(d, split="control") if d.id in moved else d for d in corpus.documents]
+    pairs = [dataclasses.replace(p, split="control") if p.split == "train" and p.a in moved else p for p in corpus.pairs]
+    groups = len({group_key(by_id[i]) for i in moved})
+    drawn = f"{groups} train group(s), at most half of each group's" if grouped else "documents"
+    note = (f"control split: {len(moved)} of {len(train)} train documents ({drawn}) held out of training, chosen by a "
+            "hash of their ids: what memorisation is judged against")
+    return dataclasses.replace(corpus, documents=documents, pairs=pairs, notes=[*corpus.notes, note])
 
 
 def describe_validation(corpus: Corpus) -> str:

@@ -24,8 +24,8 @@ from collections import defaultdict
 from typing import Any, NamedTuple
 
 from mlmh.config.declared import baseline_results
-from mlmh.findings.verdicts import (REWARDS_DELETION, caveats_of, deletion_bar, memorisation_gap, memorised,
-                                    never_learned, summarise)
+from mlmh.findings.verdicts import (REWARDS_DELETION, caveats_of, deletion_bar, memorisation_control, memorisation_gap,
+                                    memorised, never_learned, summarise)
 from mlmh.results import (better, format_number, format_score, higher_is_better, main_metrics, model_label,
                           model_record_of, roles)
 from mlmh.types import ConditionResult, RunResults, Score
@@ -152,8 +152,9 @@ def disagreements(results: RunResults, kind_a: str = "mlm", kind_b: str = "clm")
 
 # -- memorisation, baselines, trends, correlations, the plateau ---------------------------------------
 def memorisation(results: RunResults) -> list[Memorisation]:
-    """Per model: its conditions whose seen - unseen gap on the first main metric lies outside its CI (the gap of the
-    quality above the filler where the run has it: :func:`mlmh.findings.verdicts.memorisation_gap`)."""
+    """Per model: its conditions whose memorisation gap on the first main metric lies outside its CI (seen - control,
+    or seen - unseen where the run holds no control documents, of the quality above the filler where the run has it:
+    :func:`mlmh.findings.verdicts.memorisation_gap`)."""
     metrics = main_metrics(results, "unseen")
     if not metrics:
         return []
@@ -168,33 +169,35 @@ def memorisation(results: RunResults) -> list[Memorisation]:
         rows = [row for row, _ in gapped]
         flagged = [r for r in rows if memorised(results, r, metric)]
         worst, g = max(gapped, key=lambda pair: pair[1].value or 0.0)
-        recall = _recall_pair(worst)
-        quality = f"{metric} above the filler" if metric in worst.gap_above_filler else metric
+        other, above = memorisation_control(worst)
+        recall = _recall_pair(worst, other)
+        quality = f"{metric} above the filler" if above else metric
         if never_learned(model, model_record_of(results, model)):
             verdict = ON_PLATEAU
-            statement = (f"{model} never beat the best constant predictor on held-out text: its seen - unseen "
+            statement = (f"{model} never beat the best constant predictor on held-out text: its seen - {other} "
                          f"gap of {quality} (largest {format_score(g)}{recall}) is read as the unigram plateau, not as "
                          "memorization.")
         elif flagged:
             verdict = MEMORISED
-            statement = (f"{model} scores {quality} higher on seen than on unseen documents beyond the CI in "
+            statement = (f"{model} scores {quality} higher on seen than on {other} documents beyond the CI in "
                          f"{len(flagged)} of {len(rows)} conditions (largest gap {format_score(g)} in "
                          f"{worst.masking} / {worst.sampler}{recall}): flagged as memorization.")
         else:
             verdict = NO_GAP
-            statement = (f"{model}: no seen - unseen gap of {quality} outside its CI in {len(rows)} conditions "
+            statement = (f"{model}: no seen - {other} gap of {quality} outside its CI in {len(rows)} conditions "
                          f"(largest {format_score(g)}{recall}).")
         out.append(Memorisation(model=model, metric=metric, verdict=verdict, flagged=len(flagged),
                                 conditions=len(rows), largest=worst.id, gap=g, statement=statement))
     return out
 
 
-def _recall_pair(row: ConditionResult) -> str:
+def _recall_pair(row: ConditionResult, other: str) -> str:
     seen = row.seen.verbatim_recall if row.seen else None
-    unseen = row.unseen.verbatim_recall if row.unseen else None
-    if seen is None or unseen is None or seen.value is None or unseen.value is None:
+    block = getattr(row, other)
+    against = block.verbatim_recall if block else None
+    if seen is None or against is None or seen.value is None or against.value is None:
         return ""
-    return f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} unseen"
+    return f"; masked words regenerated verbatim: {seen.value:.1%} seen, {against.value:.1%} {other}"
 
 
 def baselines(results: RunResults) -> list[BaselineVerdict]:

@@ -5,8 +5,8 @@ A claim's verdict is decided by its 95% CI alone: "holds" when the CI excludes 0
 claim would decide on are checked for three caveats (:func:`caveats_of`), and a condition with one is left
 out of the claim: a model that never beat the best constant predictor on held-out text (it never left the
 unigram plateau), a condition that scores no better than filling every mask with one word or deleting the
-masked words (the trivial baselines), and a model whose seen - unseen gap lies outside its CI (it recites its
-training set). A result that rewards output shorter than the reference (ROUGE, BERTScore F1) holds a condition
+masked words (the trivial baselines), and a model whose seen - control gap (seen - unseen where the run holds no
+control documents) lies outside its CI (it recites its training set). A result that rewards output shorter than the reference (ROUGE, BERTScore F1) holds a condition
 to deletion on a main result that does not (:func:`deletion_bar`); memorisation is judged on the gap of the
 quality above the filler (:func:`memorisation_gap`). The downstream claims check their judge the same way: a
 downstream model that does not beat no training data when trained on the real documents (beyond its CI) cannot
@@ -26,7 +26,7 @@ from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, 
                         RoleQuality, RunResults, Score)
 
 __all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict", "correlation_verdict",
-           "combined", "caveats_of", "memorised", "memorisation_gap", "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
+           "combined", "caveats_of", "memorised", "memorisation_gap", "memorisation_control", "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
 def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
@@ -103,7 +103,8 @@ def summarise(caveats: Sequence[Caveat]) -> str:
         parts.append(f"{len(low)} condition(s) score no better than the filler or deletion (e.g. {low[0]})")
     memorised = list(dict.fromkeys(c.subject for c in caveats if c.kind == MEMORISED))
     if memorised:
-        parts.append(f"{len(memorised)} condition(s) memorised: seen - unseen gap outside its CI (e.g. {memorised[0]})")
+        parts.append(f"{len(memorised)} condition(s) memorised: their train documents scored above documents no model "
+                     f"trained on beyond the gap's CI (e.g. {memorised[0]})")
     parts += [c.text for c in caveats if c.kind == DOWNSTREAM]
     return "; ".join(parts)
 
@@ -175,19 +176,32 @@ def deletion_bar(block: RoleQuality, metric: str) -> str:
 
 
 def memorisation_gap(row: ConditionResult, metric: str) -> Score | None:
-    """The seen - unseen gap memorisation is judged on: that of ``row``'s quality above the filler, per document
-    (:attr:`ConditionResult.gap_above_filler`), so that a gap the filler shows too, one set of texts being easier
-    than the other, is not taken for recall; the raw quality's gap where the run has none (files written before)."""
-    above = row.gap_above_filler.get(metric)
-    return above if above is not None else row.gap.get(metric)
+    """The gap memorisation is judged on, of ``row``'s quality above the filler per document (so that a gap the
+    filler shows too, one set of texts being easier than the other, is not taken for recall): seen - control where
+    the run holds control documents (:attr:`ConditionResult.control_gap`: the train authors' texts no model learned,
+    so that a model that learned how the train authors write is not taken for one that recites their texts), else
+    seen - unseen (:attr:`ConditionResult.gap_above_filler`); the raw quality's seen - unseen gap where the run has
+    neither (files written before)."""
+    for gaps in (row.control_gap, row.gap_above_filler, row.gap):
+        if gaps:
+            return gaps.get(metric)
+    return None
+
+
+def memorisation_control(row: ConditionResult) -> tuple[str, bool]:
+    """(the document set :func:`memorisation_gap` sets the seen documents against: "control" or "unseen", whether
+    the gap is of the quality above the filler)."""
+    if row.control_gap:
+        return "control", True
+    return "unseen", bool(row.gap_above_filler)
 
 
 def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | None:
     """The one memorisation rule, as every face states it: ``row`` scores ``metric`` better on the documents its
-    model trained on than on unseen ones, beyond the gap's CI (:func:`memorisation_gap`: above the filler), and its
-    model learned something (a model still on the unigram plateau is reported as that: its gap is noise about a
-    constant, not recall). The sentence says which evidence fired: the quality gap, and the verbatim recall of
-    masked words beside it when the run has it."""
+    model trained on than on the control documents (unseen ones where the run holds none), beyond the gap's CI
+    (:func:`memorisation_gap`: above the filler), and its model learned something (a model still on the unigram
+    plateau is reported as that: its gap is noise about a constant, not recall). The sentence says which evidence
+    fired: the quality gap, and the verbatim recall of masked words beside it when the run has it."""
     gap = memorisation_gap(row, metric)
     if gap is None or gap.value is None or not gap.extra.get("significant"):
         return None
@@ -195,14 +209,16 @@ def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | N
     better_on_seen = -gap.value if score is not None and score.higher_is_better is False else gap.value
     if better_on_seen <= 0 or never_learned(row.model, model_record_of(results, row.model)):
         return None
+    other, above = memorisation_control(row)
+    against = row.control if other == "control" else row.unseen
     seen = row.seen.verbatim_recall if row.seen else None
-    unseen = row.unseen.verbatim_recall if row.unseen else None
+    unseen = against.verbatim_recall if against else None
     recall = ""
     if seen is not None and unseen is not None and seen.value is not None and unseen.value is not None:
-        recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} unseen"
+        recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} {other}"
                   + ("" if seen.value > unseen.value else " (recall alone would not flag it)"))
-    what = "above the filler " if metric in row.gap_above_filler else ""
-    return (f"{row.model} under {row.masking} memorised: its seen - unseen {metric} gap {what}{gap.value:+.3g} lies "
+    what = "above the filler " if above else ""
+    return (f"{row.model} under {row.masking} memorised: its seen - {other} {metric} gap {what}{gap.value:+.3g} lies "
             f"outside its CI (quality gap){recall}")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
-from mlmh.findings.verdicts import memorisation_gap
+from mlmh.findings.verdicts import memorisation_control, memorisation_gap
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
 from mlmh.storage.rundir import RunDir
@@ -55,10 +55,12 @@ def quality_table(results: RunResults, metrics: list[str], role: str | None = No
 
 
 def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
-    """Seen - unseen per condition: of each metric's quality above the filler where the run has it (what
-    memorisation is judged on, in bold when outside its CI), and of the verbatim recall."""
+    """The gap memorisation is judged on per condition (:func:`~mlmh.findings.verdicts.memorisation_gap`: seen - control
+    where the run holds control documents, else seen - unseen; of each metric's quality above the filler where the run
+    has it, in bold when outside its CI), and of the verbatim recall."""
     rows = []
-    above = any(row.gap_above_filler for row in results.conditions)
+    against, above = next((memorisation_control(row) for row in results.conditions if row.gap), ("unseen", False))
+    gaps = {"control": "control_gap", "unseen": "gap"}[against]
     for row in results.conditions:
         if not row.gap:
             continue
@@ -67,9 +69,9 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
             g = memorisation_gap(row, m)
             text = format_score(g)
             cells.append(f"**{text}**" if g is not None and g.extra.get("significant") else text)
-        cells.append(format_score(row.gap.get("verbatim_recall")))
+        cells.append(format_score(getattr(row, gaps).get("verbatim_recall")))
         rows.append(cells)
-    what = " above filler" if above else ""
+    what = (" seen - control" if against == "control" else "") + (" above filler" if above else "")
     return _table(["model", "masking", "sampler", *[f"{m} gap{what}" for m in metrics], "verbatim recall gap"],
                   rows) if rows else []
 

@@ -13,10 +13,11 @@ from mlmh.plugins.contracts import describe_error
 from mlmh.run.context import RunContext
 from mlmh.types import Corpus, Document
 
-#: the two document sets of every run: regenerations of train documents (the synthetic corpus of the
-#: paper's protocol) and of test documents that no model trained on or was selected on
-ROLES = ("seen", "unseen")
-SPLIT_OF_ROLE = {"seen": "train", "unseen": "test"}
+#: the document sets of a run: regenerations of train documents (the synthetic corpus of the paper's protocol), of
+#: test documents that no model trained on or was selected on, and, where the run holds one (``control``), of the
+#: train authors' texts no model learned (mlmh.data.splits.with_control), which memorisation is judged against
+ROLES = ("seen", "unseen", "control")
+SPLIT_OF_ROLE = {"seen": "train", "unseen": "test", "control": "control"}
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def mask_documents(plan: RunPlan, data: RunData, models: Mapping[str, LoadedMode
     masking that fails fails its conditions of that seed, and the others go on."""
     documents: dict[str, list[Document]] = {}
     cut: dict[str, int] = {}
-    for role in ROLES:
+    for role in (r for r in ROLES if r in data.documents):
         fitted, cut[role] = fit_to_windows(data.documents[role], [m.adapter for m in models.values()])
         documents[role] = fitted
         if cut[role]:
@@ -40,7 +40,7 @@ def mask_documents(plan: RunPlan, data: RunData, models: Mapping[str, LoadedMode
                      "pads the scores")
     # the real-text baseline of the downstream tasks trains on the same (cut) documents as the synthetic corpora
     train = subcorpus(data.corpus, documents["seen"])
-    every = [d for role in ROLES for d in documents[role]]
+    every = [d for role in documents for d in documents[role]]
     pairs = [(m, seed) for m in plan.maskings for seed in plan.config.seeds]
     ctx.bus.emit(StageStarted(stage="mask", total=len(pairs), description="masking documents"))
     items: dict[tuple[str, int], list[MaskedItem]] = {}

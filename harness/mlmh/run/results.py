@@ -30,7 +30,7 @@ from mlmh.run.mask import Masked
 from mlmh.run.models import LoadedModel
 from mlmh.run.score import Scores, per_sample
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, ConfigRecord, Correlation, Crossover, DatasetInfo, DocumentSet,
-                        Finding, Generation, GenerationCosts, ModelRecord, RunResults, Score, Versions)
+                        Finding, Generation, GenerationCosts, ModelRecord, RoleQuality, RunResults, Score, Versions)
 
 #: result fields that measure time, not outcome: resume and batch-size checks ignore them
 TIMING_KEYS = frozenset({"seconds", "tokens_per_s", "started_at", "finished_at", "timings"})
@@ -75,10 +75,11 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
         documents={role: DocumentSet(split=SPLIT_OF_ROLE[role], documents=len(masked.documents.get(role, [])),
                                      ids=[d.id for d in masked.documents.get(role, [])],
                                      groups=len({group_key(d) for d in masked.documents.get(role, [])}),
-                                     cut=masked.cut.get(role, 0)) for role in ROLES},
+                                     cut=masked.cut.get(role, 0))
+                   for role in ROLES if role != "control" or masked.documents.get(role)},
         headline=headline,
         filler_word=scores.filler_word,
-        n_samples=sum(len(docs) for docs in masked.documents.values()),  # per condition, seen + unseen
+        n_samples=sum(len(docs) for docs in masked.documents.values()),  # per condition, every set
         baseline=dict(tasks.baseline),
         correlations=list(correlations),
         models={spec: ModelRecord.of(m.identity, m.component.model_kind, m.training, m.component.short_spec)
@@ -98,25 +99,35 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
 
 def _condition_result(condition: Condition, headline: str, scores: Scores, tasks: TaskScores,
                       generations: Mapping[str, list[Generation]], log: RunLog) -> ConditionResult:
-    """One condition's quality per document set, its seen - unseen gap, downstream scores and generation
-    costs; a failed one says why it has none."""
+    """One condition's quality per document set, its seen - unseen gaps (and seen - control of the quality above the
+    filler, where the run holds control documents), downstream scores and generation costs; a failed one says why
+    it has none."""
     quality = scores.quality.get(condition.id, {})
     gaps: dict[str, Score] = {}
     above_filler: dict[str, Score] = {}
-    if "seen" in quality and "unseen" in quality:
-        seen, unseen = quality["seen"], quality["unseen"]
+    seen = quality.get("seen")
+    if seen is not None and "unseen" in quality:
+        unseen = quality["unseen"]
         pairs: list[tuple[str, Score | None, Score | None]] = [
             (name, score, unseen.metrics.get(name)) for name, score in seen.metrics.items()]
         pairs.append(("verbatim_recall", seen.verbatim_recall, unseen.verbatim_recall))
         gaps = _gaps(pairs)
         above_filler = _gaps([(name, score, unseen.above_filler.get(name)) for name, score in seen.above_filler.items()])
+    control = quality.get("control")
     return ConditionResult(
-        **condition.row(), seen=quality.get("seen"), unseen=quality.get("unseen"), gap=gaps,
+        **condition.row(), seen=seen, unseen=quality.get("unseen"), control=control, gap=gaps,
         gap_above_filler=above_filler,
+        control_gap=_control_gaps(seen, control) if seen is not None and control is not None else {},
         metrics=quality[headline].metrics if headline in quality else {},
         downstream=tasks.conditions.get(condition.id, {}),
         generation=GenerationCosts.of(generations.get(condition.id, [])),
         failed=log.failed.get(condition.id))
+
+
+def _control_gaps(seen: RoleQuality, control: RoleQuality) -> dict[str, Score]:
+    """seen - control of each metric's quality above the filler, and of the verbatim recall."""
+    pairs = [(name, score, control.above_filler.get(name)) for name, score in seen.above_filler.items()]
+    return _gaps(pairs + [("verbatim_recall", seen.verbatim_recall, control.verbatim_recall)])
 
 
 def _gaps(pairs: Sequence[tuple[str, Score | None, Score | None]]) -> dict[str, Score]:

@@ -188,7 +188,8 @@ ROLE_QUALITY = Maybe(Obj({"documents": int, "scored": int, "metrics": SCORES, "v
 NUMBERS = MapOf(Maybe(NUMBER))
 CONDITION = Obj({"id": str, "model": str, "model_kind": str, "masking": str, "sampler": str, "seed": int,
                  "masking_ratio": Maybe(NUMBER), "steps": Maybe(int), "seen": ROLE_QUALITY,
-                 "unseen": ROLE_QUALITY, "gap": SCORES, "gap_above_filler": SCORES, "metrics": SCORES,
+                 "unseen": ROLE_QUALITY, "control": ROLE_QUALITY, "gap": SCORES, "gap_above_filler": SCORES,
+                 "control_gap": SCORES, "metrics": SCORES,
                  "downstream": Maybe(MapOf(NUMBERS)), "generation": Maybe(Obj({
                      **{k: int for k in ("samples", "forward_passes", "generated_tokens", "tokens_processed",
                                          "truncated_tokens", "truncated_documents")},
@@ -275,7 +276,7 @@ RESULTS = Obj({
     "human": Maybe(HUMAN), "crossover": Maybe(CROSSOVER)}, required=("conditions",))
 #: the JSON shape of a run option's value, by how the option is written (mlmh.types.runconfig.SHAPES)
 OPTION_SHAPES = {"spec": str, "path": Maybe(str), "text": str, "specs": ListOf(str), "seeds": ListOf(int),
-                 "limit": NUMBER, "count": int, "flag": bool}
+                 "limit": NUMBER, "share": NUMBER, "count": int, "flag": bool}
 
 
 def run_config_shape() -> Obj:

@@ -302,7 +302,8 @@ def _scores(data: dict[str, Any] | None) -> dict[str, Score]:
 
 @dataclass
 class RoleQuality:
-    """A condition's quality on one document set: ``seen`` (train, what models learned from) or ``unseen`` (test)."""
+    """A condition's quality on one document set: ``seen`` (train, what models learned from), ``unseen`` (test) or
+    ``control`` (train authors' texts no model learned, where the run holds them)."""
 
     documents: int
     scored: int
@@ -382,8 +383,12 @@ class ConditionResult:
     seen: RoleQuality | None = None
     unseen: RoleQuality | None = None
     gap: dict[str, Score] = field(default_factory=dict)  # seen - unseen, with a CI
+    control: RoleQuality | None = None
     # seen - unseen of the quality above the filler (RoleQuality.above_filler): what memorisation is judged on
+    # where the run holds no control documents
     gap_above_filler: dict[str, Score] = field(default_factory=dict)
+    # seen - control of the quality above the filler, and of the verbatim recall: what memorisation is judged on
+    control_gap: dict[str, Score] = field(default_factory=dict)
     metrics: dict[str, Score] = field(default_factory=dict)  # the headline set's (RunResults.headline)
     downstream: dict[str, dict[str, float]] = field(default_factory=dict)
     generation: GenerationCosts = field(default_factory=GenerationCosts)
@@ -391,11 +396,13 @@ class ConditionResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConditionResult":
-        roles = {role: RoleQuality.from_dict(data[role]) if data.get(role) else None for role in ("seen", "unseen")}
+        roles = {role: RoleQuality.from_dict(data[role]) if data.get(role) else None
+                 for role in ("seen", "unseen", "control")}
         return cls(id=data["id"], model=data["model"], model_kind=data["model_kind"], masking=data["masking"],
                    sampler=data["sampler"], seed=data["seed"], masking_ratio=data.get("masking_ratio"),
                    steps=data.get("steps"), **roles, gap=_scores(data.get("gap")),
-                   gap_above_filler=_scores(data.get("gap_above_filler")), metrics=_scores(data.get("metrics")),
+                   gap_above_filler=_scores(data.get("gap_above_filler")), control_gap=_scores(data.get("control_gap")),
+                   metrics=_scores(data.get("metrics")),
                    downstream=data.get("downstream") or {},
                    generation=GenerationCosts.from_dict(data.get("generation") or {}),
                    failed=data.get("failed"))
@@ -407,13 +414,15 @@ class ConditionResult:
             out["masking_ratio"] = self.masking_ratio
         if self.steps is not None:
             out["steps"] = self.steps
-        for role in ("seen", "unseen"):
+        for role in ("seen", "unseen", "control"):
             if getattr(self, role) is not None:
                 out[role] = getattr(self, role).to_dict()
         if self.gap:
             out["gap"] = {k: v.to_dict() for k, v in self.gap.items()}
         if self.gap_above_filler:
             out["gap_above_filler"] = {k: v.to_dict() for k, v in self.gap_above_filler.items()}
+        if self.control_gap:
+            out["control_gap"] = {k: v.to_dict() for k, v in self.control_gap.items()}
         out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
         out["downstream"] = self.downstream
         out["generation"] = self.generation.to_dict()

@@ -24,7 +24,8 @@ SHAPES = {
     "text": "text",
     "specs": "a list of component specs; a flag repeats or takes a comma list",
     "seeds": "a list of integers >= 0; a flag repeats or takes a comma list",
-    "limit": "a count of documents, a fraction 0.x, or 0 for all",
+    "limit": "a number of documents, a fraction 0.x, or 0 for all",
+    "share": "a number of documents, a fraction 0.x, or 0 for none",
     "count": "an integer >= 1",
     "flag": "true or false",
 }
@@ -90,6 +91,10 @@ class RunConfig:
                               default_factory=lambda: [0], flag="--seed", metavar="N[,N...]")
     limit: int | float = option("Documents per condition: a count, a fraction, or 0 for all.", "limit", default=0,
                                 flag="--limit", metavar="N|0.x")
+    control: int | float = option("Train documents held out of training as the control memorisation is judged "
+                                  "against (texts of the train authors no model learns): a count, a fraction of train, "
+                                  "or 0 for none (then against the unseen documents).", "share", default=0,
+                                  flag="--control", metavar="N|0.x")
     batch_size: int = option("Generation batch size (results do not depend on it).", "count", default=8,
                              flag="--batch-size", bound=bounds.BATCH)
     log_samples: bool = option("Write samples.jsonl with every step trace and per-sample scores.", "flag",
