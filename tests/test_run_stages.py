@@ -226,9 +226,9 @@ def test_correlate_relates_seen_quality_to_downstream_scores_when_a_task_scored(
     assert correlate(plan.conditions, quality, {}, 0, ctx) == []
 
 
-def _every_stage(tmp_path):
+def _every_stage(tmp_path, **overrides):
     """The stage functions one after another, as the runner calls them: (plan, data, every stage's value)."""
-    plan, (ctx, _) = tiny_plan(), context()
+    plan, (ctx, _) = tiny_plan(**overrides), context()
     data = load_data(plan, ctx)
     models = load_models(plan, data.corpus, ctx)
     masked = mask_documents(plan, data, models, ctx)
@@ -253,6 +253,23 @@ def test_build_results_is_a_pure_function_of_the_stages_values(tmp_path):
     assert [row.id for row in built.results.conditions] == [c.id for c in plan.conditions]
     assert built.results.documents["unseen"].ids == [d.id for d in made["masked"].documents["unseen"]]
     assert built.results.notes == log.notes and built.results.findings
+
+
+def test_a_run_with_control_documents_scores_them_and_judges_memorisation_on_the_seen_control_gap(tmp_path):
+    plan, log, made = _every_stage(tmp_path, control=2)
+    results = build_results(plan, run_id="tiny", log=log, started=0.0, versions=Versions(), **made).results
+    assert results.documents["control"].documents == 2 and results.documents["control"].split == "control"
+    row = results.conditions[0]
+    assert row.control is not None and row.control.documents == 2
+    assert set(row.control_gap) == {*row.gap_above_filler, "verbatim_recall"}
+    report = render_markdown(results, [])
+    assert "### Seen - control gap" in report and "Memorization (seen - control gap" in report
+    assert all("control" in m.statement for m in results.comparisons.memorisation)
+    assert "control: 2 documents" in report  # the answer's grounds name the set
+    plain, plain_log, plain_made = _every_stage(tmp_path / "plain")
+    without = build_results(plain, run_id="tiny", log=plain_log, started=0.0, versions=Versions(), **plain_made).results
+    assert "control" not in without.documents and not without.conditions[0].control_gap
+    assert "### Seen - unseen gap" in render_markdown(without, [])
 
 
 def _built_with_a_failing_step(tmp_path, monkeypatch, step: str, error: str):

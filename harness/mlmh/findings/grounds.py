@@ -134,9 +134,10 @@ def _mentions(text: str, kind: str) -> bool:
 
 def data_line(results: RunResults) -> str:
     """The documents the findings stand on: each set's size, the groups it comes from and the documents cut to
-    the model window, and the groups validation held; "" for results written before these were kept."""
+    the model window (the control set's too, where the run held one), and the groups validation held; "" for results
+    written before these were kept."""
     parts = []
-    for role in ("unseen", "seen"):
+    for role in ("unseen", "seen", "control"):
         block = results.documents.get(role)
         if block is None or not block.documents or not block.groups:
             continue

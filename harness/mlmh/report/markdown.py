@@ -71,7 +71,7 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
             cells.append(f"**{text}**" if g is not None and g.extra.get("significant") else text)
         cells.append(format_score(getattr(row, gaps).get("verbatim_recall")))
         rows.append(cells)
-    what = (" seen - control" if against == "control" else "") + (" above filler" if above else "")
+    what = " above filler" if above else ""
     return _table(["model", "masking", "sampler", *[f"{m} gap{what}" for m in metrics], "verbatim recall gap"],
                   rows) if rows else []
 
@@ -292,10 +292,13 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
             lines += [f"More metrics{f' ({role})' if role else ''}:", ""] + quality_table(results, rest, role) + [""]
     gaps = gap_table(results, main_metrics(results, "unseen"))
     if gaps:
-        lines += ["### Seen - unseen gap", "", "Of each document's score above the filler's on the same masks, where the "
-                  "run has a filler (the seen and unseen documents are different texts, and a gap the filler shows "
-                  "too is theirs, not recall). Bold: the CI excludes 0; a learned model with a bold gap is flagged "
-                  "as memorised.", ""] + gaps + [""]
+        against = next((memorisation_control(row)[0] for row in results.conditions if row.gap), "unseen")
+        held = ("The control documents are texts of the train authors that no model trained on: the same authors, "
+                "texts learned or not. " if against == "control" else "")
+        lines += [f"### Seen - {against} gap", "", f"{held}Of each document's score above the filler's on the same "
+                  f"masks, where the run has a filler (the seen and {against} documents are different texts, and a gap "
+                  "the filler shows too is theirs, not recall). Bold: the CI excludes 0; a learned model with a bold "
+                  "gap is flagged as memorised.", ""] + gaps + [""]
     lines += training_section(results)
     down = downstream_table(results)
     if down:
