@@ -14,6 +14,7 @@ import fault_fakes
 import runner_fakes
 from mlmh.config.plan import RunPlan, build_plan
 from mlmh.config.presets import from_table
+from mlmh.data import splits
 from mlmh.data.selection import subcorpus
 from mlmh.errors import MlmhError, RunCancelled
 from mlmh.events import EventBus, Message, Progress, SampleGenerated, StageStarted
@@ -255,7 +256,8 @@ def test_build_results_is_a_pure_function_of_the_stages_values(tmp_path):
     assert built.results.notes == log.notes and built.results.findings
 
 
-def test_a_run_with_control_documents_scores_them_and_judges_memorisation_on_the_seen_control_gap(tmp_path):
+def test_a_run_with_control_documents_scores_them_and_judges_memorisation_on_the_seen_control_gap(tmp_path,
+                                                                                                 small_controls):
     plan, log, made = _every_stage(tmp_path, control=2)
     results = build_results(plan, run_id="tiny", log=log, started=0.0, versions=Versions(), **made).results
     assert results.documents["control"].documents == 2 and results.documents["control"].split == "control"
@@ -332,7 +334,13 @@ def test_a_stage_sees_only_what_it_is_given():
     assert set(RunLog.__dataclass_fields__) == {"notes", "errors", "failed", "timings", "generated"}
 
 
-def test_data_regenerates_the_control_documents_the_run_holds_out_of_training():
+@pytest.fixture
+def small_controls(monkeypatch):
+    """Control sets of a document or two (a run holds none under CONTROL_MIN): the fake dataset has 12 train documents."""
+    monkeypatch.setattr(splits, "CONTROL_MIN", 1)
+
+
+def test_data_regenerates_the_control_documents_the_run_holds_out_of_training(small_controls):
     plan, (ctx, _) = tiny_plan(control=1), context()
     data = load_data(plan, ctx)
     control = data.documents["control"]

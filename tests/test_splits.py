@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from mlmh.data import splits
 from mlmh.data.splits import check_roles, describe_validation, hold_out, with_control, with_validation
 from mlmh.errors import DataError
 from mlmh.types import Corpus, Document, Pair
@@ -139,6 +140,12 @@ def test_hold_out_takes_whole_groups_seeded_and_near_the_fraction():
 
 
 # -- the control split: train authors' texts no model learns ---------------------------------------------------------
+@pytest.fixture
+def small_controls(monkeypatch):
+    """Control sets of any size, for corpora of a few documents (a run holds none under CONTROL_MIN)."""
+    monkeypatch.setattr(splits, "CONTROL_MIN", 1)
+
+
 def _authored(per_author=(6, 6, 4, 1), pairs=False) -> Corpus:
     docs = [Document(id=f"a{a}-{i}", text=f"author {a} text {i}", author=f"a{a}", group=f"a{a}")
             for a, n in enumerate(per_author) for i in range(n)]
@@ -150,7 +157,7 @@ def _authored(per_author=(6, 6, 4, 1), pairs=False) -> Corpus:
     return Corpus(dataset="made-up", documents=docs, source="test", pairs=pair_list)
 
 
-def test_control_holds_out_train_texts_of_train_authors_leaving_each_author_most_of_theirs():
+def test_control_holds_out_train_texts_of_train_authors_leaving_each_author_most_of_theirs(small_controls):
     before = _authored()
     after = with_control(before, 5)
     control = after.split("control")
@@ -166,12 +173,12 @@ def test_control_holds_out_train_texts_of_train_authors_leaving_each_author_most
     check_roles(after)
 
 
-def test_control_is_chosen_by_the_ids_alone_and_a_fraction_counts_train():
+def test_control_is_chosen_by_the_ids_alone_and_a_fraction_counts_train(small_controls):
     assert _ids(with_control(_authored(), 0.3), "control") == _ids(with_control(_authored(), 5), "control")
     assert _ids(with_control(_authored(), 0.3), "control") == _ids(with_control(_authored(), 0.3), "control")
 
 
-def test_control_takes_whole_pairs_and_never_a_text_a_train_document_repeats():
+def test_control_takes_whole_pairs_and_never_a_text_a_train_document_repeats(small_controls):
     after = with_control(_authored(pairs=True), 4)
     control = _ids(after, "control")
     assert len(control) == 4
@@ -184,8 +191,10 @@ def test_control_takes_whole_pairs_and_never_a_text_a_train_document_repeats():
     assert not {"a0-0", "a0-1"} & _ids(with_control(repeated, 8), "control")
 
 
-def test_control_without_an_author_with_two_texts_says_so_and_moves_nothing():
-    after = with_control(_authored(per_author=(1, 1, 1)), 2)
-    assert not after.split("control") and any("no train document can be held out" in n for n in after.notes)
-    ungrouped = Corpus("made-up", [Document(id=f"d{i}", text=f"text {i}") for i in range(10)], "test")
-    assert len(with_control(ungrouped, 0.2).split("control")) == 2  # no groups declared: any document may move
+def test_control_under_its_minimum_is_not_held_out_and_the_notes_say_so():
+    few = with_control(_authored(per_author=(1, 1, 1)), 2)
+    assert not few.split("control") and any("control split: none held out; 0 of the 2" in n for n in few.notes)
+    ungrouped = Corpus("made-up", [Document(id=f"d{i}", text=f"text {i}") for i in range(200)], "test")
+    assert len(with_control(ungrouped, 0.1).split("control")) == 20  # no groups declared: any document may move
+    small = with_control(ungrouped, splits.CONTROL_MIN - 1)
+    assert not small.split("control") and f"under {splits.CONTROL_MIN} documents" in small.notes[-1]
