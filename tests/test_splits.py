@@ -185,6 +185,12 @@ def test_control_takes_whole_pairs_and_never_a_text_a_train_document_repeats(sma
     moved = [p for p in after.pairs if p.split == "control"]
     assert {d for p in moved for d in (p.a, p.b)} == control  # the pairs moved with their documents
     check_roles(after)
+    shared = _authored(pairs=True)  # a document in a second pair: that pair is left out, never split across roles
+    shared = dataclasses.replace(shared, pairs=[*shared.pairs, *(Pair(id=f"x{i}", a=p.a, b="a2-3", same=False)
+                                                                 for i, p in enumerate(shared.pairs))])
+    crossed = with_control(shared, 4)
+    check_roles(crossed)
+    assert any("train pair(s) joining train and control documents left out" in n for n in crossed.notes)
     repeated = _authored()
     repeated = dataclasses.replace(repeated, documents=[dataclasses.replace(d, text="shared text") if d.id in ("a0-0", "a0-1")
                                                         else d for d in repeated.documents])

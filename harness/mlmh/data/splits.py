@@ -138,7 +138,7 @@ def with_control(corpus: Corpus, wanted: int | float) -> Corpus:
         if len(moved) >= target:
             break
         documents = [by_id[i] for i in unit]
-        if any(texts[d.text] > 1 for d in documents):
+        if any(texts[d.text] > 1 for d in documents) or moved.intersection(unit):
             continue
         adds: dict[str, int] = defaultdict(int)
         for d in documents:
@@ -154,12 +154,20 @@ def with_control(corpus: Corpus, wanted: int | float) -> Corpus:
             f"of each group's texts, whole pairs), and a control set under {CONTROL_MIN} documents gives no CI worth "
             "reading: memorisation is judged against the unseen documents")])
     documents = [dataclasses.replace(d, split="control") if d.id in moved else d for d in corpus.documents]
-    pairs = [dataclasses.replace(p, split="control") if p.split == "train" and p.a in moved else p for p in corpus.pairs]
+    pairs, crossing = [], 0
+    for pair in corpus.pairs:
+        inside = (pair.a in moved) + (pair.b in moved) if pair.split == "train" else 0
+        if inside == 1:  # a document in two pairs: the other pair would join train and control
+            crossing += 1
+            continue
+        pairs.append(dataclasses.replace(pair, split="control") if inside == 2 else pair)
     groups = len({group_key(by_id[i]) for i in moved})
     drawn = f"{groups} train group(s), at most half of each group's" if grouped else "documents"
-    note = (f"control split: {len(moved)} of {len(train)} train documents ({drawn}) held out of training, chosen by a "
-            "hash of their ids: what memorisation is judged against")
-    return dataclasses.replace(corpus, documents=documents, pairs=pairs, notes=[*corpus.notes, note])
+    notes = [*corpus.notes, f"control split: {len(moved)} of {len(train)} train documents ({drawn}) held out of "
+             "training, chosen by a hash of their ids: what memorisation is judged against"]
+    if crossing:
+        notes.append(f"control split: {crossing} train pair(s) joining train and control documents left out")
+    return dataclasses.replace(corpus, documents=documents, pairs=pairs, notes=notes)
 
 
 def describe_validation(corpus: Corpus) -> str:
