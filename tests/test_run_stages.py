@@ -266,6 +266,7 @@ def test_a_run_with_control_documents_scores_them_and_judges_memorisation_on_the
     assert set(row.control_gap) == {*row.gap_above_filler, "verbatim_recall"}
     report = render_markdown(results, [])
     assert "### Seen - control gap" in report and "Memorization (seen - control gap" in report
+    assert "### On control documents (train authors' texts held out of training" in report
     assert all("control" in m.statement for m in results.comparisons.memorisation)
     assert "control: 2 documents" in report  # the answer's grounds name the set
     plain, plain_log, plain_made = _every_stage(tmp_path / "plain")

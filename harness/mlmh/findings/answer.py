@@ -13,7 +13,9 @@ from mlmh.types import Finding, RunResults
 from mlmh.types.result_blocks import Comparisons
 
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
-              "seen": "seen documents (train split: the models learned from them)"}
+              "seen": "seen documents (train split: the models learned from them)",
+              "control": "control documents (train authors' texts held out of training: what memorisation is judged "
+                         "against)"}
 
 
 # -- the answer: the findings -----------------------------------------------------------------------------

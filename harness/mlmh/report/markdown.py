@@ -282,6 +282,8 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
     lines += ["## Generation quality", "", "Bold: best per column. Brackets: bootstrap 95% CI over documents. "
               "Verbatim recall: share of masked words regenerated exactly.", ""]
     shown: Sequence[str | None] = present or [None]
+    if present and any(row.control is not None for row in results.conditions):
+        shown = [*present, "control"]  # what memorisation is judged against, as the seen documents are shown
     for role in shown:
         metrics = main_metrics(results, role)
         rest = [m for m in metric_names(results, role) if m not in metrics]
