@@ -6,12 +6,12 @@ claim would decide on are checked for three caveats (:func:`caveats_of`), and a 
 out of the claim: a model that never beat the best constant predictor on held-out text (it never left the
 unigram plateau), a condition that scores no better than filling every mask with one word or deleting the
 masked words (the trivial baselines), and a model whose seen - control gap (seen - unseen where the run holds no
-control documents) lies outside its CI (it recites its training set). A result that rewards output shorter than the reference (ROUGE, BERTScore F1) holds a condition
-to deletion on a main result that does not (:func:`deletion_bar`); memorisation is judged on the gap of the
-quality above the filler (:func:`memorisation_gap`). The downstream claims check their judge the same way: a
-downstream model that does not beat no training data when trained on the real documents (beyond its CI) cannot
-tell useful synthetic text from useless, so those claims are "not comparable" on it. When nothing is left, the finding is "not comparable"
-and says why.
+control documents) lies outside its CI (it recites its training set). A result that rewards output shorter than the
+reference (ROUGE, BERTScore F1) holds a condition to deletion on a main result that does not (:func:`deletion_bar`);
+memorisation is judged on the gap of the quality above the filler (:func:`memorisation_gap`). The downstream claims
+check their judge the same way: a downstream model that does not beat no training data when trained on the real
+documents (beyond its CI) cannot tell useful synthetic text from useless, so those claims are "not comparable" on it.
+When nothing is left, the finding is "not comparable" and says why.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from mlmh.training.stopping import beats_constant
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
                         RoleQuality, RunResults, Score)
 
-__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict", "correlation_verdict",
-           "combined", "caveats_of", "memorised", "memorisation_gap", "memorisation_control", "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
+__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict",
+           "correlation_verdict", "combined", "caveats_of", "memorised", "memorisation_gap", "memorisation_control",
+           "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
 def verdict(ci_low: float | None, ci_high: float | None, direction: int) -> str:
@@ -212,11 +213,11 @@ def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | N
     other, above = memorisation_control(row)
     against = row.control if other == "control" else row.unseen
     seen = row.seen.verbatim_recall if row.seen else None
-    unseen = against.verbatim_recall if against else None
+    held = against.verbatim_recall if against else None
     recall = ""
-    if seen is not None and unseen is not None and seen.value is not None and unseen.value is not None:
-        recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {unseen.value:.1%} {other}"
-                  + ("" if seen.value > unseen.value else " (recall alone would not flag it)"))
+    if seen is not None and held is not None and seen.value is not None and held.value is not None:
+        recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {held.value:.1%} {other}"
+                  + ("" if seen.value > held.value else " (recall alone would not flag it)"))
     what = "above the filler " if above else ""
     return (f"{row.model} under {row.masking} memorised: its seen - {other} {metric} gap {what}{gap.value:+.3g} lies "
             f"outside its CI (quality gap){recall}")
