@@ -164,7 +164,7 @@ def summary_table(results: Any, width: int) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.findings.verdicts import memorisation_control, memorisation_gap
+    from mlmh.findings.verdicts import memorisation_gap, memorisation_set
     from mlmh.results import best_conditions, document_counts, format_score, higher_is_better, main_metrics, roles
 
     role = results.headline
@@ -176,7 +176,7 @@ def summary_table(results: Any, width: int) -> Any:
                         f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
     best = {m: best_conditions(results, m, role) for m in metrics}
     headers = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
-    against, above = next((memorisation_control(row) for row in results.conditions if row.gap), ("unseen", False))
+    against, above = memorisation_set(results)
     headers += [f"{metrics[0]} seen", f"seen - {against}" + (" above filler" if above else "")] if both else []
     numbers = []
     for row in results.conditions:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -121,33 +121,25 @@ def with_control(corpus: Corpus, wanted: int | float) -> Corpus:
     if target < 1:
         return corpus
     grouped = any(d.group is not None for d in train)
-    size: dict[str, int] = defaultdict(int)
-    for document in train:
-        size[group_key(document)] += 1
+    size = Counter(group_key(d) for d in train)
+    texts = Counter(d.text for d in train)
     by_id = {d.id: d for d in train}
-    texts: dict[str, int] = defaultdict(int)
-    for document in train:
-        texts[document.text] += 1
-    paired = {doc for p in corpus.pairs if p.split == "train" and p.a in by_id and p.b in by_id for doc in (p.a, p.b)}
     units: list[tuple[str, ...]] = [(p.a, p.b) for p in corpus.pairs
                                     if p.split == "train" and p.a in by_id and p.b in by_id]
+    paired = {doc for unit in units for doc in unit}
     units += [(d.id,) for d in train if d.id not in paired]
     moved: set[str] = set()
-    taken: dict[str, int] = defaultdict(int)
+    taken: Counter[str] = Counter()
     for unit in sorted(units, key=lambda u: hashlib.sha256("\x1f".join(("control", *u)).encode("utf-8")).hexdigest()):
         if len(moved) >= target:
             break
-        documents = [by_id[i] for i in unit]
-        if any(texts[d.text] > 1 for d in documents) or moved.intersection(unit):
+        if any(texts[by_id[i].text] > 1 for i in unit) or moved.intersection(unit):
             continue
-        adds: dict[str, int] = defaultdict(int)
-        for d in documents:
-            adds[group_key(d)] += 1
+        adds = Counter(group_key(by_id[i]) for i in unit)
         if grouped and any(2 * (taken[g] + n) > size[g] for g, n in adds.items()):
             continue
         moved.update(unit)
-        for g, n in adds.items():
-            taken[g] += n
+        taken.update(adds)
     if len(moved) < CONTROL_MIN:
         return dataclasses.replace(corpus, notes=[*corpus.notes, (
             f"control split: none held out; {len(moved)} of the {target} train documents asked could be (at most half "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Sequence
 
 from mlmh.findings.grounds import data_line
-from mlmh.findings.verdicts import memorisation_control
+from mlmh.findings.verdicts import memorisation_set
 from mlmh.results import roles
 from mlmh.types import Finding, RunResults
 from mlmh.types.result_blocks import Comparisons
@@ -83,8 +83,7 @@ def comparison_sections(results: RunResults, *, markdown: bool = True) -> list[S
         sections.append(Section("Where seen and unseen documents disagree:",
                                 [_stated(d.statement, d.metric, markdown) for d in block.disagreements]
                                 or ["Nowhere: the MLM-CLM verdict is the same on both sets."]))
-        against = next((memorisation_control(row)[0] for row in results.conditions if row.gap), "unseen")
-        sections.append(Section(f"Memorization (seen - {against} gap; flagged when its 95% CI excludes 0):",
+        sections.append(Section(f"Memorization (seen - {memorisation_set(results)[0]} gap; flagged when its 95% CI excludes 0):",
                                 [_stated(m.statement, m.model, markdown) for m in block.memorisation]
                                 or ["No gap could be computed."]))
     if block.baselines:

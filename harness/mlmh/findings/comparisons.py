@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from mlmh.config.declared import baseline_results
 from mlmh.findings.verdicts import (REWARDS_DELETION, caveats_of, deletion_bar, memorisation_control, memorisation_gap,
-                                    memorised, never_learned, summarise)
+                                    memorised, never_learned, recall_clause, summarise)
 from mlmh.results import (better, format_number, format_score, higher_is_better, main_metrics, model_label,
                           model_record_of, roles)
 from mlmh.types import ConditionResult, RunResults, Score
@@ -170,7 +170,7 @@ def memorisation(results: RunResults) -> list[Memorisation]:
         flagged = [r for r in rows if memorised(results, r, metric)]
         worst, g = max(gapped, key=lambda pair: pair[1].value or 0.0)
         other, above = memorisation_control(worst)
-        recall = _recall_pair(worst, other)
+        recall = recall_clause(worst)
         quality = f"{metric} above the filler" if above else metric
         if never_learned(model, model_record_of(results, model)):
             verdict = ON_PLATEAU
@@ -189,15 +189,6 @@ def memorisation(results: RunResults) -> list[Memorisation]:
         out.append(Memorisation(model=model, metric=metric, verdict=verdict, flagged=len(flagged),
                                 conditions=len(rows), largest=worst.id, gap=g, statement=statement))
     return out
-
-
-def _recall_pair(row: ConditionResult, other: str) -> str:
-    seen = row.seen.verbatim_recall if row.seen else None
-    block = getattr(row, other)
-    against = block.verbatim_recall if block else None
-    if seen is None or against is None or seen.value is None or against.value is None:
-        return ""
-    return f"; masked words regenerated verbatim: {seen.value:.1%} seen, {against.value:.1%} {other}"
 
 
 def baselines(results: RunResults) -> list[BaselineVerdict]:

@@ -27,6 +27,7 @@ from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, 
 
 __all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict",
            "correlation_verdict", "combined", "caveats_of", "memorised", "memorisation_gap", "memorisation_control",
+           "memorisation_set", "recall_clause",
            "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
@@ -197,6 +198,26 @@ def memorisation_control(row: ConditionResult) -> tuple[str, bool]:
     return "unseen", bool(row.gap_above_filler)
 
 
+def memorisation_set(results: RunResults) -> tuple[str, bool]:
+    """:func:`memorisation_control` for a whole run, as the faces head their gap columns and sections: every
+    condition of a run has the same document sets, so the first with a gap speaks for all."""
+    return next((memorisation_control(row) for row in results.conditions if row.gap), ("unseen", False))
+
+
+def recall_clause(row: ConditionResult, *, say_when_lower: bool = False) -> str:
+    """"; masked words regenerated verbatim: A% seen, B% control" (or unseen: the set :func:`memorisation_gap` reads),
+    or "" without both recalls; ``say_when_lower`` adds that recall alone would not flag a seen recall not above."""
+    other = memorisation_control(row)[0]
+    against = row.control if other == "control" else row.unseen
+    seen = row.seen.verbatim_recall if row.seen else None
+    held = against.verbatim_recall if against else None
+    if seen is None or held is None or seen.value is None or held.value is None:
+        return ""
+    lower = say_when_lower and not seen.value > held.value
+    return (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {held.value:.1%} {other}"
+            + (" (recall alone would not flag it)" if lower else ""))
+
+
 def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | None:
     """The one memorisation rule, as every face states it: ``row`` scores ``metric`` better on the documents its
     model trained on than on the control documents (unseen ones where the run holds none), beyond the gap's CI
@@ -211,13 +232,7 @@ def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | N
     if better_on_seen <= 0 or never_learned(row.model, model_record_of(results, row.model)):
         return None
     other, above = memorisation_control(row)
-    against = row.control if other == "control" else row.unseen
-    seen = row.seen.verbatim_recall if row.seen else None
-    held = against.verbatim_recall if against else None
-    recall = ""
-    if seen is not None and held is not None and seen.value is not None and held.value is not None:
-        recall = (f"; masked words regenerated verbatim: {seen.value:.1%} seen, {held.value:.1%} {other}"
-                  + ("" if seen.value > held.value else " (recall alone would not flag it)"))
+    recall = recall_clause(row, say_when_lower=True)
     what = "above the filler " if above else ""
     return (f"{row.model} under {row.masking} memorised: its seen - {other} {metric} gap {what}{gap.value:+.3g} lies "
             f"outside its CI (quality gap){recall}")

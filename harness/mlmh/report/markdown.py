@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
-from mlmh.findings.verdicts import memorisation_control, memorisation_gap
+from mlmh.findings.verdicts import memorisation_gap, memorisation_set
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
 from mlmh.storage.rundir import RunDir
@@ -59,8 +59,7 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
     where the run holds control documents, else seen - unseen; of each metric's quality above the filler where the run
     has it, in bold when outside its CI), and of the verbatim recall."""
     rows = []
-    against, above = next((memorisation_control(row) for row in results.conditions if row.gap), ("unseen", False))
-    gaps = {"control": "control_gap", "unseen": "gap"}[against]
+    above = memorisation_set(results)[1]
     for row in results.conditions:
         if not row.gap:
             continue
@@ -69,7 +68,7 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
             g = memorisation_gap(row, m)
             text = format_score(g)
             cells.append(f"**{text}**" if g is not None and g.extra.get("significant") else text)
-        cells.append(format_score(getattr(row, gaps).get("verbatim_recall")))
+        cells.append(format_score((row.control_gap or row.gap).get("verbatim_recall")))
         rows.append(cells)
     what = " above filler" if above else ""
     return _table(["model", "masking", "sampler", *[f"{m} gap{what}" for m in metrics], "verbatim recall gap"],
@@ -294,7 +293,7 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
             lines += [f"More metrics{f' ({role})' if role else ''}:", ""] + quality_table(results, rest, role) + [""]
     gaps = gap_table(results, main_metrics(results, "unseen"))
     if gaps:
-        against = next((memorisation_control(row)[0] for row in results.conditions if row.gap), "unseen")
+        against = memorisation_set(results)[0]
         held = ("The control documents are texts of the train authors that no model trained on: the same authors, "
                 "texts learned or not. " if against == "control" else "")
         lines += [f"### Seen - {against} gap", "", f"{held}Of each document's score above the filler's on the same "
