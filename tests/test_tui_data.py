@@ -106,37 +106,54 @@ def write_run(directory: Path, *, samples: bool = True, generations: bool = True
 #: what a real run's samples are named by: a UUID and the chunk of the document (36 + 2 characters)
 UUIDS = ["64669e46-6b66-47ab-bedb-1fd22fe71799-1", "fcea0911-2c3d-4b5e-8f70-a1b2c3d74405-2"]
 WIDE_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor", "bertscore", "stutter", "novelty")
+#: sacreBLEU's 0-100 scale, where a learned and an unlearned model lie an order of magnitude apart
+WIDE_BLEU = {"mlm": (71.6, 2.1), "clm": (4.882, 0.9)}
 
 
 def wide_condition(cid: str, model: str, masking: str, base: float) -> dict:
-    """A condition of a real-sized run: eight metrics with CIs, three downstream scores, a fixed-ratio masking."""
+    """A condition of a real-sized run: eight metrics with CIs (BLEU on its 0-100 scale), three downstream
+    scores, a fixed-ratio masking."""
     metrics = {name: {"value": round(base + i / 100, 3), "ci_low": round(base + i / 100 - 0.02, 3),
                       "ci_high": round(base + i / 100 + 0.02, 3), "higher_is_better": name != "stutter"}
                for i, name in enumerate(WIDE_METRICS)}
+    kind = "mlm" if "mlm" in model else "clm"
+    bleu, half = WIDE_BLEU[kind]
+    metrics["bleu"] = {"value": bleu, "ci_low": round(bleu - half, 3), "ci_high": round(bleu + half, 3),
+                       "higher_is_better": True}
     scores = {"authorship-verification": {"auc": base, "c@1": base - 0.1, "f1": base - 0.05}}
-    return with_roles({"id": cid, "model": model, "model_kind": "mlm" if "mlm" in model else "clm", "masking": masking,
-                       "masking_ratio": None, "sampler": "mask-predict:steps=4" if "mlm" in model else "clm-infill",
+    return with_roles({"id": cid, "model": model, "model_kind": kind, "masking": masking,
+                       "masking_ratio": None, "sampler": "mask-predict:steps=4" if kind == "mlm" else "clm-infill",
                        "steps": 3, "seed": 0, "metrics": metrics, "downstream": scores,
                        "generation": {"forward_passes": 30, "tokens_per_s": 100.0, "seconds": 1.0, "samples": 2}})
 
 
-def write_wide_run(directory: Path) -> Path:
+def trained(kind: str, accuracy: float) -> dict:
+    """A ``models`` entry of a trained-* model whose card says how it did against the best constant (0.095)."""
+    return {"identity": f"trained-{kind}:pan-{kind}-tiny-0", "label": f"trained-{kind}:size=tiny,max_steps=40",
+            "model_kind": kind, "training": {"heldout_accuracy": accuracy, "best_constant_accuracy": 0.095,
+                                             "beats_constant": accuracy > 0.095}}
+
+
+def write_wide_run(directory: Path, ids: list[str] = UUIDS) -> Path:
     """A run as wide as the quick preset's: more columns than 140 terminal columns hold, no masking swept over
-    ratios (so no ratio curve), and samples named by UUIDs."""
+    ratios (so no ratio curve), samples named by ``ids`` (UUIDs), and a CLM that never left the unigram plateau,
+    so the answer leaves its conditions out (though it scores best on stutter)."""
     conditions = [wide_condition(f"{model} | {masking} | {sampler} | seed=0", model, masking, base)
                   for model, sampler, base in (("trained-mlm:size=tiny,max_steps=40", "mask-predict:steps=4", 0.6),
                                                ("trained-clm:size=tiny,max_steps=40", "clm-infill", 0.5))
                   for masking in ("stopwords", "punctuation")]
     write_run(directory)
     results = json.loads((directory / "results.json").read_text(encoding="utf-8"))
-    results.update(conditions=conditions, baseline={"authorship-verification": {"auc": 0.8, "c@1": 0.7, "f1": 0.75}})
+    results.update(conditions=conditions, baseline={"authorship-verification": {"auc": 0.8, "c@1": 0.7, "f1": 0.75}},
+                   models={"trained-mlm:size=tiny,max_steps=40": trained("mlm", 0.31),
+                           "trained-clm:size=tiny,max_steps=40": trained("clm", 0.061)})
     (directory / "results.json").write_text(json.dumps(results), encoding="utf-8")
     with (directory / "samples.jsonl").open("w", encoding="utf-8") as fh:
         for c in conditions:
-            for doc, role in zip(UUIDS, ("seen", "unseen")):
+            for doc, role, bleu in zip(ids, ("seen", "unseen"), (71.6, 4.882)):
                 generation = to_dict(mlm_generation(doc, c["model"]))
                 fh.write(json.dumps({"condition": c["id"], "role": role, "generation": generation,
-                                     "metrics": {"bleu": 0.5}}) + "\n")
+                                     "metrics": {"bleu": bleu, "rouge1": 0.5}}) + "\n")
     (directory / "generations.jsonl").unlink()
     return directory
 
@@ -229,4 +246,19 @@ def test_legend_labels_drop_shared_parameters_and_elide_in_the_middle():
         "trained-mlm:size=tiny one-shot", "trained-mlm:size=small one-shot"]  # what differs stays
     long = legend_labels(["hf-mlm:path=…/checkpoints/a-very-long-name mask-predict:steps=10"], width=20)[0]
     assert len(long) == 20 and long.startswith("hf-mlm") and long.endswith("steps=10")
-    assert short_id(UUIDS[0]) == "64669e…71799-1" and short_id("d1") == "d1"
+    assert short_id(UUIDS[0]) == UUIDS[0] and short_id("d1") == "d1"
+
+
+def test_ids_are_cut_at_their_end_and_numbers_in_one_format_per_column():
+    from mlmh.tui.labels import distinct_specs, number, short_id
+
+    # cut in the middle, both were "py:sel…egister"
+    assert [short_id(i, 16) for i in ("py:selectors.register", "py:selectors.unregister")] == [
+        "py:selectors.re…", "py:selectors.un…"]
+    assert short_id(UUIDS[0], 12) == "64669e46-6b…"
+    assert [number(v, like=71.6) for v in (71.6, 4.882, 0.18)] == ["71.6", "4.9", "0.2"]
+    assert [number(v, like=0.61) for v in (0.61, 0.02)] == ["0.610", "0.020"]
+    assert distinct_specs(["trained-mlm:size=tiny,max_steps=40", "trained-clm:size=tiny,max_steps=40"]) == {
+        "trained-mlm:size=tiny,max_steps=40": "trained-mlm", "trained-clm:size=tiny,max_steps=40": "trained-clm"}
+    assert distinct_specs(["mask-predict:steps=4", "clm-infill"])["mask-predict:steps=4"] == "mask-predict:steps=4"
+    assert distinct_specs(["trained-mlm:size=tiny"]) == {"trained-mlm:size=tiny": "trained-mlm:size=tiny"}

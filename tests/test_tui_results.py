@@ -3,6 +3,7 @@ or seen documents with its baselines, sorting, best marks, plots and drill-down 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -62,7 +63,9 @@ async def test_results_table_sorts_and_marks_best(tmp_path):
         table = app.screen.query_one(ResultsTable)
         assert row_ids(table) == [c["id"] for c in CONDITIONS]
         bleu_best = table.get_cell(CONDITIONS[0]["id"], "metric:bleu")
-        assert "★" in bleu_best.plain and "[0.560,0.660]" in bleu_best.plain
+        assert "★" in bleu_best.plain and "0.610 ±0.050" in bleu_best.plain  # the CI's wider half
+        await pilot.press("c")  # the whole CIs
+        assert "0.610 [0.560,0.660] ★" in table.get_cell(CONDITIONS[0]["id"], "metric:bleu").plain
         # stutter: lower is better, so the best is the condition with the highest rouge (the first)
         assert "★" in table.get_cell(CONDITIONS[0]["id"], "metric:stutter").plain
         assert "★" not in table.get_cell(CONDITIONS[3]["id"], "metric:bleu").plain
@@ -151,7 +154,7 @@ async def test_a_run_without_samples_jsonl_shows_the_texts_of_generations_jsonl(
         assert "2 samples (1 unseen, 1 seen)" in label and "step traces need log_samples = true" in label
         trace = screen.query_one("#res-trace", TraceView)
         assert trace.generation.text == "everything is very fast in football." and trace.frames == []
-        assert trace.title == "hf-mlm · d1" and trace.border_title == "hf-mlm · d1"  # the model and the whole id
+        assert trace.title == "d1 · hf-mlm" and trace.border_title == "d1 · hf-mlm"  # the whole id, then the model
         assert screen.query_one("#res-sample-list").option_count == 2
 
 
@@ -187,7 +190,7 @@ async def test_the_table_labels_its_document_set_and_shows_the_baselines(tmp_pat
         screen = app.screen
         table = screen.query_one(ResultsTable)
         note = str(screen.query_one("#res-table-note").render())
-        assert "scores on unseen documents (never trained on)" in note and "u: seen" in note
+        assert note.startswith("unseen documents (never trained on)") and "u: seen" in note
         assert table.get_cell(CONDITIONS[0]["id"], "metric:bleu").plain.startswith("0.610")
         keys = [str(row.key.value) for row in table.ordered_rows]
         assert keys[4:] == ["baseline:filler:random:ratio=0.15", "baseline:deletion:random:ratio=0.15",
@@ -198,7 +201,7 @@ async def test_the_table_labels_its_document_set_and_shows_the_baselines(tmp_pat
         await pilot.press("s")  # sorting moves the conditions only
         assert [str(row.key.value) for row in table.ordered_rows][4:] == keys[4:]
         await pilot.press("u")
-        assert screen.role == "seen" and "scores on seen documents (trained on)" in str(screen.query_one("#res-table-note").render())
+        assert screen.role == "seen" and "seen documents (trained on)" in str(screen.query_one("#res-table-note").render())
         assert table.get_cell(CONDITIONS[0]["id"], "metric:bleu").plain.startswith("0.660")
         table.move_cursor(row=table.get_row_index("baseline:filler:random:ratio=0.3"))
         await pilot.press("enter")  # a baseline has no samples: nothing to drill into
@@ -321,3 +324,85 @@ async def test_an_empty_plot_is_left_out_and_said_in_one_line(tmp_path):
         assert "no masking swept over two or more ratios" in str(screen.query_one("#res-plots-note").render())
         legend = plain(screen.query_one("#res-plot-downstream").plt.build())
         assert "trained-mlm mask-predict:steps=4" in legend and "max_steps=40" not in legend  # shared params left out
+
+
+# -- a real-sized run at 100 and 140 columns ------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def wide_run_at(tmp_path, width: int, *keys: str, height: int = 24, ids: list[str] = UUIDS):
+    """The app's pilot on the wide run at ``width`` columns, after ``keys``."""
+    app = create_app(run_dir=str(write_wide_run(tmp_path / f"run{width}", ids=ids)))
+    async with app.run_test(size=(width, height)) as pilot:
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        yield pilot
+
+
+def whole_metric_columns(table: ResultsTable) -> int:
+    """Metric columns drawn whole at the table's current width (the label columns and the partly drawn last
+    one left out)."""
+    metrics = [c for c in table.table_columns if c.key.startswith("metric:")]  # after the labels, before downstream
+    return min(len(metrics), len(table.table_columns) - table.columns_out_of_view() - table.fixed_columns)
+
+
+async def test_five_metric_columns_fit_at_140_and_three_at_100(tmp_path):
+    """The shared parameters of the model specs are left out and a CI shows as ± its wider half: at 140 columns
+    five metrics of the quick preset's width show at once (two did at 100, with their whole CIs)."""
+    for width, fitting in ((140, 5), (100, 3)):
+        async with wide_run_at(tmp_path, width, "t") as pilot:
+            table = pilot.app.screen.query_one(ResultsTable)
+            assert whole_metric_columns(table) >= fitting, width
+            model = table.get_cell(table.ordered_rows[0].key, "model").plain
+            assert model == "trained-mlm"  # size=tiny,max_steps=40 is every model's: it tells no row apart
+
+
+async def test_the_whole_key_bar_shows_at_100_columns_on_every_tab(tmp_path):
+    from textual.widgets._footer import FooterKey
+
+    async with wide_run_at(tmp_path, 100) as pilot:
+        for tab in ("f", "t", "p", "a"):
+            await pilot.press(tab)
+            await pilot.pause()
+            keys = list(pilot.app.screen.query(FooterKey))
+            assert {"f1", "f2", "f3", "q", "question_mark", "u", "ctrl+o"} <= {key.key for key in keys}, tab
+            assert all(key.region.right <= 100 for key in keys), [(k.key, k.region) for k in keys]
+
+
+async def test_the_keys_list_puts_the_apps_keys_before_textuals(tmp_path):
+    from mlmh.tui.screens.help import HelpScreen
+
+    async with wide_run_at(tmp_path, 100, "question_mark", height=40) as pilot:
+        assert isinstance(pilot.app.screen, HelpScreen)
+        described = [description for _, description in pilot.app.screen.rows]
+        generic = described.index("Scroll Up")  # the findings box scrolls: Textual's binding
+        assert {"Runs", "Seen/unseen", "Quit", "Keys", "Playground", "Run", "Results"} <= set(described[:generic])
+
+
+async def test_one_number_format_per_metric_and_no_star_on_a_condition_the_answer_left_out(tmp_path):
+    """BLEU on its 0-100 scale prints 71.6 beside 4.9 (not 4.882), in the table and in the sample list; the
+    CLM never left the unigram plateau, so the answer leaves it out: it scores the best stutter, unstarred."""
+    async with wide_run_at(tmp_path, 140, "t") as pilot:
+        screen = pilot.app.screen
+        table = screen.query_one(ResultsTable)
+        mlm, clm = (str(row.key.value) for row in table.ordered_rows[::2][:2])
+        assert table.get_cell(mlm, "metric:bleu").plain == "71.6 ±2.1 ★"
+        assert table.get_cell(clm, "metric:bleu").plain == "4.9 ±0.9"
+        assert table.get_cell("baseline:deletion:stopwords", "metric:bleu").plain == "0.4"
+        assert "★" not in table.get_cell(clm, "metric:stutter").plain  # the lowest, but left out
+        assert "★" in table.get_cell(mlm, "metric:stutter").plain  # the best of those the answer kept
+        assert "dim: left out by the answer" in str(screen.query_one("#res-table-note").render())
+        await pilot.press("a")
+        await pilot.pause()
+        labels = [str(option.prompt) for option in screen.query_one("#res-sample-list").options]
+        assert "bleu 71.6" in labels[0] and "bleu 4.9 " in labels[1] + " "
+
+
+async def test_ids_are_cut_at_their_end_and_whole_where_they_fit(tmp_path):
+    ids = ["py:selectors.DefaultSelector.register", "py:selectors.DefaultSelector.unregister"]
+    async with wide_run_at(tmp_path, 100, "a", ids=ids) as pilot:
+        assert [str(o.prompt).splitlines()[0] for o in pilot.app.screen.query_one("#res-sample-list").options] == ids
+    async with wide_run_at(tmp_path, 80, "a", ids=ids) as pilot:  # 36 columns: cut at the end, still apart
+        first_lines = [str(o.prompt).splitlines()[0] for o in pilot.app.screen.query_one("#res-sample-list").options]
+        assert first_lines[0] != first_lines[1] and all(line.endswith("…") for line in first_lines)
+        assert all(i.startswith(line[:-1]) for i, line in zip(ids, first_lines))

@@ -7,8 +7,8 @@ from mlmh.run.progress import elide
 
 #: a plot legend's entry at most this wide (plotext draws the legend inside the plot)
 LEGEND_WIDTH = 34
-#: a document id in the sample list at most this wide (a UUID is 36)
-ID_WIDTH = 14
+#: a document id in the sample list at most this wide: a UUID and its chunk (``-N``) whole
+ID_WIDTH = 40
 
 
 def _short_path(value: str, keep: int) -> str:
@@ -32,22 +32,37 @@ def short_condition(condition_id: str) -> str:
     return " | ".join(short_spec(part.strip()) for part in condition_id.split("|"))
 
 
-def number(value: float) -> str:
+def number(value: float, like: float | None = None) -> str:
     """Enough digits for a score on a 0-1 scale (0.412) or a 0-100 scale (68.8), no more: the report's
-    rounding (:func:`mlmh.results.format_number`) in its compact form."""
-    return format_number(value, compact=True)
+    rounding (:func:`mlmh.results.format_number`) in its compact form. ``like`` (a column's largest magnitude)
+    sets the digits instead of ``value``, so that one metric prints in one format: 71.6 beside 4.9, never
+    beside 4.882."""
+    if like is None:
+        return format_number(value, compact=True)
+    digits = len(format_number(abs(like), compact=True).partition(".")[2])
+    return f"{float(value):.{digits}f}"
+
+
+def distinct_specs(specs: list[str]) -> dict[str, str]:
+    """Each spec shortened (:func:`short_spec`) and without the parameters that every one of two or more
+    distinct specs shares: ``trained-mlm:size=tiny,max_steps=40`` beside ``trained-clm:size=tiny,max_steps=40``
+    is ``trained-mlm`` beside ``trained-clm``."""
+    unique = list(dict.fromkeys(specs))
+    return dict(zip(unique, without_shared([short_spec(spec) for spec in unique])))
+
+
+def without_shared(labels: list[str]) -> list[str]:
+    """``labels`` (specs, or specs joined by spaces) without the ``key=value`` parameters every label of two or
+    more shares: they tell none apart."""
+    split = [label.split() for label in labels]
+    common = set.intersection(*(set(_parameters(words)) for words in split)) if len(split) > 1 else set()
+    return [" ".join(_without(word, common) for word in words) for words in split]
 
 
 def legend_labels(labels: list[str], width: int = LEGEND_WIDTH) -> list[str]:
-    """Legend entries that fit: the ``key=value`` parameters every label of two or more shares are left out
-    (they tell no line apart), then each is shortened in the middle, so both its model and its sampler show."""
-    split = [label.split() for label in labels]
-    common = set.intersection(*(set(_parameters(words)) for words in split)) if len(split) > 1 else set()
-    out = []
-    for words in split:
-        kept = [_without(word, common) for word in words]
-        out.append(elide(" ".join(kept), width))
-    return out
+    """Legend entries that fit: the parameters every label shares left out (:func:`without_shared`), then each
+    shortened in the middle, so both its model and its sampler show."""
+    return [elide(label, width) for label in without_shared(labels)]
 
 
 def _parameters(words: list[str]) -> list[str]:
@@ -61,6 +76,7 @@ def _without(word: str, common: set[str]) -> str:
 
 
 def short_id(doc_id: str, width: int = ID_WIDTH) -> str:
-    """A document id that fits the sample list: shortened in the middle, so its start and its end (a chunk's
-    ``-N``) stay; the whole id is in the trace's title."""
-    return elide(doc_id, width)
+    """A document id that fits the sample list, cut at its end: an id is read from its start, and a cut in
+    the middle makes ``py:selectors.register`` and ``py:selectors.unregister`` the same ``py:sel…egister``;
+    the whole id is in the trace's title."""
+    return doc_id if len(doc_id) <= width else doc_id[: width - 1] + "…"

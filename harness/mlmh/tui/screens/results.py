@@ -13,7 +13,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Label, OptionList, Select, Static, TabbedContent, TabPane
-from textual.widgets.option_list import Option
 
 from mlmh import api
 from mlmh.api import LoadedRun
@@ -22,9 +21,10 @@ from mlmh.findings.answer import answer_lines, comparison_lines
 from mlmh.results import document_counts, roles
 from mlmh.storage.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.host import TuiScreen
-from mlmh.tui.labels import short_condition, short_id, short_spec
+from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
-from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows
+from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows, left_out
+from mlmh.tui.widgets.sample_list import SampleList
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, RunResults, SampleRow
 
@@ -33,6 +33,11 @@ ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen doc
 #: the widget each tab gives the keys to, so arrows and enter work as soon as a tab shows
 TAB_FOCUS = {"tab-findings": "#res-findings-box", "tab-table": "#res-table", "tab-plots": "#res-metric",
              "tab-samples": "#res-sample-list"}
+
+
+def tab_title(key: str, name: str) -> str:
+    """A tab's title with the key that opens it: ``t Table``."""
+    return f"[b]{key}[/b] {name}"
 
 
 def findings_text(results: RunResults) -> Text:
@@ -60,29 +65,20 @@ def findings_text(results: RunResults) -> Text:
 
 
 def trace_title(sample: SampleRow) -> str:
-    """The trace pane's title: the model and the sample's whole document id."""
-    return f"{short_spec(sample.generation.model)} · {sample.generation.doc_id}"
-
-
-def sample_label(index: int, sample: SampleRow) -> Text:
-    text = Text(short_id(sample.generation.doc_id), style="bold")
-    if sample.role:
-        text.append(f" {sample.role}", style="cyan" if sample.role == "unseen" else "magenta")
-    scores = [f"{k} {v:.2f}" for k, v in list(sample.metrics.items())[:2] if isinstance(v, (int, float))]
-    if scores:
-        text.append("  " + " ".join(scores), style="dim")
-    return text
+    """The trace pane's title: the sample's whole document id, then its model (a narrow pane cuts the model)."""
+    return f"{sample.generation.doc_id} · {short_spec(sample.generation.model)}"
 
 
 class ResultsScreen(TuiScreen):
     """Findings, Table, Plots and Samples tabs over one loaded run."""
 
     BINDINGS = [
-        Binding("ctrl+o", "focus_runs", "Pick run"),
-        Binding("f", "tab('tab-findings')", "Findings"),
-        Binding("t", "tab('tab-table')", "Table"),
-        Binding("p", "tab('tab-plots')", "Plots"),
-        Binding("a", "tab('tab-samples')", "Samples"),
+        Binding("ctrl+o", "focus_runs", "Runs"),
+        # the tabs' keys are written on the tabs, so the footer keeps room for the rest at 100 columns
+        Binding("f", "tab('tab-findings')", "Findings", show=False),
+        Binding("t", "tab('tab-table')", "Table", show=False),
+        Binding("p", "tab('tab-plots')", "Plots", show=False),
+        Binding("a", "tab('tab-samples')", "Samples", show=False),
         Binding("u", "switch_role", "Seen/unseen"),
         Binding("left", "step(-1)", "Step back", show=False),
         Binding("right", "step(1)", "Step forward", show=False),
@@ -93,7 +89,6 @@ class ResultsScreen(TuiScreen):
         self.run_files: LoadedRun | None = None
         self.condition: str | None = None
         self.role: str | None = None
-        self.table_note = Text()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -102,13 +97,13 @@ class ResultsScreen(TuiScreen):
             yield Select([], prompt=f"pick a finished run ({RUNS_ROOT}/, newest first)", compact=True, id="res-runs")
         yield Label("", id="res-status")
         with TabbedContent(initial="tab-findings", id="res-tabs"):
-            with TabPane("Findings", id="tab-findings"):
+            with TabPane(tab_title("f", "Findings"), id="tab-findings"):
                 with VerticalScroll(id="res-findings-box"):
                     yield Static("", id="res-findings")
-            with TabPane("Table", id="tab-table"):
+            with TabPane(tab_title("t", "Table"), id="tab-table"):
                 yield Label("", id="res-table-note")
                 yield ResultsTable(id="res-table")
-            with TabPane("Plots", id="tab-plots"):
+            with TabPane(tab_title("p", "Plots"), id="tab-plots"):
                 with Horizontal(classes="form-row"):
                     yield Select([], prompt="metric", compact=True, id="res-metric")
                     yield Select([], prompt="downstream", compact=True, id="res-downstream")
@@ -119,10 +114,10 @@ class ResultsScreen(TuiScreen):
                 # a data-constrained sweep's answer and curves (mlmh.findings.crossover); shown only for such a run
                 yield Label("", id="res-crossover")
                 yield CrossoverPlot(id="res-plot-crossover")
-            with TabPane("Samples", id="tab-samples"):
+            with TabPane(tab_title("a", "Samples"), id="tab-samples"):
                 yield Label("pick a condition in the table (enter)", id="res-condition")
                 with Horizontal(id="res-samples"):
-                    yield OptionList(id="res-sample-list")
+                    yield SampleList(id="res-sample-list")
                     yield TraceView("", id="res-trace")
         yield Footer()
 
@@ -203,26 +198,30 @@ class ResultsScreen(TuiScreen):
     def _show_table(self) -> None:
         results = self.shown_run.results
         baselines = baseline_rows(results.conditions, self.role, results.filler_word)
-        self.query_one(ResultsTable).show_conditions(results.conditions, self.role, baselines)
-        others = [r for r in roles(results) if r != self.role]
-        note = Text(f"scores on {ROLE_WORDS.get(self.role or '', 'the scored documents')}", style="bold")
-        if others:
-            note.append(f" · u: {others[0]}", style="dim")
-        if baselines:
-            note.append(" · last rows: baselines", style="dim")
-        self.table_note = note
+        self.query_one(ResultsTable).show_conditions(results.conditions, self.role, baselines,
+                                                     left_out(results, self.role))
         self._note_hidden_columns()
 
     @on(ResultsTable.ColumnsMoved)
     def _note_hidden_columns(self) -> None:
-        """The table's note, with how many columns lie beyond its right edge and how to reach them."""
+        """The table's note: how many columns lie beyond its right edge and how to reach them, then what the
+        table shows and the keys that change it, the most needed first (a narrow screen cuts the end)."""
         table = self.query_one(ResultsTable)
         hidden, moves = table.columns_out_of_view(), []
         if hidden:
             moves.append(f"→ {hidden} more column{'s' if hidden > 1 else ''}")
         if table.scroll_x > 0:
             moves.append("← back")
-        note = Text(" · ".join(moves) + " · " if moves else "", style="bold yellow") + self.table_note
+        note = Text(" · ".join(moves) + " · " if moves else "", style="bold yellow")
+        note.append(ROLE_WORDS.get(self.role or "", "the scored documents"), style="bold")
+        if any(table.left_out.values()):
+            note.append(" · dim: left out by the answer", style="dim")
+        others = [r for r in roles(self.run_files.results) if r != self.role] if self.run_files else []
+        if others:
+            note.append(f" · u: {others[0]}", style="dim")
+        note.append(" · c: CIs as ±" if table.whole_cis else " · c: whole CIs", style="dim")
+        if table.baselines:
+            note.append(" · baselines last", style="dim")
         self.query_one("#res-table-note", Label).update(note)
 
     def action_switch_role(self) -> None:
@@ -290,14 +289,10 @@ class ResultsScreen(TuiScreen):
             elif not self.shown_run.traced:
                 text.append("  texts only: step traces need log_samples = true", style="dim")
             label.update(text)
-        options = self.query_one("#res-sample-list", OptionList)
-        options.clear_options()
-        options.add_options([Option(sample_label(i, s), id=str(i)) for i, s in enumerate(samples)])
         trace = self.query_one("#res-trace", TraceView)
         trace.title = trace_title(samples[0]) if samples else ""
         trace.load(samples[0].generation if samples else None, at_end=True)
-        if samples:
-            options.highlighted = 0
+        self.query_one("#res-sample-list", SampleList).show(samples)
 
     @on(OptionList.OptionHighlighted, "#res-sample-list")
     @on(OptionList.OptionSelected, "#res-sample-list")

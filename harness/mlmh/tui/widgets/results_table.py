@@ -2,13 +2,16 @@
 each column starred, and below them the baselines of each masking (every mask filled with the filler word;
 the masked words deleted), as report.md's quality table has them. A click on a column header (or ``s``)
 sorts the conditions by it, again to reverse; the baselines stay last. Which cells are best and whether a
-metric is better high or low are :mod:`mlmh.results`' answers, so the table stars what report.md puts in bold.
-Wider than the screen, it scrolls sideways (→ and ←) with the model, masking and sampler columns kept in view."""
+metric is better high or low are :mod:`mlmh.results`' answers; a condition the answer leaves out of a metric's
+claims (:func:`mlmh.findings.verdicts.caveats_of`: a model on the unigram plateau, no better than a baseline,
+memorised) is dimmed there and never starred. Each column prints one number format; a CI shows as ± its wider
+half, so that as many metrics as fit show at once, ``c`` shows the whole CIs. Wider than the screen, it scrolls
+sideways (→ and ←) with the model, masking and sampler columns kept in view."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Collection, Mapping
 
 from rich.text import Text
 from textual import events
@@ -16,10 +19,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
+from mlmh.findings.verdicts import caveats_of
 from mlmh.results import best_keys, higher_is_better
-from mlmh.tui.labels import number, short_spec
+from mlmh.tui.labels import distinct_specs, number, short_spec
 from mlmh.tui.widgets.plots import downstream_keys
-from mlmh.types import ConditionResult, Score
+from mlmh.types import ConditionResult, RunResults, Score
 
 LABEL_COLUMNS = ("model", "masking", "sampler")
 
@@ -74,6 +78,21 @@ def baseline_rows(conditions: list[ConditionResult], role: str | None, filler_wo
     return sorted(rows.values(), key=lambda r: r.masking)  # per masking, the filler first (a stable sort)
 
 
+def left_out(results: RunResults, role: str | None) -> dict[str, set[str]]:
+    """Per column key, the ids of the conditions the answer leaves out of that column's claims
+    (:func:`mlmh.findings.verdicts.caveats_of`: on a metric, for any caveat; on a downstream score, for the
+    model's alone)."""
+    out: dict[str, set[str]] = {}
+    for column in columns_of(results.conditions, role):
+        kind, _, name = column.key.partition(":")
+        if kind not in ("metric", "downstream"):
+            continue
+        metric = name if kind == "metric" else None
+        out[column.key] = {row.id for row in results.conditions
+                           if caveats_of(results, row, metric, role or results.headline or "unseen")}
+    return out
+
+
 def cell_of(condition: ConditionResult, column: Column, role: str | None = None) -> Any:
     """The value of ``column`` for ``condition`` on ``role``: a label, a :class:`~mlmh.types.Score` or a number."""
     if column.higher_is_better is None:
@@ -94,23 +113,44 @@ def baseline_cell(row: BaselineRow, column: Column) -> Any:
     return row.scores.get(rest) if kind == "metric" else None
 
 
-def best_of(conditions: list[ConditionResult], column: Column, role: str | None = None) -> set[str]:
-    """Ids of the conditions best in ``column`` (none for a label column)."""
+def best_of(conditions: list[ConditionResult], column: Column, role: str | None = None,
+            excluded: Collection[str] = ()) -> set[str]:
+    """Ids of the conditions best in ``column`` (none for a label column), among those not ``excluded``."""
     if column.higher_is_better is None:
         return set()
-    return best_keys({c.id: _value(cell_of(c, column, role)) for c in conditions}, column.higher_is_better)
+    return best_keys({c.id: _value(cell_of(c, column, role)) for c in conditions if c.id not in excluded},
+                     column.higher_is_better)
 
 
-def format_cell(cell: Any, best: bool) -> Text:
+@dataclass(frozen=True)
+class CellFormat:
+    """How one column prints its numbers: the digits of its largest magnitude (``like``), and its CIs whole
+    (``[0.580,0.620]``) or as their wider half (``±0.020``)."""
+
+    like: float | None = None
+    whole_cis: bool = False
+
+    def ci(self, cell: Score, value: float) -> str:
+        if cell.ci_low is None or cell.ci_high is None:
+            return ""
+        if self.whole_cis:
+            return f" [{number(cell.ci_low, self.like)},{number(cell.ci_high, self.like)}]"
+        return f" ±{number(max(cell.ci_high - value, value - cell.ci_low), self.like)}"
+
+
+def format_cell(cell: Any, best: bool, form: CellFormat = CellFormat(), dim: bool = False) -> Text:
+    """A label, or a number in ``form`` with its CI dimmed; ``best`` stars it, ``dim`` (left out) greys it."""
     if not isinstance(cell, (Score, int, float)) or isinstance(cell, bool):
         return Text(str(cell) if cell is not None else "–", style="" if cell is not None else "dim")
     value = _value(cell)
     if value is None:
         return Text("–", style="dim")
-    text = Text(number(value))
-    if isinstance(cell, Score) and cell.ci_low is not None and cell.ci_high is not None:
-        text.append(f" [{number(cell.ci_low)},{number(cell.ci_high)}]", style="dim")
-    if best:
+    text = Text(number(value, form.like))
+    if isinstance(cell, Score):
+        text.append(form.ci(cell, value), style="dim")
+    if dim:
+        text.stylize("dim")
+    elif best:
         text.stylize("bold green")
         text.append(" ★", style="bold yellow")
     return text
@@ -120,8 +160,9 @@ class ResultsTable(DataTable):
     """The comparison table of a results.json; rows are keyed by condition id, baselines by ``baseline:KIND:MASKING``."""
 
     BINDINGS = [
-        Binding("s", "sort_next", "Sort next column"),
-        Binding("r", "sort_reverse", "Reverse sort"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("r", "sort_reverse", "Reverse sort", show=False),
+        Binding("c", "toggle_cis", "CIs"),
     ]
 
     class ColumnsMoved(Message):
@@ -141,13 +182,17 @@ class ResultsTable(DataTable):
         self.baselines: list[BaselineRow] = []
         self.role: str | None = None
         self.table_columns: list[Column] = []
+        self.left_out: Mapping[str, set[str]] = {}
         self.sort_key: str | None = None
         self.sort_reverse = False
+        self.whole_cis = False
 
     def show_conditions(self, conditions: list[ConditionResult], role: str | None = None,
-                        baselines: list[BaselineRow] | None = None) -> None:
-        """The conditions' scores on ``role`` (the headline set's when None), then ``baselines``."""
+                        baselines: list[BaselineRow] | None = None, left_out: Mapping[str, set[str]] | None = None) -> None:
+        """The conditions' scores on ``role`` (the headline set's when None), then ``baselines``; ``left_out``
+        (:func:`left_out`) dims the cells of the conditions the answer leaves out."""
         self.conditions, self.role, self.baselines = list(conditions), role, list(baselines or [])
+        self.left_out = dict(left_out or {})
         self.table_columns = columns_of(self.conditions, role)
         self.sort_key, self.sort_reverse = None, False
         self._fill()
@@ -172,17 +217,41 @@ class ResultsTable(DataTable):
         present.sort(key=lambda c: _value(cell_of(c, column, self.role)) or 0.0, reverse=self.sort_reverse)
         return present + missing
 
+    def _labels(self) -> dict[str, dict[str, str]]:
+        """Per label column, each condition's spec without the parameters every row shares."""
+        return {c.key: distinct_specs([str(getattr(row, c.key, "") or "") for row in self.conditions])
+                for c in self.table_columns if c.higher_is_better is None}
+
+    def _formats(self) -> dict[str, CellFormat]:
+        """Per column, one number format: the digits of its largest magnitude over conditions and baselines."""
+        formats = {}
+        for column in self.table_columns:
+            values = [_value(cell_of(c, column, self.role)) for c in self.conditions]
+            values += [_value(baseline_cell(row, column)) for row in self.baselines]
+            magnitudes = [abs(v) for v in values if v is not None]
+            formats[column.key] = CellFormat(max(magnitudes, default=None), self.whole_cis)
+        return formats
+
     def _fill(self) -> None:
         """Rebuild columns and rows; widths are set from the content, so a refill never truncates."""
         self.clear(columns=True)
-        bests = {c.key: best_of(self.conditions, c, self.role) for c in self.table_columns}
-        rows = [(condition.id, [format_cell(cell_of(condition, c, self.role), condition.id in bests[c.key])
-                                for c in self.table_columns])
-                for condition in self.ordered()]
+        left_out = {c.key: self.left_out.get(c.key, set()) for c in self.table_columns}
+        bests = {c.key: best_of(self.conditions, c, self.role, left_out[c.key]) for c in self.table_columns}
+        labels, formats = self._labels(), self._formats()
+
+        def cell(condition: ConditionResult, column: Column) -> Text:
+            if column.key in labels:
+                return Text(labels[column.key].get(str(getattr(condition, column.key, "") or ""), ""))
+            return format_cell(cell_of(condition, column, self.role), condition.id in bests[column.key],
+                               formats[column.key], dim=condition.id in left_out[column.key])
+
+        rows = [(condition.id, [cell(condition, c) for c in self.table_columns]) for condition in self.ordered()]
         for row in self.baselines:  # last whatever the sort, in italics: no condition, never starred
-            cells = [format_cell(baseline_cell(row, c), False) for c in self.table_columns]
-            for cell in cells:
-                cell.stylize("italic")
+            cells = [format_cell(baseline_cell(row, c), False, formats[c.key]) for c in self.table_columns]
+            if "masking" in labels:  # as the conditions of its masking name it
+                cells[[c.key for c in self.table_columns].index("masking")] = Text(labels["masking"].get(row.masking, short_spec(row.masking)))
+            for text in cells:
+                text.stylize("italic")
             rows.append((row.key, cells))
         for index, column in enumerate(self.table_columns):
             arrow = ""
@@ -221,3 +290,9 @@ class ResultsTable(DataTable):
     def action_sort_reverse(self) -> None:
         if self.sort_key is not None:
             self.sort_by(self.sort_key)
+
+    def action_toggle_cis(self) -> None:
+        """Whole CIs, or back to ± their wider half."""
+        self.whole_cis = not self.whole_cis
+        self._fill()
+        self.post_message(self.ColumnsMoved())
