@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mlmh.findings.crossover import crossover_epoch, expand_models, parse_axis, summarise
+from mlmh.config.sweep import expand_models, parse_axis
+from mlmh.findings.crossover import crossover_epoch, summarise
 from mlmh.errors import SpecError
 from mlmh.types import RunResults
 

@@ -186,7 +186,7 @@ def third_party():
 
 def test_a_plugin_declares_main_results_defaults_sweeps_and_bench_settings(third_party):
     from mlmh.bench.samplers import sampler_cases
-    from mlmh.findings.crossover import expand_models
+    from mlmh.config.sweep import expand_models
     from mlmh.findings.paper_claims import _unit
     from mlmh.results import pick_main
 

@@ -92,3 +92,48 @@ def test_a_preset_value_is_read_as_its_option_declares(key, value, message):
     table = {"dataset": "pan", "models": ["trained-mlm"], "maskings": ["span"], "samplers": ["one-shot"], key: value}
     with pytest.raises(SpecError, match=re.escape(message)):
         presets.from_table(table, name="t", source="t.toml")
+
+
+def test_what_a_run_option_declares_of_the_results_is_what_resume_checks():
+    config = presets.from_table({"dataset": "pan", "models": ["trained-mlm"], "maskings": ["span"],
+                                 "samplers": ["one-shot"]}, name="t", source="t.toml")
+    kept = {key for key, declared in run_options().items() if declared.affects_results}
+    assert set(config.experiment()) == kept | {"preset"}
+    assert {"batch_size", "log_samples", "trackers", "description"}.isdisjoint(config.experiment())
+
+
+#: docs/CONTRIBUTING.md's run-option recipe, step 1, as a contributor would type it: a field after log_samples
+NEW_FIELD = '''    retries: int = option("Times a failed batch is tried again.", "count", default=1, flag="--retries",
+                          affects_results=False)
+'''
+
+
+def test_the_contributing_recipe_for_a_run_option_makes_a_flag_of_mlmh_eval(tmp_path):
+    """docs/CONTRIBUTING.md's recipe followed literally on a scratch copy of the package: the field declared on
+    RunConfig, and nothing else, is a flag of ``mlmh eval`` that reaches the resolved configuration."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    recipe = (Path(__file__).resolve().parents[1] / "docs" / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    steps = recipe.split("## A run option", 1)[1].split("## Checking it", 1)[0]
+    assert "harness/mlmh/types/runconfig.py" in steps and "commands/eval.py" not in steps  # no second list to edit
+    package = Path(api.__file__).resolve().parent
+    shutil.copytree(package, tmp_path / "mlmh", ignore=shutil.ignore_patterns("__pycache__"))
+    runconfig = tmp_path / "mlmh" / "types" / "runconfig.py"
+    text = runconfig.read_text(encoding="utf-8")
+    anchor = text.index("    description: str = option(")
+    runconfig.write_text(text[:anchor] + NEW_FIELD + text[anchor:], encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    shown = subprocess.run([sys.executable, "-m", "mlmh", "eval", "--preset", "quick", "--retries", "4",
+                            "--show-config"], capture_output=True, text=True, env=env, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "retries = 4" in shown.stdout.splitlines()
+    helped = subprocess.run([sys.executable, "-m", "mlmh", "eval", "--help"], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert "--retries" in helped.stdout
+    kept = subprocess.run([sys.executable, "-c", "from mlmh.config.presets import resolve; "
+                           "print(sorted(resolve('quick', {'retries': 2}).experiment()))"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert kept.returncode == 0 and "'retries'" not in kept.stdout and "'models'" in kept.stdout, kept.stderr

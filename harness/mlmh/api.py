@@ -128,7 +128,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     """The checked plan of a run: ``preset`` with ``overrides`` (keys left None are not set), or, to resume a run
     directory with no preset named, the configuration that run saved. ``sweep_epochs`` and ``sweep_tokens``
     ("1,2,4", "8000,16000") expand every trained-mlm / trained-clm into a data-constrained sweep
-    (:func:`mlmh.findings.crossover.expand_models`). Building the plan (:func:`mlmh.config.plan.build_plan`) is the check,
+    (:func:`mlmh.config.sweep.expand_models`). Building the plan (:func:`mlmh.config.plan.build_plan`) is the check,
     and it is the plan :func:`prepare` hands :func:`run`, so a run builds its components once (a sweep included);
     ``mlmh eval --show-config`` shows its configuration."""
     from mlmh.config.plan import build_components, build_plan
@@ -156,7 +156,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     config = resolve(preset, overrides)
     if sweep_epochs is not None or sweep_tokens is not None:
         from mlmh.config.declared import swept_models
-        from mlmh.findings.crossover import expand_models, parse_axis
+        from mlmh.config.sweep import expand_models, parse_axis
         from mlmh.params import parse_spec
 
         build_components(config, "models")  # the preset's own models are checked before the sweep expands them

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from mlmh import bounds
 from mlmh import hookimpl
 from mlmh.components import LoadContext, Model
+from mlmh.config.sweep import MAX_EPOCHS
 from mlmh.errors import SpecError
-from mlmh.findings.crossover import MAX_EPOCHS
 from mlmh.machine.devices import DEVICE_PARAM, PRECISIONS, resolve_device
 from mlmh.params import Param
 from mlmh.training.config import BUDGETS, KEEPS, MASK_SCHEDULES, MLM_MASK_RATIO, PATIENCE_TOKENS  # no torch

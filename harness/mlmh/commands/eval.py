@@ -164,7 +164,7 @@ def summary_table(results: Any, width: int) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from mlmh.findings.verdicts import memorisation_gap, memorisation_set
+    from mlmh.findings.verdicts import MEMORISED, memorisation_check, memorisation_set
     from mlmh.results import best_conditions, document_counts, format_score, higher_is_better, main_metrics, roles
 
     role = results.headline
@@ -176,8 +176,9 @@ def summary_table(results: Any, width: int) -> Any:
                         f"scores on {role} documents (best per column in bold, 95% CI in brackets)")
     best = {m: best_conditions(results, m, role) for m in metrics}
     headers = [f"{m} {'↑' if higher_is_better(results, m) else '↓'}" for m in metrics]
-    against, above = memorisation_set(results)
-    headers += [f"{metrics[0]} seen", f"seen - {against}" + (" above filler" if above else "")] if both else []
+    against, above, judged = memorisation_set(results)
+    gap_header = f"seen - {against}" + (" above filler" if above else "") + ("" if judged else " (group gap)")
+    headers += [f"{metrics[0]} seen", gap_header] if both else []
     numbers = []
     for row in results.conditions:
         cells: list[str | tuple[str, str]] = [str(row.seed)] if several_seeds else []
@@ -185,9 +186,9 @@ def summary_table(results: Any, width: int) -> Any:
             text = format_score(row.quality(role).get(m))
             cells.append((f"*{text}", "bold green") if row.id in best[m] else (text, ""))
         if both:
-            gap = memorisation_gap(row, metrics[0])
+            check = memorisation_check(results, row, metrics[0])
             cells.append((format_score(row.quality("seen").get(metrics[0]), with_ci=False), ""))
-            cells.append((format_score(gap), "bold yellow" if gap is not None and gap.extra.get("significant") else ""))
+            cells.append((format_score(check.gap), "bold yellow" if check.state == MEMORISED else ""))
         numbers.append([c if isinstance(c, tuple) else (c, "") for c in cells])
     # the number columns get their longest word at least, the names what is left (broken between parameters
     # only), and the number columns any room still left, up to one line per value

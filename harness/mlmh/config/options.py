@@ -255,6 +255,16 @@ def run_option(key: str) -> Callable[[Any], Any]:
     return click.option(declared.flag, key, **settings)
 
 
+def run_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Every run option that has a flag as a click option of ``command`` (:func:`run_option`), in
+    :class:`RunConfig`'s field order: a run option declared on its field is a flag of ``mlmh eval`` with no list
+    to keep here. The command takes them as keyword arguments (``**run_values``) and reads them with
+    :func:`run_overrides`."""
+    for key in reversed([key for key, declared in run_options().items() if declared.flag]):
+        command = run_option(key)(command)
+    return command
+
+
 def run_overrides(values: dict[str, Any]) -> dict[str, Any]:
     """The preset overrides of the run options among a command's parsed ``values`` (``ctx.params``): an option
     left out is None, so the preset's value stands; a list given as a lone ``none`` is an empty list."""

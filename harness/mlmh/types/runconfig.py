@@ -36,7 +36,8 @@ class RunOption:
     """How a run option is set. ``flag``: its ``mlmh eval`` flag (empty: a preset key only); ``shape``: how its value
     is written (:data:`SHAPES`); ``component``: the registry kind its specs name; ``required``: a preset must set it
     (a list: to at least one spec); ``none``: a lone ``none`` on the command line means an empty list; ``bound``: the
-    largest value of a count (:mod:`mlmh.bounds`)."""
+    largest value of a count (:mod:`mlmh.bounds`); ``affects_results``: False for an option that changes how a run
+    goes but not what it finds (a batch size, logging), which a resumed run may change."""
 
     help: str
     shape: str
@@ -46,6 +47,7 @@ class RunOption:
     required: bool = False
     none: bool = False
     bound: Bound | None = None
+    affects_results: bool = True
 
 
 def option(help: str, shape: str, *, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
@@ -62,10 +64,10 @@ def run_options() -> dict[str, RunOption]:
     return {f.name: f.metadata["option"] for f in dataclasses.fields(RunConfig) if "option" in f.metadata}
 
 
-def _specs(noun: str, help: str, *, none: bool = False, required: bool = False) -> Any:
+def _specs(noun: str, help: str, **declaration: Any) -> Any:
     """A list of component specs: ``--NOUN SPEC``, repeated or a comma list."""
     return option(help, "specs", default_factory=list, flag=f"--{noun}", metavar="SPEC[,SPEC...]", component=noun,
-                  none=none, required=required)
+                  **declaration)
 
 
 @dataclass
@@ -86,7 +88,8 @@ class RunConfig:
     tasks: list[str] = _specs("task", "Downstream task; repeat or separate with commas ('none' alone to skip "
                               "downstream).", none=True)
     trackers: list[str] = _specs("tracker", "Log the run to an experiment tracker: wandb, mlflow, tensorboard (see mlmh "
-                                 "ls trackers); repeat or separate with commas ('none' for none).", none=True)
+                                 "ls trackers); repeat or separate with commas ('none' for none).", none=True,
+                                 affects_results=False)
     seeds: list[int] = option("Run seed; repeat or separate with commas (one condition per seed).", "seeds",
                               default_factory=lambda: [0], flag="--seed", metavar="N[,N...]")
     limit: int | float = option("Documents per condition: a count, a fraction, or 0 for all.", "limit", default=0,
@@ -96,10 +99,11 @@ class RunConfig:
                                   "or 0 for none (then against the unseen documents).", "share", default=0,
                                   flag="--control", metavar="N|0.x")
     batch_size: int = option("Generation batch size (results do not depend on it).", "count", default=8,
-                             flag="--batch-size", bound=bounds.BATCH)
+                             flag="--batch-size", bound=bounds.BATCH, affects_results=False)
     log_samples: bool = option("Write samples.jsonl with every step trace and per-sample scores.", "flag",
-                               default=False, flag="--log-samples")
-    description: str = option("What the preset runs, in a sentence (mlmh ls presets).", "text", default="")
+                               default=False, flag="--log-samples", affects_results=False)
+    description: str = option("What the preset runs, in a sentence (mlmh ls presets).", "text", default="",
+                              affects_results=False)
     #: keys set on the command line rather than by the preset (errors then name the flag, not the file)
     overridden: list[str] = field(default_factory=list)
 
@@ -109,10 +113,13 @@ class RunConfig:
         return out
 
     def experiment(self) -> dict[str, Any]:
-        """The keys that decide results (batch size, logging and trackers do not), for resume checks."""
+        """The keys that decide results, for resume checks: every run option but those declared
+        ``affects_results=False``, without ``source`` (where the configuration was read from)."""
         out = self.to_dict()
-        for key in ("batch_size", "log_samples", "trackers", "source", "description"):
-            out.pop(key)
+        out.pop("source")
+        for key, declared in run_options().items():
+            if not declared.affects_results:
+                out.pop(key)
         return out
 
     @classmethod
