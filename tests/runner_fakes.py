@@ -108,7 +108,7 @@ class WordMatch(Metric):
         # an empty text (the deletion baseline's) has no words to match: None, never NaN (the metric contract)
         per = [float(np.mean([a == b for a, b in pairs])) if (pairs := list(zip(i.prediction.split(), i.reference.split())))
                else None for i in items]
-        value, low, high = mean_ci(per, seed=seed)
+        value, low, high = mean_ci(per)
         return [MetricResult(name="word-match", value=value, higher_is_better=True, per_sample=per,
                              ci_low=low, ci_high=high)]
 

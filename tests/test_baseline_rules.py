@@ -9,8 +9,9 @@ import numpy as np
 from mlmh.findings.comparisons import memorisation
 from mlmh.findings.decide import run_findings
 from mlmh.findings.memorization import above, gap
-from mlmh.findings.verdicts import BASELINE, caveats_of, deletion_bar, memorisation_gap, memorised
-from mlmh.types import HOLDS, NOT_COMPARABLE, ConditionResult, ConfigRecord, ModelRecord, RoleQuality, RunResults, Score
+from mlmh.findings.verdicts import BASELINE, GROUP_GAP, caveats_of, deletion_bar, memorisation_check, memorisation_gap, memorised
+from mlmh.types import (HOLDS, NOT_COMPARABLE, ConditionResult, ConfigRecord, DatasetInfo, ModelRecord, RoleQuality,
+                        RunResults, Score)
 
 LEARNED = {"heldout_accuracy": 0.30, "best_constant_accuracy": 0.05, "beats_constant": True}
 DOCS = [f"d{i}" for i in range(30)]
@@ -50,16 +51,19 @@ def test_a_gap_the_filler_shows_too_is_not_memorisation():
     assert beyond_filler is not None and not beyond_filler.extra["significant"]
     row = _row(raw, beyond_filler)
     results = _results([row])
-    assert memorisation_gap(row, "bleu") is beyond_filler and memorised(results, row, "bleu") is None
+    assert memorisation_gap(results, row, "bleu") is beyond_filler and memorised(results, row, "bleu") is None
     assert memorisation(results)[0].verdict == "no gap" and "gap of bleu above the filler" in memorisation(results)[0].statement
     # a model that recites beats its filler by more on the seen documents: flagged, and said so
     recited = gap(above(shifted(filler_seen, 16.0, 1.0, seed=7), filler_seen, higher)["bleu"],
                   above(model_unseen, filler_unseen, higher)["bleu"])
     row.gap_above_filler = {"bleu": recited}
     assert "gap above the filler +5" in memorised(results, row, "bleu")
-    # results written before the paired gap was kept are judged on the raw gap
+    # a run that kept no gap above the filler (results written before it) is judged on the raw gap; where it kept
+    # one, a metric without it is not tested: no evidence is never "no gap"
     old = _row(raw, None)
-    assert memorisation_gap(old, "bleu") is raw and memorised(_results([old]), old, "bleu")
+    assert memorisation_gap(_results([old]), old, "bleu") is raw and memorised(_results([old]), old, "bleu")
+    old.gap_above_filler = {"rougeL": beyond_filler}
+    assert memorisation_check(_results([old]), old, "bleu").state == "not tested"
 
 
 def test_with_control_documents_memorisation_is_judged_against_the_train_authors_texts():
@@ -76,11 +80,13 @@ def test_with_control_documents_memorisation_is_judged_against_the_train_authors
     assert against_unseen is not None and against_unseen.extra["significant"]
     assert against_control is not None and not against_control.extra["significant"]
     row = _row(against_unseen, against_unseen)
-    results = _results([row])
-    assert memorised(results, row, "bleu") is not None  # no control: new authors' texts are all there is
+    results = _results([row], grouped=True)
+    # no control and new authors' texts as the unseen ones: a group gap, reported and never judged
+    assert memorised(results, row, "bleu") is None and memorisation_check(results, row, "bleu").state == GROUP_GAP
+    assert memorisation(results)[0].verdict == "group gap, not judged" and "style" in memorisation(results)[0].statement
     row.control_gap = {"bleu": against_control}
     row.control = RoleQuality(documents=30, scored=30, metrics={"bleu": Score(1.0)})
-    assert memorisation_gap(row, "bleu") is against_control and memorised(results, row, "bleu") is None
+    assert memorisation_gap(results, row, "bleu") is against_control and memorised(results, row, "bleu") is None
     assert "no seen - control gap of bleu above the filler" in memorisation(results)[0].statement
     recites = above(shifted(filler_seen, 22.0, 1.0, seed=14), filler_seen, higher)["bleu"]
     row.control_gap = {"bleu": gap(recites, learned_style["control"])}
@@ -151,11 +157,12 @@ def _row(raw: Score, beyond_filler: Score | None) -> ConditionResult:
                            unseen=RoleQuality(documents=1, scored=1, metrics={"bleu": Score(1.0)}))
 
 
-def _results(rows: list[ConditionResult]) -> RunResults:
+def _results(rows: list[ConditionResult], *, grouped: bool = False, filler: str | None = "the") -> RunResults:
+    """A run of ``rows``; its documents without groups unless ``grouped`` (then the unseen ones are new authors')."""
     models = {f"trained-{k}": ModelRecord(identity=k, model_kind=k, label=f"trained-{k}", training=LEARNED)
               for k in ("mlm", "clm")}
     return RunResults(run_id="r", config=ConfigRecord(preset="test"), conditions=rows, models=models, headline="unseen",
-                      filler_word="the")
+                      filler_word=filler, dataset=DatasetInfo(grouped=grouped))
 
 
 def test_the_grounds_give_a_models_margins_as_a_range_and_name_the_weakest():

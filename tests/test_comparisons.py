@@ -53,8 +53,8 @@ def test_every_verdict_sentence_of_report_md_is_in_the_typed_block():
     assert len(plateaus) == 2 and all(f"**{p['statement']}**: no finding is decided on it" in report for p in plateaus)
     kind = data["comparisons"]["kinds"][5]
     assert (kind["role"], kind["metric"], kind["kinds"], kind["verdict"], kind["wins"], kind["sure"]) == (
-        "unseen", "rouge1", ["mlm", "seq2seq"], "seq2seq ahead of MLM (not comparable)", [0, 1], [0, 1])
-    assert "unigram plateau" in kind["caveats"][0]
+        "unseen", "rouge1", ["mlm", "seq2seq"], "MLM and seq2seq tie", [0, 1], [0, 0])
+    assert "CI overlap, not a paired test" in kind["detail"]  # says why it may differ from a claim's verdict
 
 
 def test_the_report_states_what_the_block_says_and_decides_nothing():
@@ -92,7 +92,7 @@ def test_the_terminal_and_the_tui_state_the_same_verdicts(tmp_path, capsys):
     for statement in statements(data):
         assert statement in terminal and statement in tui
     for face in (terminal, tui):
-        assert "Memorization (seen - unseen gap; flagged when its 95% CI excludes 0):" in face
+        assert "Memorization (seen - unseen gap; a group gap across authors: reported, not judged):" in face
         assert f"{data['comparisons']['plateaus'][0]['statement']}: no finding is decided on it." in face
 
 

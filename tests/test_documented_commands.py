@@ -200,7 +200,6 @@ def fewer_resamples(monkeypatch):
     from mlmh import stats
 
     monkeypatch.setitem(stats.resample_ci.__kwdefaults__, "n_resamples", RESAMPLES)
-    monkeypatch.setitem(stats.mean_ci.__kwdefaults__, "n_resamples", RESAMPLES)
     kind, _, seed = stats.method_info.__defaults__
     monkeypatch.setattr(stats.method_info, "__defaults__", (kind, RESAMPLES, seed))
 

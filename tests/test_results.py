@@ -43,7 +43,9 @@ def results():
             "train_curve": [{"step": s, "loss": 5.0 / s ** 0.3} for s in range(50, 501, 50)],
             "validation_curve": [{"step": s, "loss": 8.0 + (s - 100) / 200} for s in range(50, 501, 50)]}
     return {"schema_version": RESULTS_SCHEMA, "run_id": "r", "config": {"preset": "t", "seeds": [0]},
-            "dataset": {"name": "pan", "source": "official files"}, "headline": "unseen", "filler_word": "the",
+            # documents without groups: the unseen ones are drawn as control documents would be (memorisation judged)
+            "dataset": {"name": "pan", "source": "official files", "grouped": False}, "headline": "unseen",
+            "filler_word": "the",
             "documents": {"seen": {"split": "train", "documents": 10}, "unseen": {"split": "test", "documents": 10}},
             "n_samples": 20, "conditions": rows, "models": {"trained-clm": {"model_kind": "clm", "training": card}},
             "errors": [{"component": "metric 'boom'", "during": "scoring", "error": "RuntimeError: no"}],

@@ -53,7 +53,8 @@ def test_micro_model_trains_saves_and_loads(objective, tmp_path):
     card = train(TEXTS, micro(objective), tmp_path, dataset="made-up", progress=events.append, threads=1)
     assert [e["step"] for e in events] == [1, 2, 3] and all(e["stage"] == "train" for e in events)
     assert card["objective"] == objective and card["steps"] == 3 and card["tokens_seen"] > 0
-    assert card["heldout_source"] == "10% of the train documents" and card["heldout_targets"] > 0
+    assert card["heldout_source"].startswith("10% of the train documents (no test split: the blocks that chose")
+    assert card["heldout_targets"] > 0
     assert 0 <= card["heldout_accuracy"] <= 1 and 0 <= card["unigram_baseline_accuracy"] <= 1
     assert json.loads((tmp_path / "training_card.json").read_text()) == card
     assert (tmp_path / "model.safetensors").is_file()
@@ -63,6 +64,26 @@ def test_micro_model_trains_saves_and_loads(objective, tmp_path):
     assert tokenizer.mask_token == "[MASK]" and tokenizer.tokenize("the") == ["the"] != tokenizer.tokenize("The")  # cased
     adapter = load_adapter(objective, tmp_path, identity="micro")
     assert adapter.kind == objective
+
+
+def test_the_cards_held_out_accuracy_is_on_test_blocks_that_chose_nothing(tmp_path, monkeypatch):
+    """Early stopping and the checkpoint read the validation blocks; the card's accuracy (and the plateau check read
+    from it) comes from the test texts, which no selection saw."""
+    from mlmh.training import loop
+
+    measured = []
+    real = loop.final_metrics
+    monkeypatch.setattr(loop, "final_metrics", lambda model, tok, config, train_blocks, blocks:
+                        measured.append(blocks) or real(model, tok, config, train_blocks, blocks))
+    test = [text.upper() for text in TEXTS[:6]]  # other texts: blocks of other tokens than validation's
+    card = train(TEXTS[6:], micro("clm"), tmp_path, validation_texts=TEXTS[:6], test_texts=test, threads=1)
+    assert card["heldout_source"] == "test split: 6 documents that neither chose the checkpoint nor stopped training"
+    (blocks,) = measured  # measured once, on the test blocks
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    assert blocks.ids and blocks.ids == make_blocks(tokenizer, test, card["seq_len"]).ids[:len(blocks.ids)]
+    assert blocks.ids != make_blocks(tokenizer, TEXTS[:6], card["seq_len"]).ids[:len(blocks.ids)]
 
 
 def test_training_is_deterministic_under_a_seed_and_budgets_match(tmp_path):

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("mlmh.commands.eval:eval_command", "Run a preset's experiment: generate, score, downstream, report."),
     "report": ("mlmh.commands.report:report", "Rebuild report.md and plots of a run from its results.json."),
     "human": ("mlmh.commands.human:human", "Blinded human rating sheets: export, then import ratings."),
+    "calibrate": ("mlmh.commands.calibrate:calibrate", "Run every verdict rule under a null and an effect: its error rate and power."),
     "bench": ("mlmh.commands.bench:bench", "Time samplers against bare model forward passes: overhead, speedup, batching."),
     "tui": ("mlmh.commands.tui:tui", "Terminal UI: watch refinement step by step, run presets, compare results."),
 }

@@ -1,5 +1,5 @@
 """Human evaluation as in the paper: blinded rating sheets for coherence and grammar (1-5), merged back
-into a run with means, bootstrap CIs and inter-rater agreement (Krippendorff's alpha, ordinal).
+into a run with means, t CIs and inter-rater agreement (Krippendorff's alpha, ordinal).
 
 The sheet hides which condition produced a text behind an item id; the key stays in the run directory
 (``human_key.json``), so raters see only shuffled texts, originals mixed among generations.
@@ -157,7 +157,7 @@ def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, d
 
 
 def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 0) -> HumanRatings:
-    """Merge raters' sheets: per-condition means with bootstrap CIs, and ordinal Krippendorff's alpha."""
+    """Merge raters' sheets: per-condition means with Student's t CIs, and ordinal Krippendorff's alpha."""
     import krippendorff
 
     from mlmh.api import load
@@ -182,7 +182,7 @@ def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 
     for condition, by_criterion in sorted(per_condition.items()):
         conditions[condition] = {}
         for criterion in CRITERIA:
-            mean, low, high = mean_ci(by_criterion.get(criterion, []), seed=seed)
+            mean, low, high = mean_ci(by_criterion.get(criterion, []))
             conditions[condition][criterion] = HumanScore(value=mean, ci_low=low, ci_high=high,
                                                           n=len(by_criterion.get(criterion, [])), higher_is_better=True)
     agreement: dict[str, float | None] = {}

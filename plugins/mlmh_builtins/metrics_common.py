@@ -76,9 +76,9 @@ def mean_result(
     seed: int,
     info: dict[str, Any],
 ) -> MetricResult:
-    """A result whose corpus value is the mean of the per-sample values, with a bootstrap CI."""
-    value, low, high = mean_ci(per_sample, seed=seed)
-    info = {**info, "aggregation": "mean of per-sample values", **method_info("mean", seed=seed)}
+    """A result whose corpus value is the mean of the per-sample values, with Student's t CI (:func:`mlmh.stats.t_interval`)."""
+    value, low, high = mean_ci(per_sample)
+    info = {**info, "aggregation": "mean of per-sample values", **method_info("mean")}
     return MetricResult(
         name=name,
         value=value,

@@ -128,6 +128,7 @@ class TrainedModel(Model):
             "dataset": corpus.dataset,
             "train_hash": data_hash(corpus.texts("train")),
             "validation_hash": data_hash(corpus.texts("validation")),
+            "test_hash": data_hash(corpus.texts("test")),  # the card's held-out accuracy is measured on them
             "init_weights": init_fingerprint(config.init),
             "versions": library_versions(),
         }
@@ -159,7 +160,8 @@ class TrainedModel(Model):
 
         return TrainingJob(self.cache_name(context), str(ModelCache().root.resolve()), corpus.texts("train"),
                            corpus.texts("validation"), self._config(), corpus.dataset,
-                           recipe["train_hash"], label=self.short_spec, validation_holds=describe_validation(corpus))
+                           recipe["train_hash"], corpus.texts("test"), label=self.short_spec,
+                           validation_holds=describe_validation(corpus))
 
     def load(self, context: LoadContext) -> Any:
         """Train on first use (progress through ``context.progress``), then load the cached model."""

@@ -15,24 +15,12 @@ from mlmh.run.executors import BACKENDS
 
 @click.command(name="eval", cls=options.PresetHelpCommand)
 @click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME|FILE.toml", help="Preset to run.")
-@options.run_option("dataset")  # the run options: declared once, on mlmh.types.runconfig.RunConfig
-@options.run_option("data")
-@options.run_option("models")
-@options.run_option("maskings")
-@options.run_option("samplers")
-@options.run_option("metrics")
-@options.run_option("tasks")
-@options.run_option("trackers")
+@options.run_option_flags  # every run option with a flag: declared once, on mlmh.types.runconfig.RunConfig
 @click.option("--sweep-epochs", metavar="E[,E...]", help="Data-constrained sweep: train every trained-mlm / trained-clm "
               "for each of these epoch counts (with --sweep-tokens: at each U); see the crossover preset.")
 @click.option("--sweep-tokens", metavar="U[,U...]", help="Data-constrained sweep: unique training tokens U, the first "
               "train blocks holding U tokens, for every trained-mlm / trained-clm.")
-@options.run_option("limit")
-@options.run_option("control")
-@options.run_option("seeds")
-@options.run_option("batch_size")
 @click.option("--output-path", type=click.Path(file_okay=False), help="Run directory (default: runs/<timestamp>-<preset>/); a new run needs a new or empty one.")
-@options.run_option("log_samples")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run (the newest unfinished one, or --output-path).")
 @click.option("--no-cache", is_flag=True, help="Do not share generations, metric and task results with other runs (a private cache in the run dir).")
 @click.option("--workers", type=options.WORKERS, default=1, show_default=True,
@@ -41,12 +29,9 @@ from mlmh.run.executors import BACKENDS
               help="Where workers run: local processes, or Ray (needs: pip install 'mlmh[ray]').")
 @click.option("--ray-address", metavar="ADDR", help="An existing Ray cluster (default: a local Ray started for the run).")
 @click.option("--show-config", is_flag=True, help="Print the resolved configuration as TOML and exit.")
-def eval_command(preset: str | None, dataset: str | None, data: str | None, models: list[str],
-                 maskings: list[str], samplers: list[str], metrics: list[str], tasks: list[str], trackers: list[str],
-                 sweep_epochs: str | None, sweep_tokens: str | None, limit: int | float | None, control: int | float | None,
-                 seeds: list[int], batch_size: int | None, output_path: str | None,
-                 log_samples: bool | None, resume: bool, no_cache: bool, workers: int, backend: str,
-                 ray_address: str | None, show_config: bool) -> None:
+def eval_command(preset: str | None, sweep_epochs: str | None, sweep_tokens: str | None, output_path: str | None,
+                 resume: bool, no_cache: bool, workers: int, backend: str, ray_address: str | None, show_config: bool,
+                 **run_values: Any) -> None:
     """Run an experiment: models x maskings x samplers x seeds -> generation quality, downstream
     usefulness, correlations. Writes results.json, report.md and plots to the run directory.
 

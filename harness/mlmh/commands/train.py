@@ -26,7 +26,7 @@ CARD_ROWS = (
     ("approx_train_flops", "approx. training FLOPs"), ("final_loss", "final train loss"),
     ("selection", "checkpoint chosen by"), ("validation_loss", "validation loss (kept)"),
     ("validation_accuracy", "validation accuracy (kept, training masks)"),
-    ("heldout_accuracy", "validation accuracy (all-[MASK], as generation)"),
+    ("heldout_accuracy", "held-out accuracy (all-[MASK], as generation)"), ("heldout_source", "held out"),
     ("best_constant_accuracy", "best constant predictor's accuracy (same targets)"),
     ("beats_constant", "beat the best constant predictor (off the unigram plateau)"),
     ("unigram_baseline_accuracy", "unigram baseline accuracy"), ("validation_holds", "validation data"),
@@ -134,7 +134,7 @@ def train(dataset: str, data_path: str | None, objective: str, positions: str, s
         with _ProgressBar(f"training {objective} ({size})") as bar:
             card = train_model(train_texts, config, tmp, validation_texts=corpus.texts("validation"),
                                dataset=corpus.dataset, progress=bar.update, threads=threads,
-                               validation_holds=describe_validation(corpus))
+                               validation_holds=describe_validation(corpus), test_texts=corpus.texts("test"))
     card = {"path": str(out), **card}
     if as_json:
         click.echo(json.dumps(card, indent=2))

@@ -23,11 +23,13 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     """One sentence per tested finding, verdict first, each followed by the models it rests on (once while they
     stay the same); a line naming the claims the run did not test; the documents the answer stands on (with
     ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.findings.grounds`)."""
-    lines, said = [], None
+    lines, said, rated = [], None, None
     for f in findings:
         if f.tested:
             verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
-            lines.append(f"{verdict}: {f.statement}")
+            lines.append(f"{verdict}: {f.statement}" + (_null_rate(f.extra["false_holds"])
+                                                         if f.extra.get("false_holds") and f.claim[:7] != rated else ""))
+            rated = f.claim[:7] if f.extra.get("false_holds") else rated
             grounds = f.extra.get("rests_on")
             if grounds and grounds != said:
                 lines.append("Rests on: " + "; ".join(grounds) + ".")
@@ -46,6 +48,12 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     elif step:
         lines.append(f"Next step: {step.get('why', '')}.")
     return lines
+
+
+def _null_rate(rate: dict[str, Any]) -> str:
+    """The rule's false-"holds" rate under a null of the run's own arms (:func:`mlmh.calibrate.annotate_null_rates`)."""
+    return (f" (This rule on this run's arms, under a null: \"holds\" in {rate['rate']:.1%} of {rate['runs']} simulated "
+            f"runs, 95% CI {rate['ci_low']:.1%}-{rate['ci_high']:.1%}; nominal {rate['nominal']:.1%}.)")
 
 
 # -- the comparisons ----------------------------------------------------------------------------------------
@@ -83,7 +91,10 @@ def comparison_sections(results: RunResults, *, markdown: bool = True) -> list[S
         sections.append(Section("Where seen and unseen documents disagree:",
                                 [_stated(d.statement, d.metric, markdown) for d in block.disagreements]
                                 or ["Nowhere: the MLM-CLM verdict is the same on both sets."]))
-        sections.append(Section(f"Memorization (seen - {memorisation_set(results)[0]} gap; flagged when its 95% CI excludes 0):",
+        against, _, judged = memorisation_set(results)
+        rule = ("flagged when its 95% CI excludes 0 after Holm's adjustment over the run's memorisation tests" if judged
+                else "a group gap across authors: reported, not judged")
+        sections.append(Section(f"Memorization (seen - {against} gap; {rule}):",
                                 [_stated(m.statement, m.model, markdown) for m in block.memorisation]
                                 or ["No gap could be computed."]))
     if block.baselines:

@@ -2,12 +2,13 @@
 results into its typed ``comparisons`` block (:class:`mlmh.types.Comparisons`), so report.md, the terminal, the
 TUI and notebooks state the same ones, and results.json carries them:
 
-- MLM against CLM (and seq2seq) per main metric and document set: per masking setting and seed the best
-  condition of each kind; only wins with non-overlapping CIs count, so a difference inside the noise is a tie,
-  and a lead resting on a condition a caveat rules out (:func:`mlmh.findings.verdicts.caveats_of`) is "not
-  comparable";
+- MLM against CLM (and seq2seq) per main metric and document set: on unseen documents, MLM against CLM is decided
+  by claim (1)'s paired test where the run decided it (one question, one answer); elsewhere per masking setting and
+  seed the best condition of each kind, where only wins with non-overlapping CIs count, so a difference inside the
+  noise is a tie, and a lead resting on a condition a caveat rules out (:func:`mlmh.findings.verdicts.caveats_of`)
+  is "not comparable";
 - where the verdict on seen documents differs from the one on unseen documents;
-- memorisation per model, by the one rule (:func:`mlmh.findings.verdicts.memorised`);
+- memorisation per model, by the one rule (:func:`mlmh.findings.verdicts.memorisation_check`);
 - what the visible context alone earns: the best condition beside the filler and deletion baselines;
 - how each main metric moves with the masking ratio (Spearman rho), per model and sampler;
 - the correlation of each main quality metric with each downstream task's first score;
@@ -24,12 +25,13 @@ from collections import defaultdict
 from typing import Any, NamedTuple
 
 from mlmh.config.declared import baseline_results
-from mlmh.findings.verdicts import (REWARDS_DELETION, caveats_of, deletion_bar, memorisation_control, memorisation_gap,
-                                    memorised, never_learned, recall_clause, summarise)
+from mlmh.findings.verdicts import (REWARDS_DELETION, MemorisationCheck, caveats_of, deletion_bar, describe_ci, number,
+                                    memorisation_check,
+                                    memorisation_set, never_learned, recall_clause, summarise)
 from mlmh.results import (better, format_number, format_score, higher_is_better, main_metrics, model_label,
                           model_record_of, roles)
-from mlmh.types import ConditionResult, RunResults, Score
-from mlmh.types.result_blocks import (MEMORISED, NO_GAP, ON_PLATEAU, BaselineVerdict, Comparisons, CorrelationVerdict,
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, ConditionResult, Finding, RunResults, Score
+from mlmh.types.result_blocks import (GROUP_GAP_ONLY, MEMORISED, NO_GAP, ON_PLATEAU, BaselineVerdict, Comparisons, CorrelationVerdict,
                                 Disagreement, KindVerdict, Memorisation, PlateauVerdict, RatioTrend, TrendSeries)
 
 KIND_LABEL = {"mlm": "MLM", "clm": "CLM", "seq2seq": "seq2seq"}
@@ -110,6 +112,17 @@ def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, rol
     wins_b = [c for c in cells if c.winner == kind_b]
     sure_a = sum(1 for c in wins_a if c.overlapping is False)
     sure_b = sum(1 for c in wins_b if c.overlapping is False)
+    counts = (f"{la} higher in {len(wins_a)} of {len(cells)} masking settings ({sure_a} with non-overlapping CIs), "
+              f"{lb} higher in {len(wins_b)} ({sure_b} with non-overlapping CIs)")
+    claim = _claim_one(results, metric) if (kind_a, kind_b, role) == ("mlm", "clm", "unseen") else None
+    if claim is not None:  # one question, one test: the Answer's claim (1) decides the verdict here too
+        verdict = {HOLDS: f"{la} beats {lb}", FAILS: f"{lb} beats {la}"}.get(claim.verdict, f"{la} and {lb} tie")
+        detail = (f"decided by claim (1)'s paired test, as the Answer states it: {claim.verdict} "
+                  f"({number(claim.statistic)} per document, {describe_ci(claim.ci_low, claim.ci_high)}); "
+                  f"{counts}")
+        return KindVerdict(role=role, metric=metric, kinds=[kind_a, kind_b], verdict=verdict, settings=len(cells),
+                           wins=[len(wins_a), len(wins_b)], sure=[sure_a, sure_b], caveats=list(claim.caveats),
+                           detail=detail, statement=f"{metric}: {verdict} — {detail}.")
     if sure_a > sure_b:
         verdict, winners = f"{la} beats {lb}", [c.a for c in wins_a]
     elif sure_b > sure_a:
@@ -119,10 +132,11 @@ def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, rol
     caveats = list(dict.fromkeys(c for row in winners for c in caveats_of(results, row, metric, role or results.headline)))
     if caveats:  # a model that learned nothing, or no better than a baseline, never wins
         verdict = f"{verdict.replace(' beats ', ' ahead of ')} (not comparable)"
-    detail = (f"{la} higher in {len(wins_a)} of {len(cells)} masking settings ({sure_a} with non-overlapping CIs), "
-              f"{lb} higher in {len(wins_b)} ({sure_b} with non-overlapping CIs)")
+    detail = counts
     if sure_a == 0 and sure_b == 0:
         detail += "; overlapping CIs everywhere, so no difference is established"
+    detail += (" (CI overlap, not a paired test" + ("; claim (1) is not decided on this metric)"
+                                                     if role == "unseen" and kind_b == "clm" else ")"))
     if not higher_is_better(results, metric):
         detail += " (lower is better)"
     if caveats:
@@ -130,6 +144,12 @@ def kind_verdict(results: RunResults, metric: str, kind_a: str, kind_b: str, rol
     return KindVerdict(role=role, metric=metric, kinds=[kind_a, kind_b], verdict=verdict, settings=len(cells),
                        wins=[len(wins_a), len(wins_b)], sure=[sure_a, sure_b], caveats=[c.text for c in caveats],
                        detail=detail, statement=f"{metric}: {verdict} — {detail}.")
+
+
+def _claim_one(results: RunResults, metric: str) -> Finding | None:
+    """Claim (1)'s finding on ``metric`` where the run decided it (holds, does not hold, inconclusive)."""
+    return next((f for f in results.findings if f.claim == f"paper-1:{metric}"
+                 and f.verdict in (HOLDS, FAILS, INCONCLUSIVE)), None)
 
 
 def kind_verdicts(results: RunResults, kind_a: str, kind_b: str, role: str) -> list[KindVerdict]:
@@ -152,42 +172,49 @@ def disagreements(results: RunResults, kind_a: str = "mlm", kind_b: str = "clm")
 
 # -- memorisation, baselines, trends, correlations, the plateau ---------------------------------------
 def memorisation(results: RunResults) -> list[Memorisation]:
-    """Per model: its conditions whose memorisation gap on the first main metric lies outside its CI (seen - control,
-    or seen - unseen where the run holds no control documents, of the quality above the filler where the run has it:
-    :func:`mlmh.findings.verdicts.memorisation_gap`)."""
+    """Per model: its conditions the one memorisation rule flags on the first main metric
+    (:func:`mlmh.findings.verdicts.memorisation_check`: seen - control above the filler, Holm-adjusted over the run's
+    tests), or the group gap the run could only report."""
     metrics = main_metrics(results, "unseen")
     if not metrics:
         return []
     metric = metrics[0]
-    by_model: dict[str, list[tuple[ConditionResult, Score]]] = defaultdict(list)
+    by_model: dict[str, list[tuple[ConditionResult, MemorisationCheck]]] = defaultdict(list)
     for row in results.conditions:
-        found = memorisation_gap(row, metric)
-        if found is not None:
-            by_model[row.model].append((row, found))
+        check = memorisation_check(results, row, metric)
+        if check.gap is not None and check.gap.value is not None:
+            by_model[row.model].append((row, check))
+    against, above, judged = memorisation_set(results)
+    quality = f"{metric} above the filler" if above else metric
     out = []
-    for model, gapped in by_model.items():
-        rows = [row for row, _ in gapped]
-        flagged = [r for r in rows if memorised(results, r, metric)]
-        worst, g = max(gapped, key=lambda pair: pair[1].value or 0.0)
-        other, above = memorisation_control(worst)
-        recall = recall_clause(worst)
-        quality = f"{metric} above the filler" if above else metric
-        if never_learned(model, model_record_of(results, model)):
+    for model, checked in by_model.items():
+        flagged = [row for row, check in checked if check.state == MEMORISED]
+        worst, check = max(checked, key=lambda pair: pair[1].gap.value if pair[1].gap and pair[1].gap.value else 0.0)
+        g = check.gap or Score(None)
+        recall = recall_clause(results, worst)
+        if not judged:
+            verdict = GROUP_GAP_ONLY
+            statement = (f"{model}: seen - unseen group gap of {quality} up to {format_score(g)}{recall}; the unseen "
+                         "documents are other groups' texts, so the gap measures style as well as recall and is not "
+                         "judged (a run with --control judges it).")
+        elif never_learned(model, model_record_of(results, model)):
             verdict = ON_PLATEAU
-            statement = (f"{model} never beat the best constant predictor on held-out text: its seen - {other} "
+            statement = (f"{model} never beat the best constant predictor on held-out text: its seen - {against} "
                          f"gap of {quality} (largest {format_score(g)}{recall}) is read as the unigram plateau, not as "
                          "memorization.")
         elif flagged:
             verdict = MEMORISED
-            statement = (f"{model} scores {quality} higher on seen than on {other} documents beyond the CI in "
-                         f"{len(flagged)} of {len(rows)} conditions (largest gap {format_score(g)} in "
-                         f"{worst.masking} / {worst.sampler}{recall}): flagged as memorization.")
+            statement = (f"{model} scores {quality} higher on seen than on {against} documents beyond the CI in "
+                         f"{len(flagged)} of {len(checked)} conditions after Holm's adjustment over the run's "
+                         f"{check.family} memorisation tests (largest gap {format_score(g)} in {worst.masking} / "
+                         f"{worst.sampler}{recall}): flagged as memorization.")
         else:
             verdict = NO_GAP
-            statement = (f"{model}: no seen - {other} gap of {quality} outside its CI in {len(rows)} conditions "
-                         f"(largest {format_score(g)}{recall}).")
+            statement = (f"{model}: no seen - {against} gap of {quality} outside its CI in {len(checked)} conditions "
+                         f"after Holm's adjustment over the run's {check.family} memorisation tests (largest "
+                         f"{format_score(g)}{recall}).")
         out.append(Memorisation(model=model, metric=metric, verdict=verdict, flagged=len(flagged),
-                                conditions=len(rows), largest=worst.id, gap=g, statement=statement))
+                                conditions=len(checked), largest=worst.id, gap=g, statement=statement))
     return out
 
 

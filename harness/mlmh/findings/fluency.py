@@ -22,7 +22,7 @@ import numpy as np
 from mlmh.config.declared import fluency_results
 from mlmh.findings.paper_claims import SOURCE, Evidence, paper_metrics
 from mlmh.findings.verdicts import FAILS, HOLDS, describe_ci, not_tested, verdict
-from mlmh.stats import resample_ci
+from mlmh.stats import t_interval
 from mlmh.types import ConditionResult, Finding, RunResults
 
 
@@ -61,11 +61,6 @@ def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
         return fluency_beside_claim_1(ev, metric, judge)
 
     return [rule]
-
-
-def _mean_of(values: np.ndarray) -> Callable[[np.ndarray], float]:
-    """The statistic of a resample: the mean of ``values`` at its rows."""
-    return lambda rows: float(values[rows].mean())
 
 
 def _overlap_winner(ev: Evidence, rows: Sequence[ConditionResult], metric: str, judge: Judge) -> ConditionResult | None:
@@ -108,7 +103,7 @@ def fluency_beside_claim_1(ev: Evidence, metric: str, judge: Judge) -> Finding:
         if not docs:
             continue
         gap = np.asarray([math.log(b[d]) - math.log(a[d]) for d in docs])  # nats per token: log ppl = mean NLL
-        low, high = resample_ci(len(docs), _mean_of(gap), seed=ev.seed)
+        low, high = t_interval(list(gap))[1:3]
         unseen_mlm, unseen_clm = mlm.unseen, clm.unseen
         parts.append({"label": masking + (f" (seed {seed})" if seed else ""), "statistic": float(gap.mean()),
                       "ci_low": low, "ci_high": high, "verdict": verdict(low, high, +1), "mlm": mlm.id, "clm": clm.id,
@@ -122,14 +117,13 @@ def fluency_beside_claim_1(ev: Evidence, metric: str, judge: Judge) -> Finding:
         return not_tested(claim, SOURCE, text, "the run has no masking with both a usable MLM and a CLM condition "
                           f"scored on unseen documents with {metric} and {judge.judged}")
 
-    # every masking's pair resampled with the same document indices, as claim (1) resamples its arms
+    # per document, the mean over the maskings' pairs: one paired contrast with its t interval, as claim (1) has
     shared = sorted(set.intersection(*(set(ev.values(p[k], judge.judged)) for p in parts for k in ("mlm", "clm"))))
     matrix = np.asarray([[math.log(ev.values(p["clm"], judge.judged)[d])
                           - math.log(ev.values(p["mlm"], judge.judged)[d]) for d in shared] for p in parts])
     n = len(shared)
     if n:
-        value: float | None = float(matrix.mean())
-        low, high = resample_ci(n, lambda rows_: float(matrix[:, rows_].mean()), seed=ev.seed)
+        value, low, high = t_interval(list(matrix.mean(axis=0)))[:3]
     else:
         value, low, high = None, None, None
     result = verdict(low, high, +1)

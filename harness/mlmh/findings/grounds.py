@@ -111,11 +111,12 @@ def next_step(results: RunResults, findings: Sequence[Finding]) -> dict[str, str
     scratch = [m for m, record in results.models.items() if record.training and not record.training.get("init")]
     config = results.config
     where = (f" --dataset {config.dataset}" if config.dataset else "") + (f" --data {config.data}" if config.data else "")
-    if config.preset != PRETRAINED_PRESET and scratch and (_mentions(text, PLATEAU) or _mentions(text, MEMORISED)):
+    stuck, recited = _mentions(text, PLATEAU), _mentions(text, MEMORISED)
+    if config.preset != PRETRAINED_PRESET and scratch and (stuck or recited):
+        what = " and ".join(w for w, found in (("stayed on the unigram plateau", stuck), ("memorised", recited)) if found)
         return {"command": f"mlmh eval --preset {PRETRAINED_PRESET}{where}",
-                "why": "models trained from scratch could not learn this corpus without memorising it or staying on "
-                       "the unigram plateau; that preset fine-tunes one pretrained start as MLM, CLM and seq2seq "
-                       "(its cost: mlmh ls presets)"}
+                "why": f"models trained from scratch {what} on this corpus; that preset fine-tunes one pretrained start "
+                       "as MLM, CLM and seq2seq (its cost: mlmh ls presets)"}
     if _mentions(text, MEMORISED):
         return {"command": "", "why": "models that scored their own train documents above unseen ones: fewer passes "
                                       "over them (trained-*:max_passes=N) or more train documents (a larger --data)"}

@@ -4,9 +4,9 @@ Three measurements sit beside every quality figure of a run:
 
 - **verbatim recall**: the share of masked words regenerated exactly as they were. On documents the
   model trained on (``seen``) a high value beside a low one on ``unseen`` documents is recitation.
-- **the seen - unseen gap** of each metric, with a CI. The two sets are independent samples, so the
-  gap's CI combines their bootstrap CIs by the normal approximation
-  (se = sqrt(se_seen^2 + se_unseen^2), se from each 95% CI's half-width / 1.96).
+- **the seen - unseen gap** (and seen - control) of each metric, with a CI. The two sets are independent samples,
+  so the gap gets Welch's interval and test from each set's standard error and degrees of freedom
+  (:func:`mlmh.stats.welch`; a metric's own CI gives its standard error as the half-width / 1.96).
 - **quality above each baseline**, per document (the condition's score minus the baseline's on the same masked
   document, averaged, with a bootstrap CI): a paired measure, so what makes one document harder than another for
   every fill of its masks cancels. Its seen - unseen gap is what memorisation is judged on: the seen and unseen
@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mlmh.stats import mean_ci, resample_ci
+from mlmh.stats import Interval, resample_ci, t_interval, welch
 from mlmh.types import Document, Generation, MaskedItem, Score
 
 Z95 = 1.959963984540054
@@ -58,23 +58,23 @@ def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> Scor
 
 
 def gap(seen: Score | None, unseen: Score | None) -> Score | None:
-    """seen - unseen of one metric's scores, with its CI and whether the CI excludes 0 (``significant``, in
-    ``extra``); None when either side has no value."""
+    """seen - unseen (or seen - control) of one metric's scores of two independent document sets, with Welch's
+    interval (:func:`mlmh.stats.welch`); its two-sided ``p_value``, degrees of freedom (``df``) and whether the CI
+    excludes 0 on its own (``significant``: one test; the memorisation rule adjusts a run's family of them,
+    :func:`mlmh.findings.verdicts.memorisation_family`) in ``extra``; None when either side has no value."""
     if seen is None or unseen is None or seen.value is None or unseen.value is None:
         return None
-    value = float(seen.value) - float(unseen.value)
-    seen_se, unseen_se = _se(seen), _se(unseen)
-    if seen_se is None or unseen_se is None:
-        return Score(value=value, extra={"significant": None})
-    se = math.sqrt(seen_se * seen_se + unseen_se * unseen_se)
-    low, high = value - Z95 * se, value + Z95 * se
-    return Score(value=value, ci_low=low, ci_high=high, extra={"significant": bool(low > 0 or high < 0)})
+    found = welch(_summary(seen), _summary(unseen))
+    if found.low is None or found.high is None:
+        return Score(value=found.value, extra={"significant": None})
+    return Score(value=found.value, ci_low=found.low, ci_high=found.high,
+                 extra={"significant": bool(found.low > 0 or found.high < 0), "p_value": found.p, "df": found.df})
 
 
 def above(values: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mapping[str, Any]],
-          higher_is_better: Mapping[str, bool], *, seed: int = 0) -> dict[str, Score]:
+          higher_is_better: Mapping[str, bool]) -> dict[str, Score]:
     """Per metric, the mean over documents of a condition's score minus a baseline's on the same document, with
-    its bootstrap CI and the number of ``documents`` (in ``extra``); both arguments map document -> metric -> value,
+    its t CI, the number of ``documents``, the standard error ``se`` and degrees of freedom ``df`` (in ``extra``); both arguments map document -> metric -> value,
     and a document either lacks (or scores as not a number) is left out."""
     out: dict[str, Score] = {}
     for metric in dict.fromkeys(m for scored in values.values() for m in scored):
@@ -83,16 +83,23 @@ def above(values: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mappin
         kept = [d for d in differences if math.isfinite(d)]
         if not kept:
             continue
-        mean, low, high = mean_ci(kept, seed=seed)
-        out[metric] = Score(value=mean, ci_low=low, ci_high=high, higher_is_better=higher_is_better.get(metric, True),
-                            extra={"documents": len(kept)})
+        found = t_interval(kept)
+        out[metric] = Score(value=found.value, ci_low=found.low, ci_high=found.high,
+                            higher_is_better=higher_is_better.get(metric, True),
+                            extra={"documents": len(kept), "se": found.se, "df": found.df})
     return out
 
 
-def _se(score: Score) -> float | None:
+def _summary(score: Score) -> Interval:
+    """A set's mean as :func:`mlmh.stats.welch` reads it: the standard error and degrees of freedom :func:`above`
+    records, else (a metric's own CI) the CI's half-width over the normal quantile and the documents it was on."""
+    if score.extra.get("se") is not None and score.extra.get("df"):
+        return Interval(score.value, score.ci_low, score.ci_high, float(score.extra["se"]), float(score.extra["df"]))
     if score.ci_low is None or score.ci_high is None:
-        return None
-    return (float(score.ci_high) - float(score.ci_low)) / (2 * Z95)
+        return Interval(score.value, None, None)
+    documents = score.extra.get("documents")
+    df = float(documents) - 1 if documents and documents > 1 else 1e6
+    return Interval(score.value, score.ci_low, score.ci_high, (float(score.ci_high) - float(score.ci_low)) / (2 * Z95), df)
 
 
 def filler_word(documents: Sequence[Document]) -> str:

@@ -5,8 +5,9 @@ A claim's verdict is decided by its 95% CI alone: "holds" when the CI excludes 0
 claim would decide on are checked for three caveats (:func:`caveats_of`), and a condition with one is left
 out of the claim: a model that never beat the best constant predictor on held-out text (it never left the
 unigram plateau), a condition that scores no better than filling every mask with one word or deleting the
-masked words (the trivial baselines), and a model whose seen - control gap (seen - unseen where the run holds no
-control documents) lies outside its CI (it recites its training set). A result that rewards output shorter than the
+masked words (the trivial baselines), and a model whose seen - control gap lies outside its CI after Holm's
+adjustment over the run's memorisation tests (it recites its training set; :func:`memorisation_check`: without
+control documents, seen - unseen only where the unseen documents are no other groups' texts). A result that rewards output shorter than the
 reference (ROUGE, BERTScore F1) holds a condition to deletion on a main result that does not (:func:`deletion_bar`);
 memorisation is judged on the gap of the quality above the filler (:func:`memorisation_gap`). The downstream claims
 check their judge the same way: a downstream model that does not beat no training data when trained on the real
@@ -17,17 +18,19 @@ When nothing is left, the finding is "not comparable" and says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from mlmh.config.declared import headline, headlines
-from mlmh.results import model_record_of
+from mlmh.results import main_metrics, model_record_of
+from mlmh.stats import holm
 from mlmh.training.stopping import beats_constant
+from mlmh.types.result_blocks import NO_GAP
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
                         RoleQuality, RunResults, Score)
 
 __all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "NOT_COMPARABLE", "NOT_TESTED", "Caveat", "DOWNSTREAM", "verdict",
-           "correlation_verdict", "combined", "caveats_of", "memorised", "memorisation_gap", "memorisation_control",
-           "memorisation_set", "recall_clause",
+           "correlation_verdict", "combined", "caveats_of", "memorised", "memorisation_gap", "memorisation_check",
+           "memorisation_family", "memorisation_set", "MemorisationCheck", "MemorisationSet", "GROUP_GAP", "recall_clause",
            "deletion_bar", "never_learned", "summarise", "describe_ci", "number", "not_tested", "not_comparable"]
 
 
@@ -177,37 +180,116 @@ def deletion_bar(block: RoleQuality, metric: str) -> str:
     return fair[0] if fair else metric
 
 
-def memorisation_gap(row: ConditionResult, metric: str) -> Score | None:
-    """The gap memorisation is judged on, of ``row``'s quality above the filler per document (so that a gap the
-    filler shows too, one set of texts being easier than the other, is not taken for recall): seen - control where
-    the run holds control documents (:attr:`ConditionResult.control_gap`: the train authors' texts no model learned,
-    so that a model that learned how the train authors write is not taken for one that recites their texts), else
-    seen - unseen (:attr:`ConditionResult.gap_above_filler`); the raw quality's seen - unseen gap where the run has
-    neither (files written before)."""
-    for gaps in (row.control_gap, row.gap_above_filler, row.gap):
-        if gaps:
-            return gaps.get(metric)
-    return None
+#: the memorisation rule's family-wise error rate over a run's tests (Holm 1979: :func:`memorisation_family`)
+FAMILY_ALPHA = 0.05
+#: a seen - unseen gap where the unseen documents are other groups' texts (new authors): reported, never judged
+GROUP_GAP = "group gap"
 
 
-def memorisation_control(row: ConditionResult) -> tuple[str, bool]:
-    """(the document set :func:`memorisation_gap` sets the seen documents against: "control" or "unseen", whether
-    the gap is of the quality above the filler)."""
-    if row.control_gap:
-        return "control", True
-    return "unseen", bool(row.gap_above_filler)
+class MemorisationSet(NamedTuple):
+    """What a run's memorisation rule sets the seen documents against: ``against`` ("control" or "unseen"),
+    whether the gap is of the quality above the filler, and whether it is ``judged`` (False: a group gap)."""
+
+    against: str
+    above_filler: bool
+    judged: bool
 
 
-def memorisation_set(results: RunResults) -> tuple[str, bool]:
-    """:func:`memorisation_control` for a whole run, as the faces head their gap columns and sections: every
-    condition of a run has the same document sets, so the first with a gap speaks for all."""
-    return next((memorisation_control(row) for row in results.conditions if row.gap), ("unseen", False))
+def memorisation_set(results: RunResults) -> MemorisationSet:
+    """One rule for a whole run (every condition has the same document sets): seen - control where the run holds
+    control documents (the train groups' texts no model learned); seen - unseen where the dataset names no groups
+    (its unseen documents are then drawn as the control ones would be); otherwise the seen - unseen gap compares
+    the train authors' texts with new authors' and measures style as much as recall: a group gap, not judged. The gap
+    is of the quality above the filler where the run kept one (results written before it was kept have the raw gap)."""
+    above = bool(results.filler_word) and any(row.gap_above_filler or row.control_gap for row in results.conditions)
+    if "control" in results.documents or any(row.control_gap for row in results.conditions):
+        return MemorisationSet("control", above, True)
+    return MemorisationSet("unseen", above, not results.dataset.grouped)
 
 
-def recall_clause(row: ConditionResult, *, say_when_lower: bool = False) -> str:
-    """"; masked words regenerated verbatim: A% seen, B% control" (or unseen: the set :func:`memorisation_gap` reads),
-    or "" without both recalls; ``say_when_lower`` adds that recall alone would not flag a seen recall not above."""
-    other = memorisation_control(row)[0]
+def memorisation_gap(results: RunResults, row: ConditionResult, metric: str) -> Score | None:
+    """The gap of :func:`memorisation_set` for ``row`` on ``metric`` alone (of the quality above the filler per
+    document where the run has a filler, so that a gap the filler shows too is not taken for recall), or None when
+    the run has no such gap on that metric: no evidence, which the rule reads as "not tested", never as "no gap"."""
+    against, above, _ = memorisation_set(results)
+    if against == "control":
+        return row.control_gap.get(metric)
+    return (row.gap_above_filler if above else row.gap).get(metric)
+
+
+def _p_value(gap: Score) -> float | None:
+    """The gap's two-sided p-value (Welch's, :func:`mlmh.findings.memorization.gap`); from its CI by the normal
+    approximation for files written before gaps kept one."""
+    if gap.extra.get("p_value") is not None:
+        return float(gap.extra["p_value"])
+    if gap.value is None or gap.ci_low is None or gap.ci_high is None:
+        return None
+    from scipy.stats import norm
+
+    se = (float(gap.ci_high) - float(gap.ci_low)) / (2 * 1.959963984540054)
+    return 1.0 if se <= 0 and gap.value == 0 else 0.0 if se <= 0 else float(2 * norm.sf(abs(gap.value) / se))
+
+
+def memorisation_family(results: RunResults) -> dict[tuple[str, str], float]:
+    """(condition id, metric) -> Holm-adjusted p-value over the run's family of memorisation tests: every condition
+    whose model learned (a model on the plateau is reported as that) on every main metric, against
+    :func:`memorisation_set`; empty where the run judges none. A run of 24 conditions and 3 metrics makes 72 tests,
+    and at 5% each about 4 would flag by chance: adjusted, the family flags any at all with 5% chance under the null."""
+    if not memorisation_set(results).judged:
+        return {}
+    keys, p_values = [], []
+    for row in results.conditions:
+        if row.failed or never_learned(row.model, model_record_of(results, row.model)):
+            continue
+        for metric in main_metrics(results, "unseen"):
+            found = memorisation_gap(results, row, metric)
+            p = _p_value(found) if found is not None else None
+            if p is not None:
+                keys.append((row.id, metric))
+                p_values.append(p)
+    return {key: float(adjusted) for key, adjusted in zip(keys, holm(p_values)) if adjusted is not None}
+
+
+@dataclass(frozen=True)
+class MemorisationCheck:
+    """The memorisation rule's reading of one condition on one metric: ``state`` (:data:`MEMORISED`, ``"no gap"``,
+    :data:`GROUP_GAP`, :data:`PLATEAU`, or ``"not tested"`` with the ``reason``), the gap it read and its
+    Holm-adjusted p-value within a family of ``family`` tests."""
+
+    state: str
+    against: str
+    gap: Score | None
+    adjusted_p: float | None = None
+    family: int = 0
+    reason: str = ""
+
+
+def memorisation_check(results: RunResults, row: ConditionResult, metric: str) -> MemorisationCheck:
+    """The one memorisation rule every face states (:func:`memorisation_set`, :func:`memorisation_family`)."""
+    against, _, judged = memorisation_set(results)
+    found = memorisation_gap(results, row, metric)
+    if not judged:
+        return MemorisationCheck(GROUP_GAP, against, found, reason="the run holds no control documents and the unseen "
+                                 "documents are other groups' texts: their gap measures style as well as recall")
+    if never_learned(row.model, model_record_of(results, row.model)):
+        return MemorisationCheck(PLATEAU, against, found, reason="the model never beat the best constant predictor")
+    family = memorisation_family(results)
+    adjusted = family.get((row.id, metric))
+    if found is None or found.value is None or adjusted is None:
+        return MemorisationCheck(NOT_TESTED, against, found, reason=f"the run has no seen - {against} gap with a CI "
+                                 f"on {metric}" + ("" if metric in main_metrics(results, "unseen") else
+                                                   " among the main metrics the rule judges"))
+    score = next((b.metrics[metric] for b in (row.unseen, row.seen) if b is not None and metric in b.metrics), None)
+    better_on_seen = -found.value if score is not None and score.higher_is_better is False else found.value
+    state = MEMORISED if adjusted < FAMILY_ALPHA and better_on_seen > 0 else NO_GAP
+    return MemorisationCheck(state, against, found, adjusted, len(family))
+
+
+def recall_clause(results: RunResults, row: ConditionResult, *, say_when_lower: bool = False) -> str:
+    """"; masked words regenerated verbatim: A% seen, B% control" (or unseen: the set :func:`memorisation_set`
+    reads), or "" without both recalls; ``say_when_lower`` adds that recall alone would not flag a seen recall not
+    above."""
+    other = memorisation_set(results).against
     against = row.control if other == "control" else row.unseen
     seen = row.seen.verbatim_recall if row.seen else None
     held = against.verbatim_recall if against else None
@@ -219,23 +301,16 @@ def recall_clause(row: ConditionResult, *, say_when_lower: bool = False) -> str:
 
 
 def memorised(results: RunResults, row: ConditionResult, metric: str) -> str | None:
-    """The one memorisation rule, as every face states it: ``row`` scores ``metric`` better on the documents its
-    model trained on than on the control documents (unseen ones where the run holds none), beyond the gap's CI
-    (:func:`memorisation_gap`: above the filler), and its model learned something (a model still on the unigram
-    plateau is reported as that: its gap is noise about a constant, not recall). The sentence says which evidence
-    fired: the quality gap, and the verbatim recall of masked words beside it when the run has it."""
-    gap = memorisation_gap(row, metric)
-    if gap is None or gap.value is None or not gap.extra.get("significant"):
+    """The sentence of :func:`memorisation_check` where it flags ``row`` on ``metric``, else None: its seen -
+    control gap (above the filler) lies outside its CI after Holm's adjustment over the run's family, and its model
+    learned something; with the verbatim recall of masked words beside it where the run has it."""
+    check = memorisation_check(results, row, metric)
+    if check.state != MEMORISED or check.gap is None or check.gap.value is None:
         return None
-    score = next((b.metrics[metric] for b in (row.unseen, row.seen) if b is not None and metric in b.metrics), None)
-    better_on_seen = -gap.value if score is not None and score.higher_is_better is False else gap.value
-    if better_on_seen <= 0 or never_learned(row.model, model_record_of(results, row.model)):
-        return None
-    other, above = memorisation_control(row)
-    recall = recall_clause(row, say_when_lower=True)
-    what = "above the filler " if above else ""
-    return (f"{row.model} under {row.masking} memorised: its seen - {other} {metric} gap {what}{gap.value:+.3g} lies "
-            f"outside its CI (quality gap){recall}")
+    what = "above the filler " if memorisation_set(results).above_filler else ""
+    return (f"{row.model} under {row.masking} memorised: its seen - {check.against} {metric} gap {what}"
+            f"{check.gap.value:+.3g} lies outside its CI (Holm-adjusted p {check.adjusted_p:.2g} over the run's "
+            f"{check.family} memorisation tests){recall_clause(results, row, say_when_lower=True)}")
 
 
 # -- findings without a statistic -----------------------------------------------------------------

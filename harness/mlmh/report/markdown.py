@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
-from mlmh.findings.verdicts import memorisation_gap, memorisation_set
+from mlmh.findings.verdicts import MEMORISED, memorisation_check, memorisation_family, memorisation_set
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
 from mlmh.storage.rundir import RunDir
@@ -55,20 +55,21 @@ def quality_table(results: RunResults, metrics: list[str], role: str | None = No
 
 
 def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
-    """The gap memorisation is judged on per condition (:func:`~mlmh.findings.verdicts.memorisation_gap`: seen - control
-    where the run holds control documents, else seen - unseen; of each metric's quality above the filler where the run
-    has it, in bold when outside its CI), and of the verbatim recall."""
+    """The gap memorisation is judged on per condition (:func:`~mlmh.findings.verdicts.memorisation_check`: seen -
+    control where the run holds control documents; of each metric's quality above the filler where the run has it),
+    in bold where the rule flags it, and of the verbatim recall."""
     rows = []
-    above = memorisation_set(results)[1]
+    above = memorisation_set(results).above_filler
     for row in results.conditions:
         if not row.gap:
             continue
         cells = [row.model, row.masking, row.sampler]
         for m in metrics:
-            g = memorisation_gap(row, m)
-            text = format_score(g)
-            cells.append(f"**{text}**" if g is not None and g.extra.get("significant") else text)
-        cells.append(format_score((row.control_gap or row.gap).get("verbatim_recall")))
+            check = memorisation_check(results, row, m)
+            text = format_score(check.gap)
+            cells.append(f"**{text}**" if check.state == MEMORISED else text)
+        recall = (row.control_gap if memorisation_set(results).against == "control" else row.gap).get("verbatim_recall")
+        cells.append(format_score(recall))
         rows.append(cells)
     what = " above filler" if above else ""
     return _table(["model", "masking", "sampler", *[f"{m} gap{what}" for m in metrics], "verbatim recall gap"],
@@ -100,12 +101,14 @@ def training_section(results: RunResults) -> list[str]:
         for key, label in (("tokens_seen", "tokens seen"), ("supervised_targets", "supervised targets"),
                            ("steps_run", "steps run"), ("step_kept", "step kept"),
                            ("validation_loss", "validation loss at the step kept"),
-                           ("final_loss", "final training loss"), ("heldout_accuracy", "validation accuracy"),
+                           ("final_loss", "final training loss"), ("heldout_accuracy", "held-out accuracy"),
+                           ("heldout_source", "held out on"),
                            ("best_constant_accuracy", "best constant predictor's accuracy"),
                            ("unigram_baseline_accuracy", "unigram baseline accuracy")):
             if card.get(key) is not None:
                 value = card[key]
-                facts.append(f"{label} {value:.3f}" if isinstance(value, float) else f"{label} {value:,}")
+                facts.append(f"{label} {value:.3f}" if isinstance(value, float) else f"{label} {value:,}"
+                             if isinstance(value, int) and not isinstance(value, bool) else f"{label} {value}")
         plateau = plateau_of(results, spec)
         if plateau:
             facts.append(f"**{plateau}**: no finding is decided on it")
@@ -207,7 +210,8 @@ def answer_section(results: RunResults) -> list[str]:
             "## Answer", "", f"No claim was decided: the findings step failed ({failed.during}: {failed.error}); "
             "every other result of the run stands below, and **Failed components** names it.", ""]
     lines = ["## Answer", "", "The claims of arXiv 2405.12630 (and of Li et al., ICML 2024, where the run has their "
-             "conditions) tested on this run's unseen documents, with paired bootstrap 95% CIs. A condition whose model "
+             "conditions) tested on this run's unseen documents, with paired t 95% CIs per document (simultaneous where a "
+             "claim picks the best arm, so the pick keeps its 95%). A condition whose model "
              "never beat the best constant predictor, that scores no better than the filler or deletion, or that "
              "memorised is left out of a claim; a claim left with none is \"not comparable\".", ""]
     lines += [f"- {line}" for line in answer]
@@ -278,7 +282,8 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
     for section in comparison_sections(results):
         lines += [section.heading, ""] + [f"- {line}" for line in section.lines] + [""]
     lines += claims_section(results) + crossover_section(results)
-    lines += ["## Generation quality", "", "Bold: best per column. Brackets: bootstrap 95% CI over documents. "
+    lines += ["## Generation quality", "", "Bold: best per column. Brackets: 95% CI over documents (Student's t for means of per-document scores, the "
+              "seeded bootstrap for corpus BLEU and pooled rates). "
               "Verbatim recall: share of masked words regenerated exactly.", ""]
     shown: Sequence[str | None] = present or [None]
     if present and any(row.control is not None for row in results.conditions):
@@ -293,13 +298,19 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
             lines += [f"More metrics{f' ({role})' if role else ''}:", ""] + quality_table(results, rest, role) + [""]
     gaps = gap_table(results, main_metrics(results, "unseen"))
     if gaps:
-        against = memorisation_set(results)[0]
+        against, _, judged = memorisation_set(results)
+        tests = len(memorisation_family(results))
         held = ("The control documents are texts of the train authors that no model trained on: the same authors, "
                 "texts learned or not. " if against == "control" else "")
+        rule = (f"Welch's 95% CI per gap; bold: flagged as memorised by Holm's rule over the run's {tests} memorisation "
+                "tests (conditions x main metrics, family-wise 5%), for a model that learned." if judged else
+                "The run holds no control documents and the unseen documents are other groups' texts (new authors), "
+                "so this is a **group gap**: a model that learned how the train authors write scores their texts "
+                "higher without reciting any. It is reported, never judged as memorisation (`--control 0.1` holds "
+                "train authors' texts out to judge it).")
         lines += [f"### Seen - {against} gap", "", f"{held}Of each document's score above the filler's on the same "
                   f"masks, where the run has a filler (the seen and {against} documents are different texts, and a gap "
-                  "the filler shows too is theirs, not recall). Bold: the CI excludes 0; a learned model with a bold "
-                  "gap is flagged as memorised.", ""] + gaps + [""]
+                  f"the filler shows too is theirs, not recall). {rule}", ""] + gaps + [""]
     lines += training_section(results)
     down = downstream_table(results)
     if down:

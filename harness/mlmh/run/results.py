@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from mlmh import __version__
+from mlmh.calibrate import annotate_null_rates
 from mlmh.config.plan import Condition, RunPlan
 from mlmh.data.splits import group_key
 from mlmh.events import EventBus, RunEvent
@@ -71,7 +72,8 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
                             train_documents=len(corpus.split("train")),
                             validation_documents=len(corpus.split("validation")),
                             test_documents=len(data.test.documents),
-                            validation_groups=len({group_key(d) for d in corpus.split("validation")})),
+                            validation_groups=len({group_key(d) for d in corpus.split("validation")}),
+                            grouped=any(d.group is not None for d in corpus.documents)),
         documents={role: DocumentSet(split=SPLIT_OF_ROLE[role], documents=len(masked.documents.get(role, [])),
                                      ids=[d.id for d in masked.documents.get(role, [])],
                                      groups=len({group_key(d) for d in masked.documents.get(role, [])}),
@@ -139,14 +141,20 @@ def _gaps(pairs: Sequence[tuple[str, Score | None, Score | None]]) -> dict[str, 
 def _findings(plan: RunPlan, results: RunResults, per_document: dict[str, dict[str, dict[str, Any]]],
               generations: Mapping[str, list[Generation]], data: RunData, tasks: TaskScores,
               ctx: RunContext) -> list[Finding]:
-    """Both papers' claims tested on this run (:mod:`mlmh.findings`); a failure is reported by name and the
-    rest of the results stand."""
+    """Both papers' claims tested on this run (:mod:`mlmh.findings`), each with its rule's false-"holds" rate under a
+    null of this run's structure (:func:`mlmh.calibrate.annotate_null_rates`); a failure is reported by name and
+    the rest of the results stand."""
     try:
         cells = run_cells(ctx.running(plan.conditions), dict(generations), dict(data.role_of))
-        return run_findings(results, per_document, dict(tasks.items), cells, plan.config.seeds[0])
+        found = run_findings(results, per_document, dict(tasks.items), cells, plan.config.seeds[0])
     except Exception as exc:  # noqa: BLE001 - the run's other results are written regardless
         _step_failed("findings", results, ctx, exc)
         return []
+    try:
+        annotate_null_rates(results, found, seed=plan.config.seeds[0])
+    except Exception as exc:  # noqa: BLE001 - the findings stand without their simulated error rates
+        _step_failed("calibration", results, ctx, exc)
+    return found
 
 
 def _crossover(results: RunResults, per_document: dict[str, dict[str, dict[str, Any]]], seed: int,

@@ -66,7 +66,7 @@ def score(plan: RunPlan, data: RunData, masked: Masked, generations: Mapping[str
         by_role = _score_roles(plan, data, generations[condition.id], condition.seed, condition.id, scoring, ctx)
         key = (condition.masking.spec, condition.seed)  # each set's quality beside its baselines
         quality[condition.id] = {role: _beside(scored, {name: by_key.get(key, {}).get(role) for name, by_key
-                                                        in scored_baselines.items()}, condition.seed)
+                                                        in scored_baselines.items()})
                                  for role, scored in by_role.items()}
         headline[condition.id] = by_role[data.headline].raw if data.headline in by_role else []
     say_cached(scoring.lookup, "metrics", ctx)
@@ -82,13 +82,13 @@ class _Scored:
     per_document: dict[str, dict[str, Any]]  # document -> metric -> value
 
 
-def _beside(scored: _Scored, baselines: Mapping[str, _Scored | None], seed: int) -> RoleQuality:
+def _beside(scored: _Scored, baselines: Mapping[str, _Scored | None]) -> RoleQuality:
     """A condition's quality on one document set with each baseline's beside it, and its quality above each."""
     higher = {name: score.higher_is_better for name, score in scored.quality.metrics.items()}
     fields: dict[str, Any] = {}
     for name, baseline in baselines.items():
         fields[name] = baseline.quality.metrics if baseline is not None else {}
-        fields[f"above_{name}"] = (above(scored.per_document, baseline.per_document, higher, seed=seed)
+        fields[f"above_{name}"] = (above(scored.per_document, baseline.per_document, higher)
                                    if baseline is not None else {})
     return dataclasses.replace(scored.quality, **fields)
 

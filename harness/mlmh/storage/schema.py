@@ -266,7 +266,7 @@ RESULTS = Obj({
     "config": Obj({"preset": str, "dataset": str, "data": Maybe(str), "seeds": ListOf(int)}), "conditions": ListOf(CONDITION),
     "versions": Maybe(Obj({"plugins": MapOf(Maybe(str))})),
     "dataset": Maybe(Obj({"name": str, "source": str, "train_documents": int, "validation_documents": int,
-                          "test_documents": int, "validation_groups": int})),
+                          "test_documents": int, "validation_groups": int, "grouped": bool})),
     "documents": Maybe(MapOf(Obj({"split": str, "documents": int, "ids": ListOf(str), "groups": int, "cut": int}))),
     "headline": Maybe(str), "filler_word": Maybe(str), "n_samples": Maybe(int),
     "baseline": Maybe(MapOf(NUMBERS)), "correlations": Maybe(ListOf(CORRELATION)),

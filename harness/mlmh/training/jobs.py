@@ -42,6 +42,7 @@ class TrainingJob:
     config: Any  # mlmh.training.config.TrainingConfig
     dataset: str
     data_digest: str
+    test_texts: list[str] = field(default_factory=list)  # what the card's held-out accuracy is measured on
     label: str = field(default="", compare=False)  # the model's short spec, for progress and errors
     validation_holds: str = field(default="", compare=False)  # what validation holds, for the card
 
@@ -67,7 +68,7 @@ class TrainingJob:
             ensure_free_space(cache.root, estimated_bytes(self.config))
             train(self.texts, self.config, tmp, validation_texts=self.validation_texts, dataset=self.dataset,
                   data_digest=self.data_digest, progress=progress, threads=self.threads(),
-                  validation_holds=self.validation_holds)
+                  validation_holds=self.validation_holds, test_texts=self.test_texts)
 
         return cache.get_or_build(self.key, build)
 

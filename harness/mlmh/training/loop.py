@@ -113,14 +113,17 @@ def estimated_bytes(config: TrainingConfig) -> int:
 
 def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
           validation_texts: Sequence[str] | None = None, dataset: str = "", data_digest: str = "",
-          progress: ProgressFn | None = None, threads: int | None = None, validation_holds: str = "") -> dict[str, Any]:
+          progress: ProgressFn | None = None, threads: int | None = None, validation_holds: str = "",
+          test_texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Train one model on ``texts``, keep its best validation checkpoint, and save it (HF directory +
     ``training_card.json``) in ``out_dir``.
 
     ``validation_texts`` select the checkpoint (early stopping) and are never trained on; without
     them ~10% of ``texts`` are set aside by :func:`split_validation`. ``validation_holds`` says what they
-    are (:func:`mlmh.data.splits.describe_validation`) on the card. Deterministic for a given seed, thread
-    count and device. Returns the training card.
+    are (:func:`mlmh.data.splits.describe_validation`) on the card. The card's held-out accuracy (and the
+    best-constant bar and plateau check read from it) is measured on ``test_texts``, blocks that neither chose the
+    checkpoint nor stopped training; without them on the validation blocks, and the card says so
+    (``heldout_source``). Deterministic for a given seed, thread count and device. Returns the training card.
     """
     import torch
     from transformers.utils import logging as hf_logging
@@ -175,7 +178,15 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             run["validation_block_losses"] = validation_block_losses(model, config.objective,
                                                                      run.pop("validation_batches"))
         train_seconds = time.perf_counter() - started
-        card_metrics = final_metrics(model, tokenizer, config, train_blocks, eval_blocks)
+        test = [t for t in (test_texts or []) if t and t.strip()]
+        test_blocks = make_blocks(tokenizer, test, seq_len) if test else eval_blocks
+        test_blocks.ids = test_blocks.ids[: config.eval_blocks]
+        if test and test_blocks.ids:
+            heldout_source = f"test split: {len(test)} documents that neither chose the checkpoint nor stopped training"
+        else:
+            test_blocks = eval_blocks
+            heldout_source = f"{validation_source} (no test split: the blocks that chose the checkpoint)"
+        card_metrics = final_metrics(model, tokenizer, config, train_blocks, test_blocks)
         model.to("cpu")  # saved weights load anywhere
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -195,7 +206,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "train_documents": len(texts),
             "train_blocks": len(train_blocks.ids),
             "validation_documents": len(validation),
-            "heldout_source": validation_source,
+            "heldout_source": heldout_source,
             "parameters": parameters,
             "vocab_size": len(tokenizer),
             "vocabulary": VOCABULARY_NOTE if not config.init else f"the tokenizer of {config.init}",

@@ -192,6 +192,10 @@ class DatasetInfo(Block):
     validation_documents: int = 0
     test_documents: int = 0
     validation_groups: int = field(default=0, metadata=OMIT_EMPTY)  # the groups validation holds (mlmh.data.splits)
+    # whether the dataset names groups (authors, patients): then unseen documents are other groups' texts, and their
+    # gap to the seen ones is no measure of memorisation (mlmh.findings.verdicts.memorisation_check); a file written
+    # before it existed reads as grouped
+    grouped: bool = True
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
@@ -381,6 +385,8 @@ class Disagreement(Block):
 
 #: a model's memorisation verdict (:class:`Memorisation`)
 MEMORISED, ON_PLATEAU, NO_GAP = "memorised", "on the unigram plateau", "no gap"
+#: a model judged on no gap: the run holds no control documents and the unseen ones are other groups' texts
+GROUP_GAP_ONLY = "group gap, not judged"
 
 
 @dataclass
