@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -34,13 +35,15 @@ def finished_run(tmp_path):
 
 
 def _plant(kind: str, path: Path, foreign: Path) -> None:
-    """A link to a foreign file, a non-empty foreign folder, or an existing foreign file at ``path``."""
+    """A link to a foreign file, a non-empty foreign folder, an existing foreign file or a FIFO at ``path``."""
     if kind == "link":
         (foreign / "theirs.txt").write_text("theirs")
         path.symlink_to(foreign / "theirs.txt")
     elif kind == "folder":
         path.mkdir()
         (path / "theirs.txt").write_text("theirs")
+    elif kind == "fifo":
+        os.mkfifo(path)
     else:
         path.write_text("theirs")
 
@@ -51,15 +54,22 @@ def _untouched(kind: str, path: Path, foreign: Path) -> None:
         assert sorted(p.name for p in foreign.iterdir()) == ["theirs.txt"]
     elif kind == "folder":
         assert sorted(p.name for p in path.iterdir()) == ["theirs.txt"]
+    elif kind == "fifo":
+        assert stat.S_ISFIFO(path.lstat().st_mode)
     else:
         assert path.read_text() == "theirs"
 
 
 def _bench_stub(monkeypatch):
+    """The benchmarks without their minutes: the samplers' report at once, a preset's phases measured as nothing
+    (so a path that is not checked first gets written, and the test sees it)."""
+    from mlmh.bench import machine, preset
     from mlmh.bench import run as bench_run
 
     report = {"machine": {}, "options": {}, "method": {}, "sizes": {}}
     monkeypatch.setattr(bench_run, "run_bench", lambda options, progress=None: report)
+    monkeypatch.setattr(machine, "describe", lambda: {"cpu": "test"})
+    monkeypatch.setattr(preset, "run_phase", lambda *args, **kwargs: {"cpu_seconds": 0.0, "stages": {}})
 
 
 #: every output path a user names, as a command line with OUT where the path goes
@@ -72,10 +82,14 @@ COMMANDS = {
     "train --out --overwrite": lambda run_dir: ["train", "--dataset", "pan", "--objective", "mlm", "--max-steps", "1",
                                                 "--out", "OUT", "--overwrite"],
     "eval --output-path": lambda run_dir: ["eval", "--preset", "quick", "--limit", "1", "--output-path", "OUT"],
+    "bench --preset --out": lambda run_dir: ["bench", "--preset", "quick", "--limit", "2", "--phases", "cold", "--json",
+                                             "--out", "OUT"],
+    "bench --preset --cache-dir": lambda run_dir: ["bench", "--preset", "quick", "--limit", "2", "--phases", "cold",
+                                                   "--json", "--cache-dir", "OUT"],
 }
 
 
-@pytest.mark.parametrize("kind", ["link", "folder", "file"])
+@pytest.mark.parametrize("kind", ["link", "folder", "file", "fifo"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_output_path_refuses_a_link_a_foreign_folder_and_a_foreign_file(command, kind, finished_run, tmp_path,
                                                                               capsys, monkeypatch):
@@ -92,6 +106,46 @@ def test_every_output_path_refuses_a_link_a_foreign_folder_and_a_foreign_file(co
     assert not any(word in err for word in ("Traceback", "TypeError", "ValueError", "OSError"))
     _untouched(kind, out, foreign)
     assert sorted(p.name for p in finished_run.iterdir()) == ["generations.jsonl", "results.json"]
+
+
+def _api_calls():
+    """Every API function that takes an output path, called with OUT there (stopping before any heavy work)."""
+    import mlmh
+    from mlmh.bench.preset import run_preset_bench
+    from mlmh.human import export_sheet
+
+    return {
+        "mlmh.evaluate(output_path=)": lambda run_dir, out: mlmh.evaluate("quick", limit=1, output_path=out),
+        "export_sheet(out=)": lambda run_dir, out: export_sheet(run_dir, 2, out=out),
+        "run_preset_bench(cache=)": lambda run_dir, out: run_preset_bench("quick", phases=("cold",), cache=out),
+    }
+
+
+@pytest.mark.parametrize("kind", ["link", "folder", "file", "fifo"])
+@pytest.mark.parametrize("call", ["mlmh.evaluate(output_path=)", "export_sheet(out=)", "run_preset_bench(cache=)"])
+def test_every_api_output_path_refuses_a_link_a_foreign_folder_a_file_and_a_fifo(call, kind, finished_run, tmp_path,
+                                                                                 monkeypatch):
+    _bench_stub(monkeypatch)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    out = tmp_path / "out"
+    _plant(kind, out, foreign)
+    with pytest.raises(MlmhError) as caught:
+        _api_calls()[call](finished_run, out)
+    assert str(out) in str(caught.value) and "\n" not in str(caught.value)
+    _untouched(kind, out, foreign)
+    assert sorted(p.name for p in finished_run.iterdir()) == ["generations.jsonl", "results.json"]
+
+
+def test_bench_preset_cache_dir_is_never_a_link_even_to_an_empty_folder(tmp_path, monkeypatch):
+    from mlmh.bench.preset import run_preset_bench
+
+    _bench_stub(monkeypatch)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "cache").symlink_to(tmp_path / "empty")
+    with pytest.raises(MlmhError, match="--cache-dir .*cache is a symbolic link"):
+        run_preset_bench("quick", phases=("cold",), cache=tmp_path / "cache")
+    assert list((tmp_path / "empty").iterdir()) == []
 
 
 def test_human_export_replaces_only_an_unrated_sheet(finished_run, tmp_path, capsys):

@@ -82,10 +82,10 @@ def run_preset_bench(preset: str, *, phases: Sequence[str] = PHASES, limit: str 
     """Cold then warm runs of ``preset`` in one fresh private cache: a temporary one (removed afterwards)
     or ``cache``, an empty or new directory that is kept. A warm phase alone still runs a cold one first,
     to fill the cache, and reports only the warm one."""
-    from mlmh.errors import SpecError
+    from mlmh.storage.outputs import check_output_folder
 
-    if cache is not None and cache.exists() and (not cache.is_dir() or any(cache.iterdir())):
-        raise SpecError(f"--cache-dir {cache}: a cold run needs a new or empty directory")
+    if cache is not None:  # a cold run needs a new or empty folder: the one rule of an output folder
+        cache = check_output_folder(cache, "--cache-dir", overwrite=False, kind="a bench cache")
     wanted = [p for p in PHASES if p in phases]
     from mlmh.bench.machine import describe
 

@@ -26,10 +26,27 @@ def _int_list(value: str, option: str, bound: bounds.Bound, *, minimum: int = 1)
     return tuple(dict.fromkeys(numbers))
 
 
+#: the keys of the two reports ``mlmh bench --out`` writes: the samplers', and a preset's (``--preset``)
+REPORT_KEYS = ({"machine", "options", "method", "sizes"}, {"preset", "machine", "phases", "goal_rows"})
+
+
 def _is_bench_report(path: Path) -> bool:
     """Whether ``path`` holds a report an earlier ``mlmh bench --out`` wrote (safe to replace)."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    return isinstance(data, dict) and {"machine", "options", "method", "sizes"} <= data.keys()
+    return isinstance(data, dict) and any(keys <= data.keys() for keys in REPORT_KEYS)
+
+
+def _check_out(out_path: str | None) -> Path | None:
+    """``--out`` as a file ``mlmh bench`` may write (:func:`mlmh.storage.outputs.check_output_file`), checked
+    before minutes of timing, not after."""
+    return (check_output_file(out_path, "--out", is_own=_is_bench_report, kind="an mlmh bench report")
+            if out_path else None)
+
+
+def _write_out(out_file: Path | None, report: dict) -> None:
+    if out_file:
+        write_output_file(out_file, "--out", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")),
+                          is_own=_is_bench_report, kind="an mlmh bench report")
 
 
 def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ...]:
@@ -112,8 +129,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     if as_json and as_markdown:
         raise SpecError("--json and --markdown: give one of them")
     if preset:
-        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit,
-                      Path(cache_dir) if cache_dir else None, as_json, out_path)
+        _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit, cache_dir, as_json, out_path)
         return
     given = [flag for flag, value in (("--limit", limit), ("--cache-dir", cache_dir)) if value is not None]
     if phases != "cold,warm":
@@ -134,9 +150,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     )
     if max(options.lengths) > 1022:
         raise SpecError(f"--lengths: at most 1022 tokens, got {max(options.lengths)}")
-    # refused before minutes of benchmarking, not after
-    out_file = (check_output_file(out_path, "--out", is_own=_is_bench_report, kind="an mlmh bench report")
-                if out_path else None)
+    out_file = _check_out(out_path)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -145,9 +159,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
         task = bars.add_task("starting", total=None)
         report = run_bench(options, progress=lambda what, done, total: bars.update(task, description=what,
                                                                                     completed=done, total=total))
-    if out_file:
-        write_output_file(out_file, "--out", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")),
-                          is_own=_is_bench_report, kind="an mlmh bench report")
+    _write_out(out_file, report)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -159,7 +171,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
     render(report, Console())
 
 
-def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache_dir: Path | None, as_json: bool,
+def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache_dir: str | None, as_json: bool,
                   out_path: str | None) -> None:
     """``--preset``: cold and warm runs of a preset, CPU seconds per stage, and which goal falls short."""
     from rich.console import Console
@@ -173,14 +185,14 @@ def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache
 
     if not phases:
         raise SpecError("--phases: give cold, warm or both")
-    # a bad preset or limit is refused here, before minutes of runs
+    # a bad preset, limit or output path is refused here, before minutes of runs
     api.plan(preset, {"limit": parse_limit(limit, "--limit")} if limit is not None else None)
+    out_file = _check_out(out_path)
     console = Console(stderr=True)
-    report = run_preset_bench(preset, phases=phases, limit=limit, cache=cache_dir,
+    report = run_preset_bench(preset, phases=phases, limit=limit, cache=Path(cache_dir) if cache_dir else None,
                               progress=lambda what, done, total: console.print(f"bench: {what} run ({done + 1}/{total})"))
     report["goal_rows"] = goal_rows(report)
-    if out_path:
-        Path(out_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    _write_out(out_file, report)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return

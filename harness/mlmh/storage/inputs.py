@@ -15,6 +15,15 @@ _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")
           (stat.S_ISSOCK, "a socket"))
 
 
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` (``os.stat``'s) is, in words: "a file", "a directory", "a FIFO (named pipe)"..."""
+    if stat.S_ISREG(mode):
+        return "a file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
 def check_input_file(path: str | Path, what: str = "") -> Path:
     """``path`` as a regular file to read; a DataError naming it (``what`` first, e.g. "rating sheet") when it is
     missing, a directory, unreadable, or a device, FIFO or socket."""
@@ -29,7 +38,6 @@ def check_input_file(path: str | Path, what: str = "") -> Path:
     if stat.S_ISDIR(mode):
         raise DataError(f"{named} is a directory; give a file")
     if not stat.S_ISREG(mode):
-        kind = next((words for test, words in _KINDS if test(mode)), "not a regular file")
-        raise DataError(f"{named} is {kind}, not a file: mlmh reads only regular files (a device or pipe may never "
+        raise DataError(f"{named} is {kind_of(mode)}, not a file: mlmh reads only regular files (a device or pipe may never "
                         "end, or never start); give a file")
     return path

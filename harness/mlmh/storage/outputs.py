@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
 from mlmh.errors import SpecError
+from mlmh.storage.inputs import kind_of
 from mlmh.storage.rundir import RunDir, RunDirError, refuse_link, write_atomic
 
 #: what ``mlmh train`` writes in its ``--out`` folder (save_pretrained's files and the training card)
@@ -89,7 +90,7 @@ def check_output_folder(path: str | Path, flag: str, *, overwrite: bool,
     path = Path(os.path.abspath(Path(path).expanduser()))
     refuse_link(path, flag=flag)
     if path.exists() and not path.is_dir():
-        raise OutputError(f"{flag} {path} is a file, not a directory; choose another path")
+        raise OutputError(f"{flag} {path} is {kind_of(path.stat().st_mode)}, not a directory; choose another path")
     protected = _protected(path)
     if protected:
         raise OutputError(f"{flag} {path} is {protected}; mlmh never replaces it: choose a new directory")

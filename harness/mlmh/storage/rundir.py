@@ -280,7 +280,10 @@ class RunDir:
             raise RunDirError(f"output path {self.path} is a symbolic link; a run is never written through a link: "
                               "choose another --output-path")
         if self.path.exists() and not self.path.is_dir():
-            raise RunDirError(f"output path {self.path} is a file, not a directory; choose another --output-path")
+            from mlmh.storage.inputs import kind_of
+
+            raise RunDirError(f"output path {self.path} is {kind_of(self.path.stat().st_mode)}, not a directory; "
+                              "choose another --output-path")
         if self.path.is_dir():
             entries = self._entries()
             if entries:
