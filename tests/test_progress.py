@@ -44,11 +44,12 @@ def test_training_lines_name_the_model_and_messages_are_not_wrapped():
     listen = PlainListener(out, clock=clock)
     for step in range(1, 11):
         clock.now += 2.0
-        listen(Progress(stage="train", completed=step, total=10, info={"model": "trained-mlm:size=tiny", "loss": 3.0}))
+        listen(Progress(stage="train", completed=step, total=10,
+                        info={"model": "trained-mlm:size=tiny", "label": "mlm (scratch)", "loss": 3.0}))
     note = "trained-clm: skipped sampler(s) " + ", ".join(f"sampler-{n}" for n in range(30))
     listen(Message(level="warning", text=note))
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("[train:trained-mlm:size=tiny] 1/10 (10%)") and "loss 3.000" in lines[0]
+    assert lines[0].startswith("[train:mlm (scratch)] 1/10 (10%)") and "loss 3.000" in lines[0]
     assert all("eta" not in line for line in lines[:3])  # no estimate until a few steps have run
     assert "eta 12.0s" in lines[3]  # 3 steps in 6 s since the first, 6 left
     assert len(lines) == 11 and lines[-1] == "warning: " + note
@@ -88,8 +89,9 @@ def test_start_up_before_the_first_step_is_not_read_as_its_time():
 
 
 def test_a_stage_after_its_parts_is_not_timed_by_them():
-    """The models stage waits for its trainings, then loads three models in seconds: its ETA is the loads'
-    rate, not 'one model per half hour' (the demo once printed 1/3 ... eta 59m54s after all trainings)."""
+    """The models stage waits for its trainings, then loads models in seconds: never 'one model per half hour'
+    (the demo once printed 1/3 ... eta 59m54s after all trainings). Each model's load is one-off work, no rate
+    for the next (a log once read "[mask] 6/7 eta 0.3s", then "7/7 elapsed 14.2s"): no ETA at all."""
     out, clock = io.StringIO(), Clock()
     listen = PlainListener(out, clock=clock)
     listen(StageStarted(stage="models", total=8))
@@ -98,19 +100,24 @@ def test_a_stage_after_its_parts_is_not_timed_by_them():
         listen(Progress(stage="models", completed=done, total=8, info={"model": f"m{done}"}))
         clock.now += 2.0
     progress = [line for line in out.getvalue().splitlines() if "/8" in line]
-    assert all("eta" not in line for line in progress[:3])
-    assert "4/8" in progress[3] and "eta 8.0s" in progress[3]  # 2 s a model, 4 left
-    assert "elapsed 30m06s" in progress[3]  # elapsed stays the stage's whole time
+    assert len(progress) == 8 and all("eta" not in line for line in progress)
+    assert "4/8" in progress[3] and "elapsed 30m06s" in progress[3]  # elapsed stays the stage's whole time
 
 
-def test_full_specs_are_never_cut_and_bars_elide_them_in_the_middle():
-    spec = "trained-mlm:size=small,seq_len=512 | span:ratio=0.30,mean_span=3 | mlm-gibbs:temperature=0.9,top_k=50"
+def test_a_condition_is_named_by_its_models_label_and_long_specs_are_elided_in_the_middle():
+    model = "trained-mlm:batch_size=8,budget=targets,init=minilm,max_passes=6,patience_tokens=60000,seq_len=64"
+    spec = f"{model} | span:ratio=0.30,mean_span=3 | mlm-gibbs:temperature=0.9,top_k=50 | seed=0"
     out = io.StringIO()
     listen = PlainListener(out, clock=Clock())
+    listen(Progress(stage="models", completed=1, total=1, info={"model": model, "label": "mlm (minilm)"}))
     listen(Progress(stage="generate", completed=1, total=1, info={"condition": spec}))
-    assert out.getvalue().rstrip().endswith(spec)
+    line = out.getvalue().splitlines()[-1]
+    assert line.endswith("mlm (minilm) | span:ratio=0.30,mean_span=3 | mlm-gibbs:temperature=0.9,top_k=50 | seed=0")
+    listen(Progress(stage="metrics", completed=1, total=1, info={"condition": "x" * 300, "metric": "bleu"}))
+    line = out.getvalue().splitlines()[-1]
+    assert len(line) < 160 and "…" in line and "x" * 40 in line
     short = elide(spec, 40)
-    assert len(short) == 40 and short.startswith("trained-mlm:size=sm") and short.endswith("top_k=50")
+    assert len(short) == 40 and short.startswith("trained-mlm:batch_s") and short.endswith("| seed=0")
     assert elide("short", 40) == "short"
 
 

@@ -29,8 +29,47 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: a hyphen no line breaks at (U+2011), standing in for "-" while help text is wrapped
+_NO_BREAK_HYPHEN = "\u2011"
+
+
+class HelpFormatter(click.HelpFormatter):
+    """click's help layout, with lines broken at spaces only: a spec (``trained-mlm``, ``mask-predict:steps=4``) or a
+    word (``per-sample``) is never split at its hyphen, as click's wrapping would."""
+
+    def write_text(self, text: str) -> None:
+        start = len(self.buffer)
+        super().write_text(text.replace("-", _NO_BREAK_HYPHEN))
+        self._restore(start)
+
+    def write_dl(self, rows: Any, col_max: int = 30, col_spacing: int = 2) -> None:
+        start = len(self.buffer)
+        super().write_dl([(first.replace("-", _NO_BREAK_HYPHEN), second.replace("-", _NO_BREAK_HYPHEN))
+                          for first, second in rows], col_max, col_spacing)
+        self._restore(start)
+
+    def _restore(self, start: int) -> None:
+        self.buffer[start:] = [part.replace(_NO_BREAK_HYPHEN, "-") for part in self.buffer[start:]]
+
+
+class HelpContext(click.Context):
+    """The context of every mlmh command: its help is laid out by :class:`HelpFormatter`."""
+
+    formatter_class = HelpFormatter
+
+
+def with_help_layout(command: click.Command) -> click.Command:
+    """``command`` (and a group's subcommands) with mlmh's help layout (:class:`HelpContext`)."""
+    command.context_class = HelpContext
+    for sub in (command.commands.values() if isinstance(command, click.Group) else ()):
+        with_help_layout(sub)
+    return command
+
+
 class LazyGroup(click.Group):
     """A click group whose builtin subcommands are imported only when invoked."""
+
+    context_class = HelpContext
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         _load_plugin_commands(self)
@@ -42,9 +81,10 @@ class LazyGroup(click.Group):
             module_name, attr = target.split(":")
             from mlmh.config.options import refuse_empty_values
 
-            return refuse_empty_values(getattr(importlib.import_module(module_name), attr))
+            return with_help_layout(refuse_empty_values(getattr(importlib.import_module(module_name), attr)))
         _load_plugin_commands(self)
-        return super().get_command(ctx, name)
+        command = super().get_command(ctx, name)
+        return with_help_layout(command) if command is not None else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Builtin short help comes from the table above so --help imports no builtin command module.

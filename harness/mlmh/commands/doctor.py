@@ -37,6 +37,8 @@ def doctor(fix: bool, as_json: bool, problems: bool) -> None:
         from rich.console import Console
         from rich.table import Table
 
+        from mlmh.machine.terminal import literal
+
         off = sum(1 for r in shown if r.optional and not r.ok)
         title = f": {len(shown) - off} of {len(results)} checks not ready" + (f", {off} optional off" if off else "")
         table = Table(title="mlmh doctor" + (title if problems else ""))
@@ -45,8 +47,9 @@ def doctor(fix: bool, as_json: bool, problems: bool) -> None:
         table.add_column("detail")
         table.add_column("fix", style="yellow")
         for r in shown:
-            status = "[green]ready[/green]" if r.ok else "[yellow]off[/yellow]" if r.optional else "[red]not ready[/red]"
-            table.add_row(r.name, status, r.detail, r.fix)
+            status = literal("ready", "green") if r.ok else literal("off", "yellow") if r.optional \
+                else literal("not ready", "red")
+            table.add_row(literal(r.name), status, literal(r.detail), literal(r.fix))  # a fix holds brackets: mlmh[judge]
         Console().print(table)
     if any(r.blocking for r in results):
         raise MlmhError("some checks are not ready; see the fix column (or run: mlmh doctor --fix)")

@@ -50,40 +50,60 @@ def ls(kind: str | None, as_json: bool) -> None:
             from mlmh.config.presets import describe_cost
 
             row["cost"] = describe_cost(item.config, item.source)
+            row["short_cost"] = describe_cost(item.config, item.source, how=False)
         if singular == "tracker" and item.extra:
             row["installed"] = library_installed(item.library)
             row["install"] = f"pip install 'mlmh[{item.extra}]'"
         rows.append(row)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
+        click.echo(json.dumps([{k: v for k, v in row.items() if k != "short_cost"} for row in rows], indent=2,
+                              default=str))
         return
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(title=f"{kind} ({len(rows)})", show_lines=False)
+    Console().print(component_table(kind, rows))
+
+
+def component_table(kind: str, rows: list[dict[str, Any]]) -> Any:
+    """The Rich table of one kind's ``rows``, every text as written (:func:`mlmh.machine.terminal.literal`: a default
+    of ``[]`` or a help naming ``mlmh[judge]`` keeps its brackets). A plugin column that every row shares moves to
+    the title, and a preset's cost shows its figures (how they were measured: ``--json``, ``mlmh eval --preset NAME
+    --help``), so the descriptions get the room of an 80-column terminal and no column is cut."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from mlmh.machine.terminal import literal
+
+    plugins = {row["plugin"] for row in rows}
+    shared = f", all from {next(iter(plugins))}" if len(plugins) == 1 else ""
+    how = "; how each cost was measured: --json" if kind == "presets" else ""
+    table = Table(title=literal(f"{kind} ({len(rows)}{shared}{how})"), show_lines=False)
     table.add_column("name", style="bold cyan", no_wrap=True)
     table.add_column("description")
-    table.add_column("cost (CPU seconds)" if kind == "presets" else "parameters")
-    table.add_column("plugin", style="dim")
+    if kind == "presets":
+        table.add_column("cost (CPU seconds)")
+    else:
+        table.add_column("parameters")
+    if not shared:
+        table.add_column("plugin", style="dim", overflow="fold")
     for row in rows:
         params = "\n".join(
             f"{p['name']}: {p['type']} = {p['default']!r}" + (f"  ({p['help']})" if p.get("help") else "")
             for p in row["parameters"]
         )
-        extra = ""
+        extra = literal("")
         if "higher_is_better" in row:
-            extra = " [dim](higher is better)[/dim]" if row["higher_is_better"] else " [dim](lower is better)[/dim]"
+            extra = literal(" (higher is better)" if row["higher_is_better"] else " (lower is better)", "dim")
         if "model_kinds" in row:
-            extra = f" [dim]({', '.join(row['model_kinds'])})[/dim]"
+            extra = literal(f" ({', '.join(row['model_kinds'])})", "dim")
         if "model_kind" in row:
-            extra = f" [dim]({row['model_kind']})[/dim]"
+            extra = literal(f" ({row['model_kind']})", "dim")
         if row.get("installed") is False:
-            extra = f" [yellow](needs: {escape(row['install'])})[/yellow]"
-        third = escape(row["cost"]) if "cost" in row else params or "-"
-        table.add_row(row["name"], row["description"] + extra, third, row["plugin"])
-    Console().print(table)
-
+            extra = literal(f" (needs: {row['install']})", "yellow")
+        third = row["short_cost"].replace(", ", "\n") if "short_cost" in row else params or "-"  # a phase a line
+        cells = [literal(row["name"]), Text.assemble(literal(row["description"]), extra), literal(third)]
+        table.add_row(*cells, *([] if shared else [literal(row["plugin"].replace(".", ".\n"))]))  # a line a part
+    return table
 
 
 def overview(registry: Any, as_json: bool) -> None:

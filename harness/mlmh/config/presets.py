@@ -119,9 +119,9 @@ def _read(table: dict[str, Any], key: str, declared: RunOption, source: str) -> 
     return value
 
 
-def describe_cost(table: dict[str, Any], source: str) -> str:
-    """A preset's ``cost`` in words ("cold 402 CPU-s, warm 10 CPU-s (measured: ...)"), or "not measured"
-    when it declares none; a malformed one is a SpecError naming the key."""
+def describe_cost(table: dict[str, Any], source: str, *, how: bool = True) -> str:
+    """A preset's ``cost`` in words ("cold 402 CPU-s, warm 10 CPU-s (measured: ...)"; without ``how`` measured, the
+    figures alone), or "not measured" when it declares none; a malformed one is a SpecError naming the key."""
     cost = table.get("cost")
     if cost is None:
         return "not measured"
@@ -138,7 +138,7 @@ def describe_cost(table: dict[str, Any], source: str) -> str:
     if not parts:
         return "not measured"
     measured = cost.get("measured")
-    return ", ".join(parts) + (f" (measured: {measured})" if measured else "")
+    return ", ".join(parts) + (f" (measured: {measured})" if measured and how else "")
 
 
 def preset_summary(name_or_path: str) -> list[tuple[str, str]]:

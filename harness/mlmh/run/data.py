@@ -35,7 +35,8 @@ def load_data(plan: RunPlan, ctx: RunContext) -> RunData:
     """Load the plan's dataset, pick each set's documents and check every component against the corpus
     (:meth:`~mlmh.config.plan.RunPlan.check`, which may drop a preset's default that cannot run on it)."""
     config = plan.config
-    ctx.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {config.dataset}"))
+    name = plan.dataset.name  # notes name the dataset; its spec is in the configuration
+    ctx.bus.emit(StageStarted(stage="data", total=1, description=f"loading dataset {name}"))
     try:
         corpus = plan.load_corpus()
     except MlmhError:
@@ -44,18 +45,18 @@ def load_data(plan: RunPlan, ctx: RunContext) -> RunData:
         raise MlmhError(f"{plan.describe(plan.dataset)} failed to load "
                         f"{config.data or 'its bundled sample'}: {describe_error(exc)}") from None
     if config.data is None:
-        ctx.note(f"dataset {config.dataset}: using its {corpus.source} (pass --data PATH for the real files)")
+        ctx.note(f"dataset {name}: using its {corpus.source} (pass --data PATH for the real files)")
     for note in corpus.notes:
-        ctx.note(f"dataset {config.dataset}: {note}")
+        ctx.note(f"dataset {name}: {note}")
     repeated = len(corpus.split("train")) - len(corpus.texts("train"))
     if repeated:
-        ctx.note(f"dataset {config.dataset}: {repeated} train document(s) repeat the text of another (a text in "
+        ctx.note(f"dataset {name}: {repeated} train document(s) repeat the text of another (a text in "
                  "several pairs); trained models learn each text once")
     documents = {role: select_documents(corpus, config.limit, SPLIT_OF_ROLE[role]) for role in ROLES}
     if not documents["seen"]:
         raise MlmhError(f"dataset {config.dataset} has no train documents to generate from ({corpus.source})")
     if not documents["unseen"]:
-        ctx.note(f"dataset {config.dataset} has no test split: quality is measured on seen (train) "
+        ctx.note(f"dataset {name} has no test split: quality is measured on seen (train) "
                  "documents only, and cannot separate generation from memorization", "warning")
     data = RunData(corpus=corpus, documents=documents,
                    role_of={d.id: role for role in ROLES for d in documents[role]},

@@ -53,7 +53,8 @@ def generate(plan: RunPlan, items: Mapping[tuple[str, int], list[MaskedItem]], m
             found[(unit.condition, g.doc_id)] = g
             ctx.bus.emit(SampleGenerated(condition=unit.condition, generation=g))
         completed += len(batch)
-        ctx.bus.emit(Progress(stage="generate", completed=completed, total=total, info={"condition": unit.condition}))
+        ctx.bus.emit(Progress(stage="generate", completed=completed, total=total,
+                              info={"condition": unit.condition, "model": unit.model}))  # a model's first: one-off
         ctx.check_cancel()
 
     def failed(unit: WorkUnit, exc: BaseException | str) -> None:

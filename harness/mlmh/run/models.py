@@ -1,9 +1,10 @@
-"""The models stage: every model of the plan loaded once (trained first on first use, several at a time)."""
+"""The models stage: every model of the plan loaded once (trained first on first use, several at a time), each
+counted as it is ready (its training ended, or it loaded), and named in progress by a label of a few words."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from mlmh.config.plan import RunPlan, load_context
 from mlmh.errors import RunCancelled
@@ -32,12 +33,22 @@ def load_models(plan: RunPlan, corpus: Corpus, ctx: RunContext) -> dict[str, Loa
     """Each model of ``plan`` by spec; a model that fails to load fails its conditions, and the others go on."""
     models = plan.models
     ctx.bus.emit(StageStarted(stage="models", total=len(models), description="loading models (training on first use)"))
-    train_missing(models, lambda m: load_context(plan.config, corpus, _training_progress(m.short_spec, ctx)))
+    labels = model_labels(models)
+    ready: dict[str, None] = {}  # the models counted so far, in the order they were ready
+
+    def count(model: Model) -> None:
+        if model.spec not in ready:
+            ready[model.spec] = None
+            ctx.bus.emit(Progress(stage="models", completed=len(ready), total=len(models),
+                                  info={"model": model.short_spec, "label": labels[model.spec]}))
+
+    train_missing(models, lambda m: load_context(plan.config, corpus, _training_progress(m, labels[m.spec], ctx, count)))
     loaded: dict[str, LoadedModel] = {}
-    for done, model in enumerate(models):
+    for model in models:
         ctx.check_cancel()
         # weights are read in the generate stage, and only for a model with samples left to generate
-        context = load_context(plan.config, corpus, _training_progress(model.short_spec, ctx), defer_weights=True)
+        context = load_context(plan.config, corpus, _training_progress(model, labels[model.spec], ctx, count),
+                               defer_weights=True)
         try:
             identity = model.identity(context)
             adapter = model.load(context)
@@ -50,15 +61,41 @@ def load_models(plan: RunPlan, corpus: Corpus, ctx: RunContext) -> dict[str, Loa
         for note in getattr(adapter, "notes", ()):
             ctx.note(f"{model.short_spec}: {note}", "warning")
         loaded[model.spec] = LoadedModel(model, identity, adapter, card)
-        ctx.bus.emit(Progress(stage="models", completed=done + 1, total=len(models), info={"model": model.short_spec}))
+        count(model)
     return loaded
 
 
-def _training_progress(model: str, ctx: RunContext) -> Callable[[dict[str, Any]], None]:
-    """A training's progress as the run's ``train`` events; a cancelled run stops the training."""
+def model_label(model: Model) -> str:
+    """A model in a few words, its kind and where it starts: ``mlm (minilm)``, ``clm (gpt2)``, ``mlm (scratch)``
+    (a trained-* model's random init), or its name when it has no start parameter."""
+    params = model.params
+    start = str(params.get("init") or params.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
+    if not start:
+        start = "scratch" if "init" in params else model.name
+    return f"{model.model_kind or model.name} ({start})"
+
+
+def model_labels(models: Sequence[Model]) -> dict[str, str]:
+    """Each model's :func:`model_label` by spec; models that share one are told apart by the parameters in which
+    they differ (``mlm (scratch) epochs=4``: a sweep)."""
+    base = {m.spec: model_label(m) for m in models}
+    out = {}
+    for model in models:
+        alike = [m for m in models if base[m.spec] == base[model.spec]]
+        differ = sorted(k for k in model.params if len({str(m.params.get(k)) for m in alike}) > 1)
+        out[model.spec] = " ".join([base[model.spec], *(f"{k}={model.params[k]}" for k in differ)])
+    return out
+
+
+def _training_progress(model: Model, label: str, ctx: RunContext,
+                       ended: Callable[[Model], None]) -> Callable[[dict[str, Any]], None]:
+    """A training's progress as the run's ``train`` events (named by the model's ``label``); a training that ended
+    (trained, or found in the cache) calls ``ended``; a cancelled run stops the training."""
     def forward(info: dict[str, Any]) -> None:
         ctx.check_cancel()
         ctx.bus.emit(Progress(stage="train", completed=int(info.get("step", 0)), total=info.get("total"),
-                              info={**info, "model": model}))
+                              info={**info, "model": model.short_spec, "label": label}))
+        if info.get("state") in ("finished", "cached"):
+            ended(model)
 
     return forward

@@ -1,0 +1,143 @@
+"""Output a log can hold and text Rich cannot eat: the models stage counts each model when it is ready, notes name
+the dataset, the libraries' carriage-return bars are off where output is not a terminal, every doctor row keeps its
+brackets (``pip install 'mlmh[judge]'``), ``mlmh ls presets`` and ``--help`` fit 80 columns without cutting a
+column or a spec."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+import fault_fakes
+from mlmh.cli import COMMANDS, cli
+from mlmh.doctor import CheckResult, run_checks
+from mlmh.events import EventBus, Message, Progress
+from mlmh.run import models as models_module
+from mlmh.run.context import RunContext
+from mlmh.run.data import load_data
+from mlmh.run.models import load_models, model_label, model_labels
+from mlmh.run.progress import PlainListener, RichListener
+from test_run_stages import TEXTS, corpus_of, tiny_plan
+
+
+@pytest.fixture(autouse=True)
+def fakes():
+    fault_fakes.install()
+
+
+def test_the_models_stage_counts_each_model_when_its_training_ends(monkeypatch):
+    """Trainings side by side end one by one: "[models] 1/2" prints when the first ends, not both at the end."""
+    plan = tiny_plan()
+    events: list = []
+    order: list[str] = []
+
+    def trained_side_by_side(models, context_for):
+        for step, model in enumerate(models):
+            context_for(model).progress({"stage": "train", "state": "finished", "step": 10, "total": 10})
+            order.append(f"trained {model.spec}")
+        return [m.short_spec for m in models]
+
+    monkeypatch.setattr(models_module, "train_missing", trained_side_by_side)
+    ctx = RunContext(EventBus(lambda e: events.append(e) or order.append(_said(e)), plugins=False), threading.Event(), "")
+    load_models(plan, corpus_of(TEXTS), ctx)
+    counts = [line for line in order if line.startswith(("models", "trained"))]
+    assert counts == ["models 1/2", "trained fake-mlm", "models 2/2", "trained fake-clm"]
+    train = [e for e in events if isinstance(e, Progress) and e.stage == "train"]
+    assert train and all(e.info["label"] in ("mlm (fake-mlm)", "clm (fake-clm)") for e in train)
+
+
+def _said(event) -> str:
+    return f"{event.stage} {event.completed}/{event.total}" if isinstance(event, Progress) else ""
+
+
+def test_a_model_is_labelled_by_its_kind_and_start_and_a_sweep_by_what_differs():
+    from mlmh.registry import get_registry
+
+    build = get_registry().build
+    minilm = build("model", "trained-mlm:init=minilm,batch_size=8,budget=targets,seq_len=64")
+    assert model_label(minilm) == "mlm (minilm)" and model_label(build("model", "trained-clm")) == "clm (scratch)"
+    assert model_label(build("model", "hf-clm:path=/data/models/gpt2/")) == "clm (gpt2)"
+    sweep = [build("model", f"trained-mlm:epochs={e}") for e in (1, 4)]
+    assert list(model_labels(sweep).values()) == ["mlm (scratch) epochs=1.0", "mlm (scratch) epochs=4.0"]
+
+
+def test_notes_name_the_dataset_not_its_spec():
+    plan = tiny_plan()
+    plan.config.dataset = "fake-data:group_field=author,id_field=id,text_field=body"  # a spec as a user writes one
+    ctx = RunContext(EventBus(plugins=False), threading.Event(), "")
+    load_data(plan, ctx)
+    notes = [n for n in ctx.log.notes if n.startswith("dataset ")]
+    assert notes and all(n.startswith("dataset fake-data: ") for n in notes)
+
+
+def test_where_output_is_not_a_terminal_no_library_writes_a_carriage_return_bar(tmp_path):
+    """The judge's first use once wrote a tqdm bar into the log (transformers converting its GGUF file)."""
+    script = ("import io, sys\n"
+              "from mlmh.run.progress import progress_listener\n"
+              "progress_listener(io.StringIO())\n"
+              "from tqdm.auto import tqdm\n"
+              "from huggingface_hub.utils import are_progress_bars_disabled\n"
+              "for _ in tqdm(range(3), desc='Converting and de-quantizing GGUF tensors...'): pass\n"
+              "print(are_progress_bars_disabled())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in __import__("os").environ.items()
+                               if k not in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")})
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr and "GGUF" not in done.stderr and done.stdout.strip() == "True"
+
+
+def test_a_message_with_brackets_is_printed_as_written_on_a_terminal():
+    from rich.console import Console
+
+    out = io.StringIO()
+    listen = RichListener(Console(file=out, width=200, force_terminal=False))
+    listen(Message(level="warning", text="gen-ppl needs its judge: pip install 'mlmh[judge]'"))
+    assert "pip install 'mlmh[judge]'" in out.getvalue()
+
+
+def test_every_doctor_row_is_rendered_with_its_brackets(monkeypatch):
+    """make setup, make demo, make test-fast and mlmh doctor showed "pip install 'mlmh'": Rich ate [judge]."""
+    from mlmh import doctor as doctor_module
+
+    monkeypatch.setenv("COLUMNS", "400")  # a row on one line, so each cell is found whole
+    rows = run_checks() + [CheckResult("gen-ppl judge [test]", False, "missing [gguf]", "pip install 'mlmh[judge]'",
+                                       optional=True)]
+    monkeypatch.setattr(doctor_module, "run_checks", lambda: rows)
+    shown = CliRunner().invoke(cli, ["doctor"], terminal_width=400).output
+    for row in rows:
+        assert row.name in shown and row.detail in shown and row.fix in shown, row.name
+    assert "pip install 'mlmh[judge]'" in shown
+    problems = CliRunner().invoke(cli, ["doctor", "--problems"], terminal_width=400).output
+    assert "pip install 'mlmh[judge]'" in problems  # what the make targets print
+
+
+def test_ls_presets_fits_80_columns_with_short_cells_and_no_column_cut(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = CliRunner().invoke(cli, ["ls", "presets"], terminal_width=80).output
+    lines = shown.splitlines()
+    table = [line for line in lines if line.startswith(("│", "┃"))]
+    assert table and all(len(line) <= 80 and line.rstrip().endswith(("│", "┃")) for line in table)  # nothing cut
+    cells, current = [], 0
+    for line in table[1:]:  # the rows' heights: a row starts where its name cell is not blank
+        if line[1:].split("│")[0].strip():
+            cells.append(current)
+            current = 0
+        current += 1
+    assert max(cells + [current]) <= 12  # was 20 lines for crossover
+    assert "mlmh_builtins.presets" in shown  # the plugin, every row's, in the title
+    for kind in ("metrics", "samplers", "models"):
+        rows = CliRunner().invoke(cli, ["ls", kind], terminal_width=80).output.splitlines()
+        assert all(len(line) <= 80 for line in rows)
+        assert all(line.rstrip().endswith(("│", "┃", "┓", "┩", "┛", "┘")) for line in rows if line.startswith(("│", "┃")))
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_never_breaks_a_spec_or_word_at_its_hyphen(command):
+    shown = CliRunner().invoke(cli, [command, "--help"], terminal_width=80).output
+    assert not [line for line in shown.splitlines() if re.search(r"\w-$", line)]
