@@ -154,7 +154,7 @@ async def test_a_run_without_samples_jsonl_shows_the_texts_of_generations_jsonl(
         assert "2 samples (1 unseen, 1 seen)" in label and "step traces need log_samples = true" in label
         trace = screen.query_one("#res-trace", TraceView)
         assert trace.generation.text == "everything is very fast in football." and trace.frames == []
-        assert trace.title == "d1 · hf-mlm" and trace.border_title == "d1 · hf-mlm"  # the whole id, then the model
+        assert str(trace.title) == "d1 · hf-mlm" and str(trace.border_title) == "d1 · hf-mlm"  # the whole id, then the model
         assert screen.query_one("#res-sample-list").option_count == 2
 
 

@@ -87,9 +87,9 @@ def print_summary(results: Any, out: Any) -> None:
     first metric on seen documents and its gap, then the answer (the findings in words, as report.md opens) and
     the comparisons, as report.md's Findings state them."""
     from rich.console import Console
-    from rich.markup import escape
 
     from mlmh.findings.answer import answer_lines, comparison_lines
+    from mlmh.machine.escape import markup as escape
 
     console = Console()
     if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
@@ -146,10 +146,10 @@ def label_widths(columns: list[list[str]], room: int) -> list[int]:
 def summary_table(results: Any, width: int) -> Any:
     """Conditions x main metrics on the headline set (best in bold, CIs), the first metric on seen documents and
     the gap; names break only between a spec's parameters, the numbers' columns wrap at their spaces."""
-    from rich.markup import escape
     from rich.table import Table
 
     from mlmh.findings.verdicts import MEMORISED, memorisation_check, memorisation_set
+    from mlmh.machine.escape import markup as escape
     from mlmh.results import best_conditions, document_counts, format_score, higher_is_better, main_metrics, roles
 
     role = results.headline

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 from pathlib import Path
 
+from mlmh.machine.escape import terminal
+
 #: below this many free bytes, a folder's disk counts as full
 FULL_BELOW = 1 << 20
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def printable(text: str) -> str:
     """``text`` with its control characters escaped (``\\x1b``, ``\\r``...), so a name echoed back cannot move the
     cursor, recolour the terminal or hide part of the line; newlines and tabs stay."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return terminal(text)
 
 
 def os_error_text(exc: OSError) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
 from mlmh.findings.verdicts import MEMORISED, memorisation_check, memorisation_family, memorisation_set
+from mlmh.machine.escape import markdown_cell
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
 from mlmh.storage.rundir import RunDir
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 
 # -- markdown ----------------------------------------------------------------------------------------
 def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(markdown_cell, row)) + " |" for row in rows]
     return lines
 
 

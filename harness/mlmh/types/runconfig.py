@@ -16,6 +16,7 @@ from typing import Any
 
 from mlmh import bounds
 from mlmh.bounds import Bound
+from mlmh.machine.escape import terminal, toml_string
 
 #: how a run option's value is written, in a preset and on the command line
 SHAPES = {
@@ -129,8 +130,9 @@ class RunConfig:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def to_toml(self) -> str:
-        """The resolved configuration as a preset file (``--show-config``)."""
-        lines = [f"# resolved from {self.source}"]
+        """The resolved configuration as a preset file (``--show-config``) that ``tomllib`` reads back, every text
+        escaped (:func:`mlmh.machine.escape.toml_string`)."""
+        lines = [f"# resolved from {terminal(self.source, line=True)}"]  # a comment ends at a line break
         for key, value in self.to_dict().items():
             if key in ("preset", "source") or value is None:
                 continue
@@ -144,7 +146,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return toml_string(value)
     if isinstance(value, list):
         if not value:
             return "[]"

@@ -18,6 +18,7 @@ from mlmh import api
 from mlmh.api import LoadedRun
 from mlmh.errors import MlmhError
 from mlmh.findings.answer import answer_lines, comparison_lines
+from mlmh.machine.escape import terminal
 from mlmh.results import document_counts, roles
 from mlmh.storage.rundir import RUNS_ROOT, RunDir, finished_runs
 from mlmh.tui.host import TuiScreen
@@ -49,14 +50,14 @@ def findings_text(results: RunResults) -> Text:
     else:
         styles = {verdict.upper(): style for verdict, style in VERDICT_STYLES.items()}
         text = Text()
-        for line in answer_lines(results.findings, markdown=False, results=results):
+        for line in map(terminal, answer_lines(results.findings, markdown=False, results=results)):
             verdict, _, statement = line.partition(": ")
             if verdict in styles:
                 text.append(verdict, style=styles[verdict])
                 text.append(f": {statement}\n")
             else:
                 text.append(line + "\n\n", style="dim")
-    for line in comparison_lines(results):
+    for line in map(terminal, comparison_lines(results)):
         if line.startswith("- "):
             text.append(line + "\n")
         else:  # a heading, after a blank line
@@ -64,9 +65,10 @@ def findings_text(results: RunResults) -> Text:
     return text
 
 
-def trace_title(sample: SampleRow) -> str:
-    """The trace pane's title: the sample's whole document id, then its model (a narrow pane cuts the model)."""
-    return f"{sample.generation.doc_id} · {short_spec(sample.generation.model)}"
+def trace_title(sample: SampleRow) -> Text:
+    """The trace pane's title: the sample's whole document id, then its model (a narrow pane cuts the model); a Text,
+    so Textual reads no markup in it."""
+    return Text(f"{terminal(sample.generation.doc_id, line=True)} · {terminal(short_spec(sample.generation.model), line=True)}")
 
 
 class ResultsScreen(TuiScreen):
@@ -282,7 +284,7 @@ class ResultsScreen(TuiScreen):
         else:
             by_role = ", ".join(f"{sum(s.role == r for s in samples)} {r}" for r in ("unseen", "seen")
                                 if any(s.role == r for s in samples))
-            text = Text(f"{short_condition(condition)}: {len(samples)} samples" + (f" ({by_role})" if by_role else ""),
+            text = Text(f"{terminal(short_condition(condition), line=True)}: {len(samples)} samples" + (f" ({by_role})" if by_role else ""),
                         style="bold")
             if not samples:
                 text.append("  (the run wrote no generations.jsonl or samples.jsonl)", style="dim")

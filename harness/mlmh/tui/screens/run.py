@@ -17,6 +17,7 @@ from textual.widgets import Button, Footer, Header, Label, RichLog, Select
 
 from mlmh.errors import MlmhError
 from mlmh.events import Message, RunEvent, RunFinished, RunStarted, SampleGenerated
+from mlmh.machine.escape import terminal
 from mlmh.storage.rundir import RunDir
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition
@@ -57,11 +58,11 @@ def sample_line(event: SampleGenerated) -> Text:
     """One line of the live feed: condition, document and the generated text."""
     generation = event.generation
     text = Text()
-    text.append(short_condition(event.condition), style="cyan")
+    text.append(terminal(short_condition(event.condition), line=True), style="cyan")
     if generation is None:
         return text
-    text.append(f" {generation.doc_id} ", style="dim")
-    text.append(" ".join(generation.text.split())[:160])
+    text.append(f" {terminal(generation.doc_id, line=True)} ", style="dim")
+    text.append(terminal(" ".join(generation.text.split())[:160], line=True))
     return text
 
 
@@ -182,7 +183,7 @@ class RunScreen(TuiScreen):
         if isinstance(event, SampleGenerated):
             feed.write(sample_line(event))
         elif isinstance(event, Message):
-            feed.write(Text(f"[{event.level}] {event.text}", style=LEVEL_STYLE.get(event.level, "")))
+            feed.write(Text(f"[{event.level}] {terminal(event.text)}", style=LEVEL_STYLE.get(event.level, "")))
         elif isinstance(event, RunStarted):
             self.output_path = event.output_path
             self.query_one("#run-status", Label).update(

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from mlmh.findings.verdicts import caveats_of
+from mlmh.machine.escape import terminal
 from mlmh.results import best_keys, higher_is_better
 from mlmh.tui.labels import distinct_specs, number, short_spec
 from mlmh.tui.widgets.plots import downstream_keys
@@ -241,7 +242,7 @@ class ResultsTable(DataTable):
 
         def cell(condition: ConditionResult, column: Column) -> Text:
             if column.key in labels:
-                return Text(labels[column.key].get(str(getattr(condition, column.key, "") or ""), ""))
+                return Text(terminal(labels[column.key].get(str(getattr(condition, column.key, "") or ""), ""), line=True))
             return format_cell(cell_of(condition, column, self.role), condition.id in bests[column.key],
                                formats[column.key], dim=condition.id in left_out[column.key])
 

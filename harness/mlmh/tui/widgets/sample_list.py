@@ -10,6 +10,7 @@ from textual import events
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from mlmh.machine.escape import terminal
 from mlmh.tui.labels import number, short_id
 from mlmh.types import SampleRow
 
@@ -29,7 +30,7 @@ def score_scales(samples: list[SampleRow]) -> dict[str, float]:
 
 def sample_label(sample: SampleRow, width: int, scales: dict[str, float] | None = None) -> Text:
     """Two lines: the id cut at ``width``, then the document set and the first scores (in ``scales``' digits)."""
-    text = Text(short_id(sample.generation.doc_id, max(width, 4)), style="bold")
+    text = Text(short_id(terminal(sample.generation.doc_id, line=True), max(width, 4)), style="bold")
     details = Text("  ")
     if sample.role:
         details.append(sample.role, style="cyan" if sample.role == "unseen" else "magenta")

@@ -29,7 +29,7 @@ class TraceView(Widget):
     DEFAULT_CLASSES = "trace-view"
     index: reactive[int] = reactive(0)
 
-    def __init__(self, title: str = "", *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, title: str | Text = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.title = title
         self.generation: Generation | None = None
