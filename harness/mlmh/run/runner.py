@@ -120,6 +120,9 @@ class Runner:
                                      n_conditions=len(self.plan.conditions), output_path=str(self.out)))
         for warning in self.plan.warnings:
             self.ctx.note(warning, "warning")
+        if self.run_dir.took_over is not None:  # a writer killed before it could release the lock
+            self.ctx.note(f"run {self.out}: took over the lock of process {self.run_dir.took_over}, which ended "
+                          "without releasing it", "warning")
 
     def _stage(self, name: str, body: Callable[[], T]) -> T:
         """One stage, timed, once the run is not cancelled."""
@@ -156,15 +159,18 @@ class Runner:
         """Start (or resume) the run in its directory; a run that fails on its input before generating anything
         leaves nothing behind, and one whose files could not be written says how to continue."""
         self.ctx.bus.trackers = self.plan.trackers
-        self._prepare_output()
         try:
-            yield
-        except RunDirError as exc:  # a run file could not be written (a full disk): what is done stays
-            raise RunDirError(f"{exc}; continue with `{self.resume_hint()}`") from None
-        except MlmhError as exc:
-            if not isinstance(exc, RunCancelled):
-                self._forget_if_nothing_generated()
-            raise
+            self._prepare_output()  # takes the run's lock: this process alone writes the run until it ends
+            try:
+                yield
+            except RunDirError as exc:  # a run file could not be written (a full disk): what is done stays
+                raise RunDirError(f"{exc}; continue with `{self.resume_hint()}`") from None
+            except MlmhError as exc:
+                if not isinstance(exc, RunCancelled):
+                    self._forget_if_nothing_generated()
+                raise
+        finally:
+            self.run_dir.unlock()
 
     def _prepare_output(self) -> None:
         config = self.plan.config

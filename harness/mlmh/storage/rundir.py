@@ -9,6 +9,10 @@ The runner, the report, human evaluation, ``mlmh generate --run``, the CLI and t
 - Every write goes to a private temp file created in the directory (``mkstemp``: ``O_EXCL``, no-follow,
   mode 0600) and is renamed onto its name with ``os.replace``, so a failed write (a full disk) leaves the
   previous file whole. A name that is a symlink is refused, never followed. New run directories are 0700.
+- One process writes a run: it holds the run's lock (``.mlmh.lock``, an ``flock`` with its PID inside) from the
+  start (or ``--resume``) to the end, and a second writer (a resume, or a new run on the same path) is refused in
+  one line naming the holder's PID. The kernel drops the lock of a process that dies, so a killed run's lock is
+  taken over (and said) by the next one.
 - Only the run's own names are ever written or deleted; a run that fails on its input before generating
   anything removes just the files it created (and the directory, if it made it).
 - Every file is validated where it is read; a bad one is one line naming the file (and line or key).
@@ -17,8 +21,10 @@ The runner, the report, human evaluation, ``mlmh generate --run``, the CLI and t
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -43,12 +49,14 @@ PRIVATE_CACHE = "samples.sqlite"
 CACHE_COMPANIONS = ("-wal", "-shm", "-journal")
 #: the report's figures (PNG), by name without the suffix (mlmh.report.plots draws them)
 FIGURES = ("quality_by_masking", "quality_by_masking_seen", "quality_vs_steps", "quality_vs_downstream", "crossover")
+#: the lock the process writing a run holds (``flock``), with its PID inside; removed when the run ends
+LOCK = ".mlmh.lock"
 #: the temp files behind the atomic writes: ``.<name>.<random>.tmp``
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
 #: what ``mlmh eval`` writes; human evaluation adds the rest of the run's own names
 EVAL_NAMES = frozenset({RESULTS, CONFIG, GENERATIONS, SAMPLES, REPORT, PRIVATE_CACHE,
                         *(PRIVATE_CACHE + c for c in CACHE_COMPANIONS), *(f + ".png" for f in FIGURES)})
-OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET}
+OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET, LOCK}
 #: what the builtin trackers write in the run directory (through ``TrackedRun.own_path``, which refuses links);
 #: ``--resume`` refuses a link at any of them, or inside them, before any work
 TRACKER_NAMES = frozenset({"tensorboard", "wandb", "mlflow.db", "mlflow-artifacts"})
@@ -56,6 +64,29 @@ TRACKER_NAMES = frozenset({"tensorboard", "wandb", "mlflow.db", "mlflow-artifact
 
 class RunDirError(MlmhError):
     """A run directory that cannot be used as asked, or a run file that cannot be written; names the path."""
+
+
+# -- one writer per run ---------------------------------------------------------------------------------
+def _lock_pid(fd: int) -> int | None:
+    """The PID a lock file holds (None when it is empty or not a PID: a writer between its lock and its write)."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _holder_pid(fd: int) -> int | None:
+    """The PID of the process holding the lock on ``fd``, waiting a moment for a writer that has just taken it."""
+    for _ in range(20):
+        pid = _lock_pid(fd)
+        if pid is not None:
+            return pid
+        time.sleep(0.05)
+    return None
+
+
+def _held(path: Path, pid: int | None) -> RunDirError:
+    holder = f"process {pid}" if pid is not None else "another process"
+    return RunDirError(f"run {path} is being written by {holder} (it holds {path / LOCK}); one process writes a run "
+                       "at a time: wait for it to finish or stop it, or choose another --output-path")
 
 
 # -- writing one file ---------------------------------------------------------------------------------
@@ -157,6 +188,9 @@ class RunDir:
         self._results_name = results_name
         self._started_here = False  # this object began a new run in a missing or empty directory
         self._made_directory = False
+        self._lock_fd: int | None = None  # the run's lock, while this object's process writes the run
+        #: the PID whose lock this object took over (a writer that died holding it), for the run to say
+        self.took_over: int | None = None
 
     @classmethod
     def of(cls, path: str | Path) -> "RunDir":
@@ -273,9 +307,77 @@ class RunDir:
         refuse_link(path, under=self.path)
         return path
 
+    # -- the writer's lock --------------------------------------------------------------------------
+    @property
+    def lock_file(self) -> Path:
+        return self.path / LOCK
+
+    def lock_holder(self) -> int | None:
+        """The PID of the process writing this run (holding its lock), or None when none does (or this object's
+        own process, through this object, is the writer)."""
+        if self._lock_fd is not None:
+            return None
+        try:
+            fd = os.open(self.lock_file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+        except OSError:  # no lock file (or a link, refused when the lock is taken): nobody writes
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder_pid(fd) or -1
+        except OSError:  # a file system without flock: nothing can tell
+            return None
+        finally:
+            os.close(fd)  # closing drops a probe's lock too
+        return None
+
+    def lock(self) -> None:
+        """Hold this run's lock for this process until :meth:`unlock`: refused in one line naming the holder's PID
+        while another process (or another writer in this one) holds it; a lock left by a process that died is taken
+        over, and its PID kept in :attr:`took_over`."""
+        if self._lock_fd is not None:
+            return
+        refuse_link(self.lock_file)
+        while True:
+            try:
+                fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise RunDirError(f"cannot create {self.lock_file}: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _holder_pid(fd)
+                os.close(fd)
+                raise _held(self.path, pid) from None
+            except OSError:  # a file system without flock: the lock file alone says who writes
+                pass
+            try:
+                same = os.stat(self.lock_file, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the writer before released and removed it between our open and our lock: again
+        previous = _lock_pid(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock_fd = fd
+        self.took_over = previous if previous not in (None, os.getpid()) else None
+
+    def unlock(self) -> None:
+        """Release the run's lock (removing its file) if this object holds it."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            if os.stat(self.lock_file, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                os.unlink(self.lock_file)  # while still held: a waiting writer then finds the name gone and retries
+        os.close(fd)
+
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self, record: dict[str, Any], resume_hint: str) -> None:
-        """Begin a new run here: only in a missing or empty directory; writes ``config.json`` first."""
+        """Begin a new run here: only in a missing or empty directory, holding the run's lock; writes
+        ``config.json`` first."""
         if self.path.is_symlink():
             raise RunDirError(f"output path {self.path} is a symbolic link; a run is never written through a link: "
                               "choose another --output-path")
@@ -284,9 +386,40 @@ class RunDir:
 
             raise RunDirError(f"output path {self.path} is {kind_of(self.path.stat().st_mode)}, not a directory; "
                               "choose another --output-path")
-        if self.path.is_dir():
-            entries = self._entries()
-            if entries:
+        self._check_empty(resume_hint)
+        if not self.path.is_dir():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.mkdir(mode=0o700)
+                self._made_directory = True
+            except FileExistsError:
+                pass  # another run made it this instant: its lock, taken below, decides
+            except OSError as exc:
+                raise RunDirError(f"cannot create output path {self.path}: {exc.strerror or exc}") from None
+        self.lock()
+        try:
+            self._check_empty(resume_hint)  # a run that began between the first check and the lock
+        except BaseException:
+            self.unlock()
+            raise
+        self._started_here = True
+        try:
+            self.write_config(record)
+        except BaseException:
+            self.forget()
+            raise
+
+    def _check_empty(self, resume_hint: str) -> None:
+        """Refuse a directory another process writes (naming its PID), one that holds a run (with the hint to
+        resume it), or one with anything else in it; a missing directory, or one holding only a dead writer's lock,
+        passes."""
+        if not self.path.is_dir():
+            return
+        holder = self.lock_holder()
+        if holder is not None:
+            raise _held(self.path, holder if holder > 0 else None)
+        entries = [name for name in self._entries() if name != LOCK]
+        if entries:
                 if self.holds_run():
                     raise SpecError(f"output path {self.path} already holds a run; continue it with `{resume_hint}` "
                                     "or choose another --output-path")
@@ -297,24 +430,13 @@ class RunDir:
                 shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
                 raise RunDirError(f"output path {self.path} is not empty and holds no mlmh run ({shown}); a new run "
                                   "goes only into a new or empty directory: choose another --output-path")
-        else:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.mkdir(mode=0o700)
-            except OSError as exc:
-                raise RunDirError(f"cannot create output path {self.path}: {exc.strerror or exc}") from None
-            self._made_directory = True
-        self._started_here = True
-        try:
-            self.write_config(record)
-        except BaseException:
-            self.forget()
-            raise
 
     def resume(self) -> dict[str, Any]:
-        """Continue the run here: its saved configuration record; refused when a run file is a symlink."""
+        """Continue the run here, holding its lock: its saved configuration record; refused when a run file is a
+        symlink or another process writes the run."""
         record = self.read_config_record()
         self.check_no_links()
+        self.lock()
         return record
 
     def forget(self) -> None:
@@ -322,6 +444,7 @@ class RunDir:
         (the directory was empty when it began, so they are all this run's) and the directory if it made it."""
         if not self._started_here:
             return
+        self.unlock()
         for path in self.own_files():
             if path.is_file() and not path.is_symlink():
                 path.unlink(missing_ok=True)
