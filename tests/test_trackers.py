@@ -26,7 +26,7 @@ from mlmh.config.presets import from_table
 from mlmh.errors import SpecError
 from mlmh.plugins.plugin_manager import get_plugin_manager
 from mlmh.run.runner import run_experiment
-from mlmh.tracking import VERDICT_VALUES, safe_name
+from mlmh.tracking import VERDICT_VALUES, comparison_statements, safe_name
 
 PRESET = '''
 description = "tracked: a tiny MLM, one masking, mask-predict at one and two steps (a finding), BLEU"
@@ -204,7 +204,7 @@ def check_mlflow(tracked):
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"report.md", "results.json", "findings.json", "comparisons.txt", "plots"} <= artifacts
     said = client.download_artifacts(run.info.run_id, "comparisons.txt", str(run_dir.parent / "mlflow-comparisons"))
-    assert Path(said).read_text(encoding="utf-8").splitlines() == results.comparisons.statements()
+    assert Path(said).read_text(encoding="utf-8").splitlines() == comparison_statements(results.comparisons)
     plots = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
     assert plots == {f"plots/{p.name}" for p in run_dir.glob("*.png")} and plots
     report = client.download_artifacts(run.info.run_id, "report.md", str(run_dir.parent / "mlflow-download"))
@@ -468,8 +468,8 @@ def test_the_comparisons_report_md_states_reach_every_tracker(tmp_path):
     assert tracked_run(results, tmp_path / "unjudged").comparisons == []  # results built by hand: none decided
     results.comparisons = compare(results)
     run = tracked_run(results, tmp_path)
-    assert run.comparisons and run.comparisons == results.comparisons.statements()
-    assert any(line.startswith("bleu") for line in run.comparisons)  # MLM against CLM on the main metric
+    assert run.comparisons and run.comparisons == comparison_statements(results.comparisons)
+    assert any(line.startswith("unseen documents: bleu") for line in run.comparisons)  # MLM against CLM, main metric
     TensorboardTracker().log(run)
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"tensors": 0})
     events.Reload()

@@ -91,7 +91,9 @@ def prepare(preset: str | None, overrides: dict[str, Any] | None = None, *, outp
 
     In order: the arguments (by the rules of ``mlmh eval``'s flags), the plan (:func:`plan`: ``preset``,
     ``overrides`` and the sweep), the checkpoints the offline hub lacks (refused in one line:
-    :meth:`mlmh.config.plan.RunPlan.require_checkpoints`), the run directory (:func:`run_directory`; chosen, not
+    :meth:`mlmh.config.plan.RunPlan.require_checkpoints`), each component's own check of its settings (a judge that
+    is not a causal LM, a tracker setting its library would refuse: :meth:`mlmh.config.plan.RunPlan.require_ready`),
+    the run directory (:func:`run_directory`; chosen, not
     made) and the executor ``backend``/``workers``/``ray_address`` ask for (a bad backend refused; a local
     Ray started). Every face runs a run this way, :func:`run` of what this returns: :func:`evaluate`,
     ``mlmh eval`` and the TUI's run screen."""
@@ -101,6 +103,7 @@ def prepare(preset: str | None, overrides: dict[str, Any] | None = None, *, outp
     checked = plan(preset, overrides, resume=resume, output_path=output_path, sweep_epochs=sweep_epochs,
                    sweep_tokens=sweep_tokens)
     checked.require_checkpoints()
+    checked.require_ready()
     out = run_directory(checked.config, output_path, resume=resume)
     return PreparedRun(checked, out, resume=resume, use_cache=use_cache,
                        executor=make_executor(backend, workers, ray_address, checked))
@@ -132,7 +135,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
     and it is the plan :func:`prepare` hands :func:`run`, so a run builds its components once (a sweep included);
     ``mlmh eval --show-config`` shows its configuration."""
     from mlmh.config.plan import build_components, build_plan
-    from mlmh.config.presets import resolve
+    from mlmh.config.presets import resolve, saved
     from mlmh.registry import get_registry
     from mlmh.storage.rundir import RunDir
 
@@ -149,7 +152,7 @@ def plan(preset: str | None, overrides: dict[str, Any] | None = None, *, resume:
         given += [flag for flag, v in (("--sweep-epochs", sweep_epochs), ("--sweep-tokens", sweep_tokens)) if v is not None]
         if given:
             raise SpecError(f"--resume continues {output_path} as it was configured; drop {', '.join(given)}")
-        return build_plan(RunDir(output_path).saved_config())
+        return build_plan(saved(RunDir(output_path)))
     if not preset:
         names = ", ".join(get_registry().names("preset"))
         raise SpecError(f"pass --preset NAME (one of: {names}) or --preset FILE.toml")

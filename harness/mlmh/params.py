@@ -119,6 +119,13 @@ class Component:
     def __post_configure__(self) -> None:
         """Hook for subclasses that derive state from ``self.params``; called after configure."""
 
+    def preflight(self) -> None:
+        """Raise an :class:`~mlmh.errors.MlmhError` saying, in one line, why this component as configured cannot run
+        at all: a checkpoint that is missing or built for another role, a tracker setting its library would refuse.
+        A run calls it while it is prepared, before any folder is made or model trains
+        (:meth:`mlmh.config.plan.RunPlan.require_ready`), so a bad setting costs no work; it reads no corpus (that is
+        ``unavailable(corpus)``'s) and loads no weights. Nothing to check by default."""
+
     @property
     def spec(self) -> str:
         """Canonical spec with every parameter, sorted: stable for cache keys and results."""

@@ -28,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from mlmh.errors import MlmhError
-from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, RunResults, Score
+from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, Comparisons, RunResults, Score
 
+#: the documents a kind of comparison is about when its verdicts do not say (:func:`comparison_statements`)
+STATEMENT_SETS = {"disagreements": "seen against unseen documents",
+                  "correlations": "seen documents' regenerations (the synthetic corpus)"}
 #: the columns of a finding as trackers tabulate it
 FINDING_COLUMNS = ("claim", "verdict", "statistic", "ci_low", "ci_high", "documents", "statement")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. :]")
@@ -70,6 +73,28 @@ def import_library(module: str, extra: str) -> Any:
         if exc.name is not None and exc.name.split(".")[0] != module.split(".")[0]:
             raise  # the library is there but one of its own imports failed: that error says more
         raise _missing(module, extra) from None
+
+
+def check_folder(path: str | Path, what: str) -> None:
+    """Refuse, in one line naming ``what`` (``log_dir``), a folder a tracker would write its files in but
+    cannot: something not a folder in its place or on its way (``/dev/null``, a file), or a read-only place or full
+    disk (:func:`mlmh.machine.environment.storage_problem`). A tracker's ``preflight`` calls it, so the run stops
+    before any work rather than failing when it has finished; nothing is made."""
+    from mlmh.errors import SpecError
+    from mlmh.machine.environment import storage_problem
+    from mlmh.machine.escape import terminal
+
+    folder = Path(path).expanduser()
+    shown = terminal(str(path), line=True)
+    found = folder
+    while not found.exists() and found != found.parent:
+        found = found.parent
+    if not found.is_dir():
+        on_way = "" if found == folder else f": {terminal(str(found), line=True)}, on its way,"
+        raise SpecError(f"{what} {shown}{on_way} is not a folder; name a folder (it is made where missing)")
+    problem = storage_problem(found)
+    if problem:
+        raise SpecError(f"{what} {shown}: {problem}; name a folder you can write")
 
 
 def safe_name(text: str) -> str:
@@ -167,6 +192,18 @@ class TrackedRun:
         return "\n".join(lines)
 
 
+def comparison_statements(comparisons: Comparisons) -> list[str]:
+    """Every verdict's sentence led by the documents it is about (``unseen documents: bleu: MLM and CLM tie ...``):
+    report.md says the set in a section's heading, which a tracker's list of lines does not have. A memorisation gap
+    and a plateau name their sets in their own sentences."""
+    lines = []
+    for kind, item in comparisons.verdicts():
+        role = getattr(item, "role", None)
+        about = f"{role} documents" if role else STATEMENT_SETS.get(kind)
+        lines.append(f"{about}: {item.statement}" if about else item.statement)
+    return lines
+
+
 def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
     """The :class:`TrackedRun` of a run's results, written in ``directory``; curves are named by each model's
     label (its short spec, as the conditions name it)."""
@@ -211,7 +248,7 @@ def tracked_run(results: RunResults, directory: str | Path) -> TrackedRun:
             _add_value(run.scores, f"findings/{safe_name(finding.claim)}/{key}", getattr(finding, key))
         _add_value(run.scores, f"findings/{safe_name(finding.claim)}/verdict", VERDICT_VALUES.get(finding.verdict))
     if results.comparisons is not None:
-        run.comparisons = results.comparisons.statements()
+        run.comparisons = comparison_statements(results.comparisons)
     from mlmh.storage.rundir import RunDir
 
     run_dir = RunDir(directory)

@@ -62,17 +62,35 @@ def resolve_precision(precision: str) -> str:
     return "bf16" if native_bf16() else "float32"
 
 
+def check_reference_lm(path: str, *, download: bool = True, what: str = "gen-ppl") -> Any:
+    """The config of the reference LM at ``path``, checked without its weights: a model folder (or a hub name) of a
+    causal LM, else one ModelError line (no such folder, not a model folder, a masked LM or a T5: the check
+    ``hf-clm`` makes, :func:`mlmh.adapters.checkpoint_kinds.require_causal`). None where ``download`` is off and
+    ``path`` is a hub name not cached here (it is checked when it downloads)."""
+    from transformers import AutoConfig
+
+    from mlmh.adapters.checkpoint_kinds import require_causal
+    from mlmh.adapters.checkpoints import from_pretrained, hub_snapshot, local_checkpoint
+
+    if local_checkpoint(path, what) is None and not download and hub_snapshot(path) is None:
+        return None
+    config = from_pretrained(AutoConfig, path, what=what)
+    require_causal(config, f"{what}: {path}")
+    return config
+
+
 def load_reference_lm(path: str, precision: str = "float32") -> tuple[Any, Any]:
-    """(tokenizer, model) of a causal LM, loaded once per process, path and precision, in eval mode."""
+    """(tokenizer, model) of a causal LM (:func:`check_reference_lm`), loaded once per process, path and precision,
+    in eval mode."""
     with _MODELS_LOCK:
         if (path, precision) not in _MODELS:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from mlmh.adapters.checkpoints import from_pretrained, local_checkpoint
+            from mlmh.adapters.checkpoints import from_pretrained
 
-            local_checkpoint(path, "gen-ppl")
+            config = check_reference_lm(path)
             tokenizer = from_pretrained(AutoTokenizer, path, what="gen-ppl")
-            model = from_pretrained(AutoModelForCausalLM, path, what="gen-ppl")
+            model = from_pretrained(AutoModelForCausalLM, path, what="gen-ppl", config=config)
             model.eval()
             if precision == "bf16":
                 from mlmh_builtins.bf16_products import use_bf16_products
@@ -199,6 +217,15 @@ class GenPerplexityMetric(Metric):
             get_judge(self.params["judge"])
             if self.params["path"]:
                 raise SpecError("gen-ppl: give judge= or path=, not both")
+        if self.params["max_tokens"] == 1:
+            raise SpecError("gen-ppl: max_tokens=1 leaves no word to score (a text's first token is only what the "
+                            "next is predicted from); give 2 or more, or 0 for the judge's window")
+
+    def preflight(self) -> None:
+        """The judge a run names by path= (or $MLMH_GENPPL_MODEL), checked before any work: it exists, is a model
+        folder and is a causal LM (a named judge is one; :meth:`unavailable` says when it is not installed)."""
+        if not self.params["judge"]:
+            check_reference_lm(self._reference_path(), download=False, what="its judge")
 
     def unavailable(self, corpus: Any = None) -> str | None:
         """A named judge that is not installed: the run plan drops gen-ppl from a preset with this one line."""
@@ -262,6 +289,10 @@ class GenPerplexityMetric(Metric):
     def _result(self, name: str, measured: list[tuple[float, int, int]], info: dict[str, Any], seed: int) -> MetricResult:
         nll = np.asarray([m[0] for m in measured])
         counts = np.asarray([m[1] for m in measured])
+        if not counts.sum():  # every text a token or shorter: said, rather than a value left out without a word
+            return MetricResult(name, None, False, [None] * len(measured), info=info, error=(
+                f"no text had a token to predict within max_tokens={info.get('max_tokens')} (each text's first token "
+                "is only context), so there is no perplexity"))
         per_sample = [math.exp(s / c) if c else None for s, c in zip(nll, counts)]
         if self.params["aggregation"] == "sample":
             return mean_result(name, per_sample, higher_is_better=False, seed=seed, info=info)
@@ -270,7 +301,7 @@ class GenPerplexityMetric(Metric):
             n = counts[indices].sum()
             return math.exp(nll[indices].sum() / n) if n else float("nan")
 
-        value = token_weighted(np.arange(len(measured))) if counts.sum() else None
+        value = token_weighted(np.arange(len(measured)))
         low, high = resample_ci(len(measured), token_weighted, seed=seed)
         info.update(aggregation="exp(sum of NLL / sum of predicted tokens), token-weighted", **method_info("resample", seed=seed))
         return MetricResult(name, value, False, per_sample, low, high, info)

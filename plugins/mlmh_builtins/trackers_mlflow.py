@@ -18,12 +18,14 @@ import logging
 import os
 import time
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 from typing import Iterator
 
 from mlmh import hookimpl
 from mlmh.components import Tracker
 from mlmh.params import Param
-from mlmh.tracking import TrackedRun, import_library, safe_name
+from mlmh.errors import SpecError
+from mlmh.tracking import TrackedRun, check_folder, import_library, safe_name
 
 
 class MlflowTracker(Tracker):
@@ -36,6 +38,20 @@ class MlflowTracker(Tracker):
               "sqlite:///<run dir>/mlflow.db"),
         Param("experiment", str, "mlmh", "MLflow experiment the run goes under"),
     )
+
+    def preflight(self) -> None:
+        """A local store named by tracking_uri= (or $MLFLOW_TRACKING_URI) is one MLflow can write: a ``file:`` URI or a
+        path names a folder, a ``sqlite:///`` URI a database file in a folder (checked before the run's work; a server's
+        URI is the server's to refuse)."""
+        given = self.params["tracking_uri"] or os.environ.get("MLFLOW_TRACKING_URI", "")
+        what = "tracking_uri" if self.params["tracking_uri"] else "$MLFLOW_TRACKING_URI"
+        store = local_store(given)
+        if store is None:
+            return
+        where, is_database = store
+        if is_database and where.is_dir():
+            raise SpecError(f"{what} {given}: {where} is a folder, not a SQLite database file")
+        check_folder(where.parent if is_database else where, what)
 
     def tracking_uri(self, run: TrackedRun) -> str:
         given = self.params["tracking_uri"] or os.environ.get("MLFLOW_TRACKING_URI")
@@ -95,6 +111,22 @@ def _quiet(name: str) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(before)
+
+
+def local_store(uri: str) -> tuple[Path, bool] | None:
+    """(where, whether a SQLite database) of a tracking URI that names this machine's files: a folder for a path or a
+    ``file:`` URI, a database file for ``sqlite:///PATH``; None for a server, ``:memory:`` or no URI."""
+    if not uri:
+        return None
+    parsed = urlparse(uri)
+    if parsed.scheme == "sqlite":
+        path = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else ""
+        return (Path(unquote(path)), True) if path and path != ":memory:" else None
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)), False
+    if not parsed.scheme or len(parsed.scheme) == 1:  # a path (a Windows drive letter is no scheme)
+        return Path(uri), False
+    return None
 
 
 def _artifact_root(uri: str) -> str | None:

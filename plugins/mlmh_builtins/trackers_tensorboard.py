@@ -16,7 +16,7 @@ from pathlib import Path
 from mlmh import hookimpl
 from mlmh.components import Tracker
 from mlmh.params import Param
-from mlmh.tracking import TrackedRun, import_library
+from mlmh.tracking import TrackedRun, check_folder, import_library
 
 
 class TensorboardTracker(Tracker):
@@ -25,6 +25,11 @@ class TensorboardTracker(Tracker):
     library = "tensorboard"
     extra = "tensorboard"
     parameters = (Param("log_dir", str, "", "where the event files go; empty = <run dir>/tensorboard"),)
+
+    def preflight(self) -> None:
+        """A log_dir= given is a folder the event files can be written in (checked before the run's work)."""
+        if self.params["log_dir"]:
+            check_folder(self.params["log_dir"], "log_dir")
 
     def log_dir(self, run: TrackedRun) -> Path:
         return Path(self.params["log_dir"]).expanduser() if self.params["log_dir"] else run.own_path("tensorboard")

@@ -8,12 +8,34 @@ plots as images, and report.md, results.json and the plots as one artifact of ty
 
 from __future__ import annotations
 
+import netrc
+import os
 import re
+from urllib.parse import urlparse
 
 from mlmh import hookimpl
 from mlmh.components import Tracker
+from mlmh.errors import SpecError
 from mlmh.params import Param
 from mlmh.tracking import FINDING_COLUMNS, TrackedRun, import_library
+
+#: what W&B refuses in a project name (wandb's Settings.validate_project), and its longest
+INVALID_NAME_CHARACTERS = ("/", "\\", "#", "?", "%", ":")
+MAX_NAME = 128
+
+
+def has_api_key() -> bool:
+    """Whether W&B finds an API key as it looks for one: $WANDB_API_KEY, else the .netrc entry of its host
+    ($WANDB_BASE_URL, else api.wandb.ai; the file $NETRC, else ~/.netrc)."""
+    if os.environ.get("WANDB_API_KEY", "").strip():
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "") or "https://api.wandb.ai").hostname or "api.wandb.ai"
+    path = os.path.expanduser(os.environ.get("NETRC", "") or "~/.netrc")
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return False
+    return bool(found and found[2])
 
 
 class WandbTracker(Tracker):
@@ -29,6 +51,20 @@ class WandbTracker(Tracker):
         Param("mode", str, "offline", "offline: written in the run directory only; online: streamed to W&B",
               choices=("offline", "online")),
     )
+
+    def preflight(self) -> None:
+        """The settings W&B would refuse when the run has finished, refused before its work instead: a project or
+        entity name W&B does not take, and mode=online without an API key (W&B's own rules, read without importing it)."""
+        for key in ("project", "entity"):
+            value = self.params[key]
+            bad = sorted(set(value) & set(INVALID_NAME_CHARACTERS))
+            if bad or len(value) > MAX_NAME:
+                why = f"holds {' '.join(bad)}" if bad else f"is longer than {MAX_NAME} characters"
+                raise SpecError(f"the {key} name {why}; W&B takes names of up to {MAX_NAME} characters without "
+                                f"{' '.join(INVALID_NAME_CHARACTERS)}")
+        if self.params["mode"] == "online" and not has_api_key():
+            raise SpecError("mode=online needs a W&B API key: run `wandb login` or set WANDB_API_KEY "
+                            "(or keep mode=offline and `wandb sync` later)")
 
     def log(self, run: TrackedRun) -> None:
         wandb = import_library("wandb", self.extra)

@@ -67,3 +67,21 @@ def kind_note(kind: str, config: Any, what: str) -> str | None:
         raise ModelError(f"{where}: its output at a position predicts the next word, not the masked one; load it as "
                          f"{_SPEC[built]}")
     return f"{where}: it fills masks as its {built} head predicts them; {_SPEC[built]} uses the checkpoint as trained"
+
+
+def require_causal(config: Any, what: str) -> None:
+    """A checkpoint a judge scores with (gen-ppl's reference LM) must be a causal LM: the judge reads each word's
+    probability given the words before it. A masked LM is refused as ``hf-clm`` refuses it (:func:`kind_note`); an
+    encoder-decoder, whose decoder never read a text alone, or a type transformers has no causal LM of, is refused
+    too (``hf-clm`` only notes the first, as it can still generate). One ModelError line naming ``what``."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    kind_note("clm", config, what)
+    built = checkpoint_objective(config)
+    model_type = getattr(config, "model_type", "") or "?"
+    if built == "clm" or (built is None and model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+        return
+    named = ", ".join(getattr(config, "architectures", None) or []) or f"type {model_type}"
+    trained = f", trained as {built}" if built else ""
+    raise ModelError(f"{what}: a {named} checkpoint{trained}, not a causal LM: a judge scores each word given the "
+                     "words before it, so it must be one (a GPT-2, Llama or Gemma checkpoint; hf-clm loads the same)")

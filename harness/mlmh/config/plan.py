@@ -38,6 +38,11 @@ KINDS = {key: declared.component for key, declared in run_options().items() if d
 FLAGS = {key: run_options()[key].flag for key in KINDS}
 
 
+def set_by(config: "RunConfig", key: str) -> str:
+    """Where ``config``'s component list ``key`` was set, as errors name it: its flag, or the preset file's key."""
+    return FLAGS[key] if key in config.overridden else f"{config.source}: key '{key}'"
+
+
 def fits(sampler: Any, model_kind: str) -> bool:
     """Whether ``sampler`` can drive a ``model_kind`` model. A sampler that declares no kinds fits any."""
     return not sampler.model_kinds or model_kind in sampler.model_kinds
@@ -215,6 +220,25 @@ class RunPlan:
                             "run once with network access, or save them to directories of those names (or name "
                             "the directories in the models' path= / init=)")
 
+    def require_ready(self) -> None:
+        """Refuse the run in one line, before any work, where a component's own check says it cannot run as configured
+        (:meth:`mlmh.params.Component.preflight`: a judge that is not a causal LM, a tracker setting its library would
+        refuse), naming the flag or preset key and the component. Every face asks before the run directory is made
+        (:func:`mlmh.api.prepare`); :meth:`check` asks on every run path."""
+        from mlmh.errors import MlmhError
+
+        for key in KINDS:
+            for component in [self.dataset] if key == "dataset" else getattr(self, key):
+                try:
+                    component.preflight()
+                except MlmhError as exc:
+                    reason = str(exc)
+                except Exception as exc:  # a plugin's own check failing is itself a reason, as in unavailable()
+                    reason = f"its check failed: {describe_error(exc)}"
+                else:
+                    continue
+                raise SpecError(f"{set_by(self.config, key)} {component.short_spec}: {reason}")
+
     def check(self, corpus: "Corpus") -> None:
         """Check every component against the loaded corpus, before any model trains.
 
@@ -222,6 +246,7 @@ class RunPlan:
         the flag and the reason; a preset default that cannot run is dropped with a note.
         """
         self.require_checkpoints()
+        self.require_ready()
         for key, kind in (("models", "model"), ("maskings", "masking"), ("samplers", "sampler"),
                           ("metrics", "metric"), ("tasks", "task")):
             kept = []
@@ -292,8 +317,7 @@ def build_components(config: "RunConfig", key: str) -> list[Any]:
         try:
             component = registry.build(KINDS[key], spec)
         except SpecError as exc:
-            where = FLAGS[key] if key in config.overridden else f"{config.source}: key '{key}'"
-            raise SpecError(f"{where}: {exc}") from None
+            raise SpecError(f"{set_by(config, key)}: {exc}") from None
         built.setdefault(component.spec, component)
     return list(built.values())
 
