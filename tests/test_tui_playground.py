@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from mlmh.tui import create_app
@@ -242,7 +244,8 @@ async def test_sampler_choices_follow_the_plan_rules(monkeypatch):
 
 async def test_the_playground_generates_through_mlmh_api(specs, monkeypatch):
     """The playground's run is mlmh.api.compare: swapped out, the API is what the screen reaches, with the
-    screen's text, sides and masking, and what it returns is what the traces show."""
+    screen's text, sides and masking (first every side, checked before any model loads; then each side as soon as
+    its model is ready), and what it returns is what the traces show."""
     from mlmh import api
 
     real_compare = api.compare
@@ -257,8 +260,139 @@ async def test_the_playground_generates_through_mlmh_api(specs, monkeypatch):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         traces = await wait_for_traces(pilot, screen)
-        assert len(calls) == 1 and calls[0]["text"] == TEXT
+        assert [call["text"] for call in calls] == [TEXT] * 3
+        assert [call["sides"] for call in calls[1:]] == [[side] for side in calls[0]["sides"]]
         assert [model for model, _ in calls[0]["sides"]] == specs
         assert [sampler.split(":")[0] for _, sampler in calls[0]["sides"]] == ["mask-predict", "clm-infill"]
         assert [t.generation.model for t in traces] == [g.model for g in real_compare(
             TEXT, calls[0]["sides"], masking=calls[0]["masking"], seed=calls[0]["seed"])]
+
+
+# -- a playground that moves at once ---------------------------------------------------------------------------
+async def test_each_pane_animates_as_soon_as_its_own_model_is_ready(specs, monkeypatch):
+    """The CLM is still training (its load held here, after a first step): the MLM pane already animates, and
+    only the CLM's pane says what is training, how far and how long is left."""
+    from mlmh.events import Progress, StageStarted
+    from mlmh.tui import playground_job
+
+    real_load, release = playground_job.load_model, threading.Event()
+
+    def load_model(model, dataset, cache, emit, cancel=None):
+        if model.model_kind == "clm":  # a model training on first use: started, a step, then the rest
+            stage = f"load {model.short_spec}"
+            emit(StageStarted(stage=stage, total=None, description=model.short_spec))
+            emit(Progress(stage=stage, completed=5, total=500, info={"stage": "train", "step": 5, "total": 500}))
+            while not release.wait(0.05):
+                if cancel is not None and cancel.is_set():
+                    raise playground_job.Cancelled("cancelled")
+        return real_load(model, dataset, cache, emit, cancel)
+
+    monkeypatch.setattr(playground_job, "load_model", load_model)
+    app = create_app(models=specs, text=TEXT)
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = app.screen
+        mlm, clm = screen.query(TraceView)
+        statuses: list[str] = []
+        assert await until(pilot, lambda: statuses.append(mlm.status) or mlm.generation is not None, timeout=60)
+        assert await until(pilot, lambda: mlm.index > 0)  # it plays while the CLM trains
+        assert screen.playing and clm.generation is None
+        assert clm.status.startswith("training hf-clm:") and clm.status.endswith(
+            " on pan: first use only, then kept in the model cache · step 5/500 · eta …")
+        assert not any("hf-clm" in status for status in statuses)  # the MLM pane never spoke of the CLM
+        release.set()
+        traces = await wait_for_traces(pilot, screen)
+        assert traces[0].generation.masked_words == traces[1].generation.masked_words
+
+
+def test_a_training_pane_says_how_long_is_left():
+    from mlmh.events import Progress, StageFinished, StageStarted
+    from mlmh.run.eta import Eta
+    from mlmh.tui.screens.playground import loading_status
+
+    eta = Eta()
+    assert loading_status("trained-mlm", "pan", StageStarted(stage="load trained-mlm", total=None,
+                                                               description="trained-mlm"), eta) == "loading trained-mlm …"
+    for step, now in ((10, 100.0), (20, 101.0), (30, 102.0), (40, 103.0)):  # 10 steps a second
+        status = loading_status("trained-mlm", "pan", Progress(stage="load trained-mlm", completed=step, total=500),
+                                eta, now=now)
+    assert status == ("training trained-mlm on pan: first use only, then kept in the model cache · step 40/500 · "
+                      "eta 46.0s")
+    assert loading_status("trained-mlm", "pan", StageFinished(stage="load trained-mlm", seconds=50.0), eta) == \
+        "trained-mlm ready: generating …"
+
+
+def test_the_default_text_speaks_the_playground_models_language():
+    """The README's generate example's rule: every word of the text the playground opens with is one token of the
+    vocabulary its default models learn (trained-* on the default dataset, size tiny), and it starts with that
+    example's sentence."""
+    from test_readme_generate import _example_text, words_in_pieces
+
+    from mlmh.config.declared import default_dataset
+    from mlmh.registry import get_registry
+    from mlmh.tui.playground_job import DEFAULT_TEXT, default_models
+
+    assert default_dataset() == "pan" and default_models() == ("trained-mlm", "trained-clm")
+    assert all(get_registry().build("model", name).params["size"] == "tiny" for name in default_models())
+    assert words_in_pieces(DEFAULT_TEXT) == {} and DEFAULT_TEXT.startswith(_example_text())
+    assert len(DEFAULT_TEXT.split()) >= 20  # enough words that a 0.3 masking hides several
+
+
+def test_a_training_past_its_last_step_is_kept_when_the_user_quits():
+    """Quitting (the app's cancel event set) stops a training at its next step, never after its last: that one
+    is saved into the model cache. Beside another training (children side by side), the others stop once it is."""
+    from mlmh.registry import get_registry
+    from mlmh.tui.playground_job import AdapterCache, Cancelled, SideBySide, load_model
+
+    cancel = threading.Event()
+
+    class TrainsOnFirstUse:  # the training's progress as trained-* models report it; quit during the given step
+        spec = short_spec = "trained-mlm:max_steps=3"
+
+        def __init__(self, quit_at: int) -> None:
+            self.quit_at = quit_at
+
+        def load(self, context):
+            for step in (1, 2, 3):
+                if step == self.quit_at:
+                    cancel.set()
+                context.progress({"stage": "train", "step": step, "total": 3})
+            return "adapter"  # the saved model, loaded
+
+    cache = AdapterCache()
+    assert load_model(TrainsOnFirstUse(quit_at=3), "pan", cache, lambda event: None, cancel) == "adapter"
+    assert cache.adapters == {"trained-mlm:max_steps=3": "adapter"}
+    cancel.clear()
+    with pytest.raises(Cancelled):
+        load_model(TrainsOnFirstUse(quit_at=2), "pan", AdapterCache(), lambda event: None, cancel)
+
+    cancel.clear()
+    mlm, clm = (get_registry().build("model", f"trained-{kind}:size=tiny,max_steps=3") for kind in ("mlm", "clm"))
+    side_by_side = SideBySide([mlm, clm], "pan", lambda model: lambda event: None, cancel)
+    side_by_side.progress(mlm, {"stage": "train", "step": 3, "total": 3})  # the MLM's last step: it saves now
+    cancel.set()  # the user quits
+    side_by_side.progress(clm, {"stage": "train", "step": 1, "total": 3})  # its child goes on while the MLM saves
+    with pytest.raises(Cancelled):  # the MLM saved: the CLM's child is stopped
+        side_by_side.progress(mlm, {"stage": "train", "state": "finished", "step": 3, "total": 3})
+    assert side_by_side.is_ready(mlm) and not side_by_side.is_ready(clm)
+
+
+async def test_a_cold_start_trains_each_model_once_and_keeps_it():
+    """On an empty model cache the playground trains its two trained-* models (side by side where the cores allow),
+    once, though a new mask is asked for meanwhile; each pane regenerates the default text, and both trainings are
+    in the cache for the next start."""
+    from mlmh.storage.modelcache import ModelCache
+    from mlmh.tui.playground_job import DEFAULT_TEXT
+
+    models = ["trained-mlm:size=tiny,max_steps=3", "trained-clm:size=tiny,max_steps=3"]
+    assert ModelCache().entries() == []
+    app = create_app(models=models)
+    async with app.run_test(size=(100, 24)) as pilot:
+        assert await until(pilot, lambda: len(app.adapters.trainings) == 2, timeout=60)
+        trainings = dict(app.adapters.trainings)
+        assert all(training.thread.is_alive() for training in trainings.values())
+        await pilot.press("m")  # a new mask while they train: the run waits for the trainings under way
+        traces = await wait_for_traces(pilot, app.screen, timeout=600)
+        assert app.adapters.trainings == trainings  # no second training was started
+        assert [t.generation.original for t in traces] == [DEFAULT_TEXT] * 2
+        assert traces[0].generation.masked_words == traces[1].generation.masked_words
+    assert sorted(card["objective"] for card in ModelCache().entries()) == ["clm", "mlm"]

@@ -43,7 +43,7 @@ class TuiApp(App):
 
     def job_event(self) -> threading.Event:
         """A cancel event for one background job; set when the app closes, so no thread outlives it
-        (a model training on first use stops at its next step)."""
+        (a model training on first use stops at its next step, unless that was its last)."""
         self._job_events = [event for event in self._job_events if not event.is_set()]
         event = threading.Event()
         self._job_events.append(event)
@@ -52,6 +52,7 @@ class TuiApp(App):
     def on_unmount(self) -> None:
         for event in self._job_events:
             event.set()
+        self.adapters.close()  # a training past its last step is saved before the app exits
 
     def open_results(self, path: str | Path) -> None:
         """Switch to the results screen and load ``path`` (a run directory or results.json)."""

@@ -1,7 +1,8 @@
 """What the playground asks of the engine: mask one text once, then let each chosen model (with its
 sampler) regenerate the same masked words, through :func:`mlmh.api.compare`; here are the playground's
-own parts, the models kept loaded between runs and their training shown as progress. The screen runs it
-in a worker thread and draws what it reports."""
+own parts: the models kept loaded between runs, their training on first use (side by side where the cores allow,
+shown as progress per pane), and a side regenerating as soon as its own model is ready. The screen runs it in a
+worker thread and draws what it reports."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ if TYPE_CHECKING:
     from mlmh.components import Model
     from mlmh.toolkit import Adapter
 
-#: The text the playground opens with (overridable by picking an example or typing).
+#: The text the playground opens with (overridable by picking an example or typing): the README's ``mlmh generate``
+#: example continued, every word one token of the vocabulary the playground's trained-* models learn on the default
+#: dataset (the rule tests/test_readme_generate.py checks), so each masked word is one the models can write
 DEFAULT_TEXT = (
-    "Everything is very fast in football, and the crowd loves it: the players run, "
-    "the ball flies and nobody can stop to think."
+    "The bells rang out over the village in the rain. "
+    "Niamh sat by the fire and waited, but Gwen was not back before dark."
 )
 #: the model kinds of the playground's two panes: a masked and a causal LM side by side
 PANE_KINDS = ("mlm", "clm")
@@ -68,10 +71,21 @@ class PlaygroundRequest:
 
 @dataclass
 class AdapterCache:
-    """Models loaded in this session, by their spec: a second run reuses them (warm)."""
+    """Models loaded in this session, by their spec: a second run reuses them (warm); and the trainings under
+    way, by the dataset and spec they train (:class:`SideBySide`): a run started while they train (a new text, a new mask)
+    waits for them instead of training again. They end when the session closes (:meth:`close`)."""
 
     adapters: dict[str, "Adapter"] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    trainings: dict[tuple[str, str], "SideBySide"] = field(default_factory=dict)  # by (dataset, spec)
+    closing: threading.Event = field(default_factory=threading.Event)
+
+    def close(self, timeout: float = 120.0) -> None:
+        """The session ends: the trainings under way stop at their next event, each one past its last step is
+        saved into the model cache first (waited for, at most ``timeout`` seconds each)."""
+        self.closing.set()
+        for training in {id(t): t for t in self.trainings.values()}.values():
+            training.thread.join(timeout)
 
 
 def model_kind_of(spec: str) -> str:
@@ -104,19 +118,38 @@ def preferred_sampler(model_kind: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class SideEvent:
+    """A run event (loading or training progress) of the model of the playground's ``sides``."""
+
+    sides: tuple[int, ...]
+    event: RunEvent
+
+
+def load_stage(model: Model) -> str:
+    """The progress stage of loading (and, on first use, training) ``model``."""
+    return f"load {model.short_spec}"
+
+
+def _finishing(info: dict[str, Any]) -> bool:
+    """Whether a training event is its budget's last step: what is left (the final scores, the save) is kept."""
+    return bool(info.get("total")) and info.get("step") == info.get("total")
+
+
 def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[RunEvent], object],
                cancel: threading.Event | None = None) -> Adapter:
     """The adapter of a built ``model``, kept by its spec; a model that trains on first use reports its
-    steps as progress, and a set ``cancel`` stops that training at its next step."""
+    steps as progress, and a set ``cancel`` stops that training at its next step, unless that was its last
+    (a finished training is saved into the model cache, so the next start is warm)."""
     with cache.lock:
         if model.spec in cache.adapters:
             return cache.adapters[model.spec]
-    stage = f"load {model.short_spec}"
+    stage = load_stage(model)
     started = time.perf_counter()
     emit(StageStarted(stage=stage, total=None, description=model.short_spec))
 
     def progress(info: dict[str, Any]) -> None:
-        if cancel is not None and cancel.is_set():
+        if cancel is not None and cancel.is_set() and not _finishing(info):
             raise Cancelled(f"loading {model.short_spec} cancelled")
         emit(Progress(stage=stage, completed=int(info.get("step", 0)), total=info.get("total"), info=info))
 
@@ -127,18 +160,134 @@ def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[
     return adapter
 
 
+class SideBySide:
+    """The models of a playground run that train on first use, trained side by side in child processes
+    (:func:`mlmh.training.jobs.train_missing`, where two or more need it and the cores allow) in a thread of its
+    own, so that each side may load and regenerate as soon as its own model is cached; the thread outlives the
+    run, so a run started meanwhile finds them training. What it does not train (one core, one model to train, a
+    child that failed) trains as the side loads it (:func:`load_model`).
+
+    With ``closing`` set, it stops its children at their next event, but never while one is past its last step:
+    that training is finished, and is saved into the model cache first. ``emit_for(model)`` is where a model's
+    progress goes: the run that waits for it now."""
+
+    def __init__(self, models: list[Model], dataset: str, emit_for: Callable[[Model], Callable[[RunEvent], object]],
+                 closing: threading.Event) -> None:
+        self.models = [model for model in models if hasattr(model, "training_job")]
+        self.dataset, self.emit_for, self.closing = dataset, emit_for, closing
+        self.ready = {model.spec: threading.Event() for model in self.models}
+        self.finishing: set[str] = set()
+        self.thread = threading.Thread(target=self._train, name="mlmh-playground-training", daemon=True)
+
+    def start(self) -> "SideBySide":
+        self.thread.start()
+        return self
+
+    def is_ready(self, model: Model) -> bool:
+        """Whether ``model`` may load now: it trains on no first use, is cached, or is left to its load."""
+        return model.spec not in self.ready or self.ready[model.spec].is_set()
+
+    def _train(self) -> None:
+        from mlmh.training.jobs import train_missing
+
+        try:
+            train_missing(self.models, lambda model: LoadContext(dataset=self.dataset,
+                                                                 progress=lambda info: self.progress(model, info)))
+        except Exception:  # cancelled, or a failure the side's own load meets again and reports
+            pass
+        finally:
+            for event in self.ready.values():
+                event.set()
+
+    def progress(self, model: Model, info: dict[str, Any]) -> None:
+        """One event of ``model``'s child: progress for its pane; finished (or failed), its side may load it."""
+        stage, state, emit = load_stage(model), info.get("state"), self.emit_for(model)
+        if state == "started":
+            emit(StageStarted(stage=stage, total=None, description=model.short_spec))
+        elif state in ("finished", "cached", "failed"):
+            self.finishing.discard(model.spec)
+            self.ready[model.spec].set()
+        else:
+            if _finishing(info):
+                self.finishing.add(model.spec)
+            emit(Progress(stage=stage, completed=int(info.get("step", 0)), total=info.get("total"), info=info))
+        if self.closing.is_set() and not self.finishing:
+            raise Cancelled("training cancelled")  # the children still training stop; the finished are cached
+
+
+class _Accepted(Exception):
+    """:func:`mlmh.api.compare` asked for its first model: it accepted the request."""
+
+
+def check_request(request: PlaygroundRequest) -> None:
+    """Every check :func:`mlmh.api.compare` makes of ``request`` (its text, specs, masking hiding a word), before
+    any model loads or trains: it is asked to compare, and stopped where it asks for its first model."""
+    from mlmh import api
+
+    def accepted(model: Model) -> Adapter:
+        raise _Accepted
+
+    try:
+        api.compare(request.text, [(side.model, side.sampler) for side in request.sides], masking=request.masking,
+                    seed=request.seed, dataset=request.dataset, adapter_for=accepted)
+    except _Accepted:
+        return
+
+
 def run_playground(
     request: PlaygroundRequest,
     cache: AdapterCache,
-    emit: Callable[[RunEvent], object],
+    emit: Callable[[SideEvent], object],
     on_generation: Callable[[int, Generation], object],
     cancel: threading.Event,
 ) -> list[Generation]:
     """Mask ``request.text`` once and generate with every side (:func:`mlmh.api.compare`), the models from
-    ``cache``; ``on_generation(side_index, g)`` as each finishes."""
+    ``cache``, each side as soon as its own model is ready (the models that train on first use train side by
+    side: :class:`SideBySide`); ``on_generation(side_index, g)`` as each finishes, ``emit`` hears the loading and
+    training of each side's model. A text that one model's window cuts shorter than another's is regenerated by
+    every side at the end, so that all of them regenerate the same masked words."""
     from mlmh import api
+    from mlmh.registry import get_registry
 
-    return api.compare(request.text, [(side.model, side.sampler) for side in request.sides], masking=request.masking,
-                       seed=request.seed, dataset=request.dataset,
-                       adapter_for=lambda model: load_model(model, request.dataset, cache, emit, cancel),
-                       on_generation=on_generation, cancel=cancel)
+    check_request(request)
+    models = [get_registry().build("model", side.model) for side in request.sides]
+
+    def emit_for(model: Model) -> Callable[[RunEvent], object]:
+        sides = tuple(i for i, m in enumerate(models) if m.spec == model.spec)
+        return lambda event: emit(SideEvent(sides, event))
+
+    def adapter_for(model: Model) -> Adapter:
+        return load_model(model, request.dataset, cache, emit_for(model), cancel)
+
+    def compare(sides: list[Side], **kwargs: Any) -> list[Generation]:
+        return api.compare(request.text, [(side.model, side.sampler) for side in sides], masking=request.masking,
+                           seed=request.seed, dataset=request.dataset, adapter_for=adapter_for, cancel=cancel, **kwargs)
+
+    def key(model: Model) -> tuple[str, str]:
+        return request.dataset, model.spec
+
+    with cache.lock:  # the models no run trains yet start training; those under way report to this run now
+        under_way = {k: t for k, t in cache.trainings.items() if t.thread.is_alive()}
+        for training in under_way.values():
+            training.emit_for = emit_for
+        cold = {m.spec: m for m in models if m.spec not in cache.adapters and key(m) not in under_way}
+        started = SideBySide(list(cold.values()), request.dataset, emit_for, cache.closing)
+        if started.models:
+            cache.trainings.update({key(model): started for model in started.start().models})
+
+    def ready(model: Model) -> bool:
+        training = cache.trainings.get(key(model))
+        return training is None or training.is_ready(model)
+
+    generations: dict[int, Generation] = {}
+    while len(generations) < len(models):
+        index = next((i for i, model in enumerate(models) if i not in generations and ready(model)), None)
+        if index is None:
+            if cancel.wait(0.1):
+                raise Cancelled("cancelled")
+            continue
+        (generations[index],) = compare([request.sides[index]])
+        on_generation(index, generations[index])
+    if len({(g.original, tuple(g.masked_words)) for g in generations.values()}) > 1:  # windows cut the text apart
+        return compare(request.sides, on_generation=on_generation)
+    return [generations[i] for i in range(len(models))]

@@ -1,5 +1,7 @@
 """Playground: mask one text, let two models regenerate the same masked words, and watch each
-refinement step by step (masked positions, changed tokens, confidence as colour)."""
+refinement step by step (masked positions, changed tokens, confidence as colour). Each pane animates as soon
+as its own model is ready; until then it says what its model is doing: loading, or on first use training (on
+what, how far, how long is left)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Footer, Header, Input, Label, Select
 
 from mlmh.errors import MlmhError
-from mlmh.events import RunEvent
+from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
+from mlmh.run.eta import Eta, eta_text
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_spec
-from mlmh.tui.playground_job import (DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side, compatible_samplers,
+from mlmh.tui.playground_job import (DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side, SideEvent, compatible_samplers,
                                      default_dataset, model_kind_of, preferred_sampler, run_playground)
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 from mlmh.tui.widgets.trace_view import TraceView
@@ -53,11 +56,26 @@ class ExamplesLoaded(Message):
 
 
 class PlaygroundEvent(Message):
-    """A run event (model loading / training progress) from the playground worker."""
+    """A run event (model loading / training progress) of some sides' model, from the playground worker."""
 
-    def __init__(self, event: RunEvent) -> None:
+    def __init__(self, event: SideEvent) -> None:
         super().__init__()
         self.event = event
+
+
+def loading_status(model: str, dataset: str, event: RunEvent, eta: Eta, now: float | None = None) -> str | None:
+    """What a pane says while its ``model`` is not ready, after ``event`` (at ``now``; ``eta`` observes the steps):
+    loading, or training on first use, on what, how far and how long is left; None for an event that changes
+    nothing."""
+    if isinstance(event, StageStarted):
+        return f"loading {model} …"
+    if isinstance(event, StageFinished):
+        return f"{model} ready: generating …"
+    if isinstance(event, Progress) and event.total:
+        eta.observe(event.completed, event.total, time.monotonic() if now is None else now)
+        return (f"training {model} on {dataset}: first use only, then kept in the model cache · "
+                f"step {event.completed}/{event.total} · {eta_text(eta.remaining())}")
+    return None
 
 
 class GenerationReady(Message):
@@ -117,6 +135,8 @@ class PlaygroundScreen(TuiScreen):
         self.seed = 0
         self.cancel_event = threading.Event()
         self._timer: Any = None
+        self.etas: dict[int, Eta] = {}  # per pane, of its model's training
+        self.running: PlaygroundRequest | None = None
 
     # -- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -263,11 +283,12 @@ class PlaygroundScreen(TuiScreen):
         self.pause()
         self.cancel_event.set()
         self.cancel_event = self.app.job_event()
+        self.running, self.etas = request, {}
         for side, entry in enumerate(request.sides):
             trace = self.query_one(f"#pg-trace-{side}", TraceView)
             trace.title = short_spec(entry.model)
             trace.load(None)
-            trace.set_status("waiting …")
+            trace.set_status(f"loading {short_spec(entry.model)} …")
         self.query_one("#pg-run", Button).disabled = True
         self._generate(request, self.cancel_event)
 
@@ -298,13 +319,17 @@ class PlaygroundScreen(TuiScreen):
     def on_playground_event(self, message: PlaygroundEvent) -> None:
         panel = self.query_one("#pg-progress", ProgressPanel)
         panel.display = True
-        panel.handle(message.event)
-        description = getattr(message.event, "description", "")
-        if description:
-            for trace in self.query(TraceView):
-                if trace.generation is None:
-                    trace.set_status(f"{description} …")
-                    break
+        panel.handle(message.event.event)
+        for side in message.event.sides:  # only the panes of the model the event is about
+            trace = self.query_one(f"#pg-trace-{side}", TraceView)
+            if trace.generation is not None or self.running is None or side >= len(self.running.sides):
+                continue
+            if isinstance(message.event.event, StageStarted):
+                self.etas[side] = Eta()
+            status = loading_status(short_spec(self.running.sides[side].model), self.running.dataset,
+                                    message.event.event, self.etas.setdefault(side, Eta()))
+            if status:
+                trace.set_status(status)
 
     def on_generation_ready(self, message: GenerationReady) -> None:
         trace = self.query_one(f"#pg-trace-{message.side}", TraceView)
