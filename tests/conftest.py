@@ -8,6 +8,7 @@ import pytest
 from hypothesis import settings
 
 from tiny_models import build_tiny_model
+from xdist_deselected import pytest_deselected, pytest_sessionfinish, pytest_testnodedown  # noqa: F401  (hooks)
 
 # No example database: each run draws its examples afresh (tests independent of earlier runs and of the
 # other xdist worker), and no background writer thread is left whose finalizer, interrupted, surfaced as a

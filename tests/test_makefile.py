@@ -50,3 +50,28 @@ def test_make_judge_adds_the_judge_extra_and_shows_the_doctor(tmp_path):
 def test_make_test_type_checks_before_the_suite(tmp_path):
     plan = planned(tmp_path, "test")
     assert "python -m mypy" in plan and plan.index("python -m mypy") < plan.index("python -m pytest")
+
+
+@pytest.mark.slow
+def test_make_test_fast_says_how_many_tests_it_deselected(tmp_path):
+    """README: "pytest prints how many, and how many it deselected". Under -n 2 the workers deselect and the
+    controller's summary never counted them; tests/conftest.py's hooks (tests/xdist_deselected.py) add them. The
+    Makefile's own pytest flags, on a suite of one fast and one slow test, with that conftest line."""
+    import shlex
+    import sys
+
+    command = planned(tmp_path, "test-fast").rstrip().splitlines()[-1]
+    flags = shlex.split(command.split("python -m pytest", 1)[1])
+    hooks = next(line for line in (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8").splitlines()
+                 if line.startswith("from xdist_deselected import"))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(hooks + "\n")
+    (suite / "test_two.py").write_text("import pytest\n\ndef test_fast():\n    pass\n\n"
+                                       "@pytest.mark.slow\ndef test_slow():\n    pass\n")
+    (suite / "pytest.ini").write_text("[pytest]\nmarkers = slow: slow\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    done = subprocess.run([sys.executable, "-m", "pytest", *flags, "-p", "no:cacheprovider"], cwd=suite,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert "-n" in flags and done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("1 passed, 1 deselected"), done.stdout

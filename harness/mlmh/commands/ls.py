@@ -119,10 +119,12 @@ def overview(registry: Any, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from mlmh.machine.terminal import literal
+
     table = Table(title="registered components (mlmh ls KIND for one kind's parameters)")
     table.add_column("kind", style="bold cyan", no_wrap=True)
     table.add_column("count", justify="right")
     table.add_column("names")
     for kind, found in names.items():
-        table.add_row(kind, str(len(found)), ", ".join(found))
+        table.add_row(kind, str(len(found)), literal(", ".join(found)))
     Console().print(table)

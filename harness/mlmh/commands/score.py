@@ -55,7 +55,9 @@ def score(
         return
     from rich.table import Table
 
-    table = Table(title=f"{len(predictions)} pairs  ({pred_path} vs {ref_path})")
+    from mlmh.machine.terminal import literal
+
+    table = Table(title=literal(f"{len(predictions)} pairs  ({pred_path} vs {ref_path})"))
     table.add_column("metric", style="bold cyan", no_wrap=True)
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
@@ -64,8 +66,8 @@ def score(
     for r in results:
         value = "-" if r.value is None else f"{r.value:.4f}"
         ci = "-" if r.ci_low is None or r.ci_high is None else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
-        notes = f"[red]{r.error}[/red]" if r.error else str(r.info.get("signature") or r.info.get("model") or "")
-        table.add_row(r.name, value, ci, "↑" if r.higher_is_better else "↓", notes)
+        notes = literal(r.error, "red") if r.error else literal(r.info.get("signature") or r.info.get("model") or "")
+        table.add_row(literal(r.name), value, literal(ci), "↑" if r.higher_is_better else "↓", notes)  # as written
     Console().print(table)
     _fail_on_errors(specs, results)
 

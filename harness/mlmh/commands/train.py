@@ -176,7 +176,9 @@ def _print_card(card: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"training card — {card['path']}", show_header=False)
+    from mlmh.machine.terminal import literal
+
+    table = Table(title=literal(f"training card — {card['path']}"), show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     for key, label in CARD_ROWS:
@@ -187,7 +189,7 @@ def _print_card(card: dict[str, Any]) -> None:
             value = f"{value:.4f}"
         elif key == "approx_train_flops":
             value = f"{value:.3g}"
-        table.add_row(label, str(value))
+        table.add_row(label, literal(value))  # a path or a spec, as written
     for ratio, at in (card.get("accuracy_at_ratio") or {}).items():
         constant = at.get("best_constant_accuracy")
         table.add_row(f"accuracy at mask ratio {ratio}",

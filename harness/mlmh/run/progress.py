@@ -10,6 +10,7 @@ A listener is just a callable taking a :class:`~mlmh.events.RunEvent`; the runne
 from __future__ import annotations
 
 import sys
+import textwrap
 import time
 from typing import Any, Callable, TextIO
 
@@ -25,6 +26,8 @@ QUIET_SECONDS = 30.0
 INFO_WIDTH = 60
 #: a plain line's progress info in at most this many characters (a log line stays under about 160)
 LINE_INFO_WIDTH = 90
+#: a plain message is wrapped at this width, at spaces only (a spec is never split), its later lines indented
+MESSAGE_WIDTH = 150
 #: what a step of each stage did, the first of each kind carrying its one-off work (mlmh.run.eta): the info keys
 KIND_KEYS = ("metric", "model", "masking", "task")
 #: the training states that end a training (mlmh.training.jobs)
@@ -160,8 +163,8 @@ class _Line:
 
 class PlainListener:
     """One plain line per stage start and end, and about every 10 % of a stage in between, with counts,
-    elapsed time and an ETA; messages as they come, never wrapped. For output that is not a terminal,
-    where progress bars print nothing until the end."""
+    elapsed time and an ETA; messages as they come, wrapped at spaces to fit a log's line. For output that is not a
+    terminal, where progress bars print nothing until the end."""
 
     def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream or sys.stderr
@@ -202,7 +205,8 @@ class PlainListener:
             self._print(f"[{event.stage}] done in {duration(event.seconds)}")
         elif isinstance(event, Message):
             prefix = "" if event.level == "info" else f"{event.level}: "
-            self._print(prefix + event.text)
+            self._print("\n".join(textwrap.wrap(prefix + event.text, MESSAGE_WIDTH, subsequent_indent="  ",
+                                                 break_long_words=False, break_on_hyphens=False)))
 
     def _due(self, line: _Line, event: Progress, now: float) -> bool:
         """At each further tenth of the total and at its end; every QUIET_SECONDS without a total."""
