@@ -22,7 +22,7 @@ import pytest
 import runner_fakes
 from mlmh.cli import main
 from mlmh.config.plan import build_plan
-from mlmh.config.presets import from_table
+from mlmh.config.presets import from_table, saved
 from mlmh.errors import DataError, RunCancelled, SpecError
 from mlmh.events import Progress, SampleGenerated
 from mlmh.run.results import strip_timings
@@ -510,7 +510,7 @@ def test_a_run_of_this_mlmh_reads_back_whole(finished):
     """The checks accept everything the runner writes (and the rewritten human block)."""
     run_dir = RunDir(finished)
     assert run_dir.holds_run() and run_dir.read_results().conditions
-    assert run_dir.saved_config().to_dict() == config(log_samples=True).to_dict()
+    assert saved(run_dir).experiment() == config(log_samples=True).experiment()
     assert run_dir.read_generations() and list(run_dir.read_lines(run_dir.samples))
 
 

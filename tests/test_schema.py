@@ -233,7 +233,7 @@ def test_a_damaged_human_key_is_named_by_key(tmp_path):
 def test_config_json_s_schema_checks_every_run_option_runconfig_declares(tmp_path):
     """config.json's shape is made from RunConfig's run options: none is left out (trackers once was), each is
     checked as its shape is written, and a configuration mlmh saves reads back."""
-    from mlmh.config.presets import resolve
+    from mlmh.config.presets import resolve, saved
     from mlmh.storage.schema import CONFIG, OPTION_SHAPES, problem
     from mlmh.types.runconfig import SHAPES, run_options
 
@@ -241,12 +241,12 @@ def test_config_json_s_schema_checks_every_run_option_runconfig_declares(tmp_pat
     assert set(run_options()) | {"preset", "source"} == set(shape.keys)
     assert set(OPTION_SHAPES) == set(SHAPES)
     assert [k for k, o in run_options().items() if o.required] == [k for k in shape.required if k in run_options()]
-    saved = resolve("quick").to_dict()
-    assert problem({"config": saved}, CONFIG, "$") is None
-    (tmp_path / "config.json").write_text(json.dumps({"config": {**saved, "trackers": "tensorboard"}}), encoding="utf-8")
+    written = resolve("quick").to_dict()
+    assert problem({"config": written}, CONFIG, "$") is None
+    (tmp_path / "config.json").write_text(json.dumps({"config": {**written, "trackers": "tensorboard"}}), encoding="utf-8")
     with pytest.raises(DataError, match=r"config.json: not a readable run configuration: key config.trackers must be "
                                         "a list, not text"):
-        RunDir(tmp_path).saved_config()
+        saved(RunDir(tmp_path))
 
 
 def test_a_metric_named_like_a_fixed_column_never_overwrites_it():

@@ -128,6 +128,7 @@ def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, d
     path = check_input_file(path, "rating sheet")
     ratings: dict[str, dict[str, int]] = {}
     texts: dict[str, str] = {}
+    rows: dict[str, int] = {}  # the row each item is on: a sheet holds each item once
     rater = path.stem
     reader = csv.DictReader(io.StringIO(_read_utf8(path), newline=""))
     missing = [c for c in ("item", *CRITERIA) if c not in (reader.fieldnames or [])]
@@ -137,6 +138,10 @@ def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, d
         item = (row.get("item") or "").strip()
         if item not in key:
             raise DataError(f"{path}:{number}: item '{item}' is not in this run's key ({KEY_FILE})")
+        if item in rows:
+            raise DataError(f"{path}: item {item} is on rows {rows[item]} and {number}; a sheet rates each item once "
+                            "(which rating counts?): keep one of the rows")
+        rows[item] = number
         cell = row.get("text")
         if cell is not None:
             texts[item] = from_spreadsheet(cell)

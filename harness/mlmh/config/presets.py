@@ -28,6 +28,7 @@ Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``sampl
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from mlmh import bounds
 from mlmh.errors import SpecError
 from mlmh.params import unknown_message
 from mlmh.storage.inputs import check_input_file
+from mlmh.storage.rundir import RunDir
 from mlmh.types.runconfig import RunConfig, RunOption, run_options
 
 #: list keys holding component specs, with the registry kind of each
@@ -93,6 +95,15 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     return config
 
 
+def saved(run: RunDir) -> RunConfig:
+    """The configuration ``run`` saved (its config.json), read back by the rules it was written under, a preset's: each
+    key typed and bounded as its run option declares (:mod:`mlmh.bounds`), a bad one refused naming RUN/config.json
+    and the key. What ``--resume`` and ``mlmh generate --run`` rebuild; errors of the plan name the file too."""
+    data = run.read_config_record()["config"]
+    return from_table({key: value for key, value in data.items() if key in run_options()}, name=data["preset"],
+                      source=str(run.config))
+
+
 def _read(table: dict[str, Any], key: str, declared: RunOption, source: str) -> Any:
     """The value of run option ``key`` in a preset table (with its overrides), read as the option declares."""
     default = RunConfig.__dataclass_fields__[key]
@@ -132,12 +143,14 @@ def describe_cost(table: dict[str, Any], source: str, *, how: bool = True) -> st
         value = cost.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise SpecError(f"{source}: cost key '{key}' must be a number of CPU seconds >= 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise SpecError(f"{source}: cost key '{key}' must be a finite number of CPU seconds >= 0, got {value!r}")
         parts.append(f"{phase} {value:g} CPU-s")
+    measured = cost.get("measured")
+    if measured is not None and not isinstance(measured, str):
+        raise SpecError(f"{source}: cost key 'measured' must be text (where and how it was measured), got {measured!r}")
     if not parts:
         return "not measured"
-    measured = cost.get("measured")
     return ", ".join(parts) + (f" (measured: {measured})" if measured and how else "")
 
 

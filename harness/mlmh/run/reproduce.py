@@ -57,11 +57,12 @@ def reproduce(run_dir: str | Path, sample: str) -> Reproduction:
     """Rebuild the run's plan, mask the sample's document as the run did, and generate it again
     (:func:`mlmh.generation.regenerate`, as every regeneration outside a run)."""
     from mlmh.config.plan import build_plan, load_context
+    from mlmh.config.presets import saved
     from mlmh.generation import mask_texts, regenerate
 
     run = RunDir(run_dir)
     recorded = recorded_sample(run, sample)
-    config = run.saved_config()
+    config = saved(run)
     plan = build_plan(config)
     corpus = plan.load_corpus()
     plan.check(corpus)

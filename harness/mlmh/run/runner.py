@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, TypeVar
 
 from mlmh.config.plan import RunPlan, expect_plan
+from mlmh.config.presets import saved
 from mlmh.errors import MlmhError, RunCancelled, SpecError
 from mlmh.events import EventBus, Listener, Progress, RunFinished, RunStarted, StageFinished, StageStarted
 from mlmh.machine.paths import samples_db
@@ -177,7 +178,7 @@ class Runner:
         record = {"config": config.to_dict(), "experiment": config.experiment()}
         if self.resume:
             self.run_dir.resume()
-            before = self.run_dir.saved_config()
+            before = saved(self.run_dir)
             if before.experiment() != config.experiment():
                 after = config.experiment()
                 changed = sorted(k for k in set(before.experiment()) | set(after)

@@ -32,7 +32,6 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from mlmh.errors import DataError, MlmhError, SpecError
 from mlmh.storage import schema
 from mlmh.types import GENERATION_FIELDS, GenerationRow, SampleRow
-from mlmh.types.runconfig import RunConfig
 
 #: where ``mlmh eval`` puts a new run by default, relative to the working directory
 RUNS_ROOT = "runs"
@@ -475,10 +474,6 @@ class RunDir:
         if not self.config.is_file():
             raise SpecError(f"--resume: {self.path} holds no interrupted run (no {CONFIG})")
         return _read_json(self.config, "run configuration", schema.CONFIG, wrap=lambda d: d if "config" in d else {"config": d})
-
-    def saved_config(self) -> RunConfig:
-        """The configuration the run saved: what ``--resume`` and ``generate --run`` rebuild."""
-        return RunConfig.from_dict(self.read_config_record()["config"])
 
     def read_results_data(self) -> dict[str, Any]:
         """results.json as checked JSON (what :meth:`read_results` types)."""

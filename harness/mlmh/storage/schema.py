@@ -34,8 +34,12 @@ class Maybe:
 
 
 class ListOf:
-    def __init__(self, shape: Any) -> None:
+    """A list whose every item has ``shape``; ``unique``: a key no two items share (a condition's id: every reader
+    keys its rows by it)."""
+
+    def __init__(self, shape: Any, *, unique: str | None = None) -> None:
         self.shape = shape
+        self.unique = unique
 
 
 class MapOf:
@@ -79,7 +83,8 @@ def problem(value: Any, shape: Any, where: str) -> str | None:
     if isinstance(shape, ListOf):
         if not isinstance(value, list):
             return f"{where}: must be a list, not {_kind(value)}"
-        return next((p for n, v in enumerate(value) if (p := problem(v, shape.shape, f"{where}[{n}]"))), None)
+        found = next((p for n, v in enumerate(value) if (p := problem(v, shape.shape, f"{where}[{n}]"))), None)
+        return found or (_repeated(value, shape.unique, where) if shape.unique else None)
     if isinstance(shape, MapOf):
         if not isinstance(value, dict):
             return f"{where}: must be an object, not {_kind(value)}"
@@ -101,6 +106,18 @@ def problem(value: Any, shape: Any, where: str) -> str | None:
         return f"{where}: must be {TYPE_NAMES.get(shape, shape)}, not {_kind(value)}"
     if isinstance(value, float) and not math.isfinite(value):
         return f"{where}: must be a finite number, not {value}"
+    return None
+
+
+def _repeated(items: list, key: str, where: str) -> str | None:
+    """Where two items of ``items`` share their ``key``, or None."""
+    first: dict[Any, int] = {}
+    for n, item in enumerate(items):
+        if isinstance(item, dict) and key in item:
+            if item[key] in first:
+                earlier = f"{where.removeprefix('$.')}[{first[item[key]]}]"
+                return f"{where}[{n}].{key}: {_shown(item[key])} repeats {earlier}'s; each {key} must be unique"
+            first[item[key]] = n
     return None
 
 
@@ -263,7 +280,8 @@ COMPARISONS = Obj({
 #: mlmh.types.result_blocks.ConfigRecord)
 RESULTS = Obj({
     "schema_version": OneOf(range(1, RESULTS_SCHEMA + 1), " (a newer mlmh wrote it? upgrade mlmh)"), "run_id": Maybe(str),
-    "config": Obj({"preset": str, "dataset": str, "data": Maybe(str), "seeds": ListOf(int)}), "conditions": ListOf(CONDITION),
+    "config": Obj({"preset": str, "dataset": str, "data": Maybe(str), "seeds": ListOf(int)}),
+    "conditions": ListOf(CONDITION, unique="id"),  # every reader keys a condition's row by its id (the TUI's tables)
     "versions": Maybe(Obj({"plugins": MapOf(Maybe(str))})),
     "dataset": Maybe(Obj({"name": str, "source": str, "train_documents": int, "validation_documents": int,
                           "test_documents": int, "validation_groups": int, "grouped": bool})),

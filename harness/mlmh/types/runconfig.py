@@ -1,5 +1,5 @@
 """The typed run configuration: everything a run needs, resolved from a preset (:mod:`mlmh.config.presets`) or
-read back from the run's ``config.json`` (:meth:`mlmh.storage.rundir.RunDir.saved_config`).
+read back from the run's ``config.json`` (:func:`mlmh.config.presets.saved`, by a preset's rules).
 
 Each run option is declared once, on its field (:func:`option`): the preset key is the field's name, and the
 declaration (:class:`RunOption`) drives ``mlmh eval``'s click option (:func:`mlmh.config.options.run_option`), how a preset
