@@ -343,3 +343,20 @@ def test_a_model_on_the_plateau_is_not_called_memorising():
     unseen_better = Score(-6.0, -8.0, -4.0, extra={"significant": True})  # better on unseen: not recall
     clm.gap["bleu"] = unseen_better
     assert memorised(results, clm, "bleu") is None
+
+
+def test_the_plain_answer_fits_a_screen_one_line_per_claim_and_each_model_once():
+    from mlmh.findings.answer import LINE, precise
+
+    rows = kinds(30.0, 20.0) + [row("mlm", m, 28.0, sampler="gibbs") for m in ("random:ratio=0.15", "random:ratio=0.5")]
+    results, found = findings_of(rows, noise=3.0)
+    lines = answer_lines(results.findings, markdown=False, results=results)
+    assert all(len(line) <= LINE for line in lines) and len(lines) <= 30
+    assert sum(line.startswith("Rests on: trained-mlm") for line in lines) == 1  # once, however many claims rest on it
+    claim = next(line for line in lines if line.startswith("HOLDS: (1) MLM beats CLM on bleu"))
+    assert "documents" in claim and "[" in claim
+    assert any(line.startswith("Not tested: ") for line in lines)
+    report = render_markdown(judged(results), [])
+    assert found["paper-1:bleu"].statement in report  # report.md keeps the whole sentence
+    assert precise(-0.004, -0.012, 0.004) == "-0.004 [-0.012, +0.004]"  # never "[-0.01, +0.00]"
+    assert precise(1.18, -0.03, 2.34) == "+1.18 [-0.03, +2.34]"

@@ -177,9 +177,10 @@ async def test_the_findings_come_first_in_the_words_of_the_answer(tmp_path):
         assert screen.query_one("#res-tabs").active == "tab-findings"
         shown = str(screen.query_one("#res-findings").render())
         lines = answer_lines(load(directory).results.findings, markdown=False)
-        assert lines[0].startswith("HOLDS: bleu: MLM beats CLM") and lines[1].startswith("NOT COMPARABLE: ")
+        assert lines[0].startswith("HOLDS: MLM beats CLM on generation quality: +0.20 [+0.15, +0.25]")
+        assert lines[1].startswith("NOT COMPARABLE: ")
         assert all(" ".join(line.split()) in " ".join(shown.split()) for line in lines)
-        assert "Not tested in this run: Punctuation masking" in shown
+        assert "Not tested: Punctuation (report.md says why)" in shown
 
 
 async def test_the_table_labels_its_document_set_and_shows_the_baselines(tmp_path):

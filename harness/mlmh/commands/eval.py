@@ -97,7 +97,7 @@ def print_summary(results: Any, out: Any) -> None:
     console.print(summary_table(results, console.width))
     answer = answer_lines(results.findings, markdown=False, results=results)
     if answer:
-        console.print("[bold]Answer[/] (findings on unseen documents, paired bootstrap 95% CIs; details in report.md):")
+        console.print("[bold]Answer[/] (claims on unseen documents, paired t 95% CIs; each sentence in report.md):")
         for line in answer:
             console.print("- " + escape(line), soft_wrap=not console.is_terminal)
     console.print("[bold]Findings[/] (the run's comparisons, as report.md states them):")

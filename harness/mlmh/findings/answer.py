@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-from mlmh.findings.grounds import data_line
+from mlmh.findings.grounds import data_line, model_line
 from mlmh.findings.verdicts import memorisation_set
-from mlmh.results import roles
-from mlmh.types import Finding, RunResults
+from mlmh.results import model_record_of, roles
+from mlmh.types import NOT_COMPARABLE, Finding, RunResults
 from mlmh.types.result_blocks import Comparisons
 
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
@@ -19,10 +19,17 @@ ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was s
 
 
 # -- the answer: the findings -----------------------------------------------------------------------------
+#: the widest line of the terminal's and the TUI's answer (report.md keeps every sentence whole)
+LINE = 200
+
+
 def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results: RunResults | None = None) -> list[str]:
     """One sentence per tested finding, verdict first, each followed by the models it rests on (once while they
     stay the same); a line naming the claims the run did not test; the documents the answer stands on (with
-    ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.findings.grounds`)."""
+    ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.findings.grounds`).
+    Plain (``markdown`` False: the terminal and the TUI) it is :func:`brief_lines`, one short line per claim."""
+    if not markdown:
+        return brief_lines(findings, results)
     lines, said, rated = [], None, None
     for f in findings:
         if f.tested:
@@ -48,6 +55,56 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     elif step:
         lines.append(f"Next step: {step.get('why', '')}.")
     return lines
+
+
+def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) -> list[str]:
+    """The answer to fit a screen: per claim one line of at most :data:`LINE` characters (verdict, the claim, its
+    estimate with a CI printed to the digits its width needs, the documents, and the rule's false-"holds" rate on the
+    run's arms; the reason in a few words where it was not comparable or not tested); then what it rests on, each
+    model once; the documents; the next step. report.md has every sentence whole."""
+    lines = []
+    for f in findings:
+        if not f.tested:
+            continue
+        if f.verdict == NOT_COMPARABLE:
+            lines.append(_fit(f"{f.verdict.upper()}: {f.text}: {f.statement.split(', because ', 1)[-1]}"))
+            continue
+        estimate = (f"{precise(f.statistic, f.ci_low, f.ci_high)} {f.unit}" if f.statistic is not None else
+                    "; ".join(f"{p['label'].split('): ')[0]}) {p['verdict']}" for p in f.parts))
+        rate = f.extra.get("false_holds")
+        null = f"; null rate {rate['rate']:.1%}" if rate else ""
+        documents = f", {f.documents} documents" if f.documents else ""
+        lines.append(_fit(f"{f.verdict.upper()}: {f.text}: {estimate}{documents}{null}"))
+    untested = [f for f in findings if not f.tested]
+    if untested:
+        lines.append(_fit("Not tested: " + "; ".join(dict.fromkeys(f.text.split(" ", 1)[0] for f in untested))
+                          + " (report.md says why)"))
+    if results is not None:
+        compared = {row.model for f in findings if f.tested for row in results.conditions if row.id in f.conditions}
+        rests = [model_line(model, model_record_of(results, model)) for model in
+                 dict.fromkeys(row.model for row in results.conditions if row.model in compared)]
+        lines += [_fit(f"Rests on: {line}") for line in rests]
+        documents = data_line(results)
+        if documents and lines:
+            lines.append(_fit(f"Measured on {documents}."))
+    step: dict[str, Any] = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})
+    if step:
+        lines.append(_fit("Next step: " + (f"{step['command']}: " if step.get("command") else "") + step.get("why", "")))
+    return lines
+
+
+def precise(value: float, low: float | None, high: float | None) -> str:
+    """``value`` and its CI with the digits the CI's width needs (never "[-0.01, +0.00]"): two significant ones."""
+    import math
+
+    width = abs(high - low) if low is not None and high is not None else abs(value)
+    digits = max(2, min(6, 1 - math.floor(math.log10(width)))) if width > 0 else 2
+    ci = f" [{low:+.{digits}f}, {high:+.{digits}f}]" if low is not None and high is not None else ""
+    return f"{value:+.{digits}f}{ci}"
+
+
+def _fit(line: str) -> str:
+    return line if len(line) <= LINE else line[:LINE - 1].rstrip() + "…"
 
 
 def _null_rate(rate: dict[str, Any]) -> str:

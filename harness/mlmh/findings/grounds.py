@@ -30,7 +30,7 @@ def model_line(model: str, record: ModelRecord | None) -> str:
                if constant else f"({learned} the best constant)")
     budget = training.get("budget")
     spent = [f"{training['steps_run']:,} of {training['steps']:,} steps" if "steps_run" in training and "steps" in training
-             else "", f"{training['epochs']:g} epochs" if training.get("epochs") else "",
+             else "", f"{training['epochs']:.3g} epochs" if training.get("epochs") else "",
              f"{training['tokens_seen']:,} tokens" if training.get("tokens_seen") else "",
              f"{training['supervised_targets']:,} targets" if training.get("supervised_targets") else "",
              f"budget: {budget}" if budget else "", "stopped early" if training.get("stopped_early") else ""]
