@@ -141,3 +141,12 @@ def test_ls_presets_fits_80_columns_with_short_cells_and_no_column_cut(monkeypat
 def test_help_never_breaks_a_spec_or_word_at_its_hyphen(command):
     shown = CliRunner().invoke(cli, [command, "--help"], terminal_width=80).output
     assert not [line for line in shown.splitlines() if re.search(r"\w-$", line)]
+
+
+def test_ls_names_its_kinds_whole_in_its_help():
+    """The usage line once folded its choices mid-word ("...|tasks|trac" then "kers|presets]")."""
+    from mlmh.commands.ls import KIND_CHOICES
+
+    shown = CliRunner().invoke(cli, ["ls", "--help"], terminal_width=80).output
+    assert shown.splitlines()[0].endswith(" ls [OPTIONS] [KIND]")
+    assert all(re.search(rf"\b{kind}\b", shown) for kind in KIND_CHOICES)

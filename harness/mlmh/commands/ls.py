@@ -12,11 +12,11 @@ KIND_CHOICES = ["models", "datasets", "maskings", "samplers", "metrics", "tasks"
 
 
 @click.command(name="ls")
-@click.argument("kind", type=click.Choice(KIND_CHOICES), required=False)
+@click.argument("kind", type=click.Choice(KIND_CHOICES), required=False, metavar="[KIND]")  # the kinds: in the help
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def ls(kind: str | None, as_json: bool) -> None:
     """List registered components of KIND with their parameters; without KIND, how many of each kind and
-    their names.
+    their names. KIND: models, datasets, maskings, samplers, metrics, tasks, trackers or presets.
 
     \b
     Examples:
