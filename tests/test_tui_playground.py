@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -393,6 +394,10 @@ async def test_a_cold_start_trains_each_model_once_and_keeps_it():
         await pilot.press("m")  # a new mask while they train: the run waits for the trainings under way
         traces = await wait_for_traces(pilot, app.screen, timeout=600)
         assert app.adapters.trainings == trainings  # no second training was started
+        (training,) = set(trainings.values())
+        assert training.error is None
+        if len(os.sched_getaffinity(0)) >= 2:  # side by side, in child processes under the running app
+            assert sorted(training.trained) == sorted(model.short_spec for model in training.models)
         assert [t.generation.original for t in traces] == [DEFAULT_TEXT] * 2
         assert traces[0].generation.masked_words == traces[1].generation.masked_words
     assert sorted(card["objective"] for card in ModelCache().entries()) == ["clm", "mlm"]

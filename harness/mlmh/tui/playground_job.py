@@ -160,6 +160,22 @@ def load_model(model: Model, dataset: str, cache: AdapterCache, emit: Callable[[
     return adapter
 
 
+def start_resource_tracker() -> None:
+    """multiprocessing's resource tracker (which the children's queue needs), started on the process's own
+    stderr: a running Textual app replaces ``sys.stderr`` by an object whose ``fileno()`` is -1, which the
+    tracker's launch cannot pass on (``ValueError: bad value(s) in fds_to_keep``)."""
+    import sys
+    from multiprocessing import resource_tracker
+
+    replaced = sys.stderr
+    try:
+        if sys.__stderr__ is not None:
+            sys.stderr = sys.__stderr__
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = replaced
+
+
 class SideBySide:
     """The models of a playground run that train on first use, trained side by side in child processes
     (:func:`mlmh.training.jobs.train_missing`, where two or more need it and the cores allow) in a thread of its
@@ -177,6 +193,8 @@ class SideBySide:
         self.dataset, self.emit_for, self.closing = dataset, emit_for, closing
         self.ready = {model.spec: threading.Event() for model in self.models}
         self.finishing: set[str] = set()
+        self.trained: list[str] = []  # the models its children trained (train_missing's answer)
+        self.error: Exception | None = None  # why it trained none, when it failed (their loads train them)
         self.thread = threading.Thread(target=self._train, name="mlmh-playground-training", daemon=True)
 
     def start(self) -> "SideBySide":
@@ -191,10 +209,11 @@ class SideBySide:
         from mlmh.training.jobs import train_missing
 
         try:
-            train_missing(self.models, lambda model: LoadContext(dataset=self.dataset,
-                                                                 progress=lambda info: self.progress(model, info)))
-        except Exception:  # cancelled, or a failure the side's own load meets again and reports
-            pass
+            start_resource_tracker()
+            self.trained = train_missing(self.models, lambda model: LoadContext(
+                dataset=self.dataset, progress=lambda info: self.progress(model, info)))
+        except Exception as exc:  # cancelled, or a failure the side's own load meets again and reports
+            self.error = exc
         finally:
             for event in self.ready.values():
                 event.set()
