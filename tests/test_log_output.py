@@ -52,6 +52,25 @@ def test_the_models_stage_counts_each_model_when_its_training_ends(monkeypatch):
     assert train and all(e.info["label"] in ("mlm (fake-mlm)", "clm (fake-clm)") for e in train)
 
 
+def test_a_training_in_this_process_that_stops_early_says_so(monkeypatch):
+    """A model trained in the run's own process (one model to train, or one that takes every core) stops at step 4
+    of 10: its last line reads 100 % and says it stopped early, as a spawned training's does."""
+    import runner_fakes
+
+    def load(self, context):
+        for step in range(1, 5):
+            context.progress({"stage": "train", "step": step, "total": 10, "loss": 1.0})
+        return runner_fakes.FakeAdapter(self.model_kind)
+
+    monkeypatch.setattr(runner_fakes.FakeMLM, "load", load)
+    out = io.StringIO()
+    ctx = RunContext(EventBus(PlainListener(out), plugins=False), threading.Event(), "")
+    load_models(tiny_plan(), corpus_of(TEXTS), ctx)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("[train:mlm (fake-mlm)]")]
+    assert lines[-1].startswith("[train:mlm (fake-mlm)] 4/4 (100%)") and "stopped early at 4 of 10 steps" in lines[-1]
+    assert len([line for line in lines if "4/" in line]) == 2  # 4/10, then its end: no line twice
+
+
 def _said(event) -> str:
     return f"{event.stage} {event.completed}/{event.total}" if isinstance(event, Progress) else ""
 

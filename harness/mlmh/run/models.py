@@ -42,13 +42,13 @@ def load_models(plan: RunPlan, corpus: Corpus, ctx: RunContext) -> dict[str, Loa
             ctx.bus.emit(Progress(stage="models", completed=len(ready), total=len(models),
                                   info={"model": model.short_spec, "label": labels[model.spec]}))
 
-    train_missing(models, lambda m: load_context(plan.config, corpus, _training_progress(m, labels[m.spec], ctx, count)))
+    train_missing(models, lambda m: load_context(plan.config, corpus, _Training(m, labels[m.spec], ctx, count)))
     loaded: dict[str, LoadedModel] = {}
     for model in models:
         ctx.check_cancel()
         # weights are read in the generate stage, and only for a model with samples left to generate
-        context = load_context(plan.config, corpus, _training_progress(model, labels[model.spec], ctx, count),
-                               defer_weights=True)
+        training = _Training(model, labels[model.spec], ctx, count)
+        context = load_context(plan.config, corpus, training, defer_weights=True)
         try:
             identity = model.identity(context)
             adapter = model.load(context)
@@ -61,6 +61,7 @@ def load_models(plan: RunPlan, corpus: Corpus, ctx: RunContext) -> dict[str, Loa
         for note in getattr(adapter, "notes", ()):
             ctx.note(f"{model.short_spec}: {note}", "warning")
         loaded[model.spec] = LoadedModel(model, identity, adapter, card)
+        training.end()
         count(model)
     return loaded
 
@@ -87,15 +88,31 @@ def model_labels(models: Sequence[Model]) -> dict[str, str]:
     return out
 
 
-def _training_progress(model: Model, label: str, ctx: RunContext,
-                       ended: Callable[[Model], None]) -> Callable[[dict[str, Any]], None]:
+class _Training:
     """A training's progress as the run's ``train`` events (named by the model's ``label``); a training that ended
-    (trained, or found in the cache) calls ``ended``; a cancelled run stops the training."""
-    def forward(info: dict[str, Any]) -> None:
-        ctx.check_cancel()
-        ctx.bus.emit(Progress(stage="train", completed=int(info.get("step", 0)), total=info.get("total"),
-                              info={**info, "model": model.short_spec, "label": label}))
-        if info.get("state") in ("finished", "cached"):
-            ended(model)
+    (trained, or found in the cache) calls ``ended``; a cancelled run stops the training. A training in this
+    process says no end of its own: :meth:`end` says it, with the steps it ran, so a training that stopped early
+    reads as such (as one in a spawned process does, mlmh.training.jobs)."""
 
-    return forward
+    def __init__(self, model: Model, label: str, ctx: RunContext, ended: Callable[[Model], None]) -> None:
+        self.model, self.label, self.ctx, self.ended = model, label, ctx, ended
+        self.last: dict[str, Any] | None = None  # the last step event, while no end was said
+
+    def __call__(self, info: dict[str, Any]) -> None:
+        self.ctx.check_cancel()
+        self._emit(info)
+        ended = info.get("state") in ("finished", "cached")
+        self.last = None if ended or info.get("state") == "failed" else info
+        if ended:
+            self.ended(self.model)
+
+    def end(self) -> None:
+        """The model loaded: a training it ran here ended at its last step (its budget, or early)."""
+        if self.last is not None and self.last.get("step"):
+            step = int(self.last["step"])
+            self._emit({**self.last, "state": "finished", "step": step, "total": step})
+            self.last = None
+
+    def _emit(self, info: dict[str, Any]) -> None:
+        self.ctx.bus.emit(Progress(stage="train", completed=int(info.get("step", 0)), total=info.get("total"),
+                                   info={**info, "model": self.model.short_spec, "label": self.label}))
