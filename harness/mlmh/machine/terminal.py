@@ -1,8 +1,9 @@
 """Output on a terminal and in a log, the rules every face shares.
 
 Rich reads ``[...]`` as markup, so a text that holds brackets (a fix such as ``pip install 'mlmh[judge]'``, a spec,
-an error) loses them when printed as a Rich string: every text Rich renders goes through :func:`literal`, one
-escape. Where output is not a terminal (``make demo > log``), the libraries' own progress bars would write
+an error) loses them when printed as a Rich string: every text a Rich table or console shows goes through
+:func:`literal`, a Rich ``Text`` of the terminal's escape (:func:`mlmh.machine.escape.terminal`: no control character
+reaches the terminal either). Where output is not a terminal (``make demo > log``), the libraries' own progress bars would write
 carriage-return bars into the log: :func:`quiet_library_bars` turns them off through the libraries' own switches.
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 from typing import TYPE_CHECKING, Any
+
+from mlmh.machine.escape import terminal
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -21,11 +24,11 @@ BAR_SWITCHES = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
 def literal(text: Any, style: str = "") -> "Text":
-    """``text`` as Rich shows it, exactly as written (brackets kept), in ``style``: the one escape of every text a
-    Rich table or console prints."""
+    """``text`` as Rich shows it, as written (brackets kept, control characters written out), in ``style``: the one
+    escape of every text a Rich table or console prints."""
     from rich.text import Text
 
-    return Text(str(text), style=style)
+    return Text(terminal(text), style=style)
 
 
 def is_terminal(stream: Any) -> bool:
