@@ -170,7 +170,8 @@ def test_punctuation_best_for_clm_worst_for_mlm_needs_both_parts(mlm_punct, expe
     assert finding.verdict == expected and [p["verdict"] for p in finding.parts][0] == HOLDS
 
 
-@pytest.mark.parametrize("ci, expected", [((-0.2, 0.3), HOLDS), ((0.6, 0.9), FAILS), ((-0.2, 0.8), INCONCLUSIVE)])
+@pytest.mark.parametrize("ci, expected", [((-0.2, 0.3), HOLDS), ((0.6, 0.9), FAILS), ((-0.2, 0.5), INCONCLUSIVE),
+                                          ((-0.2, 0.8), NOT_COMPARABLE)])  # a CI as wide as the band can decide nothing
 def test_no_strong_correlation_reads_the_ci_against_strong(ci, expected):
     correlations = [{"metric": "bleu", "task": "authorship-verification", "score": "overall", "n": 12,
                      "spearman": sum(ci) / 2, "spearman_ci": list(ci)}]
@@ -360,3 +361,36 @@ def test_the_plain_answer_fits_a_screen_one_line_per_claim_and_each_model_once()
     assert found["paper-1:bleu"].statement in report  # report.md keeps the whole sentence
     assert precise(-0.004, -0.012, 0.004) == "-0.004 [-0.012, +0.004]"  # never "[-0.01, +0.00]"
     assert precise(1.18, -0.03, 2.34) == "+1.18 [-0.03, +2.34]"
+
+
+def test_a_downstream_model_that_predicts_one_label_passes_no_gate():
+    # a classifier that always answers the majority tags: above a random guesser, equal to the constant predictor,
+    # and so are all its synthetic training sets; the claims it would judge are not comparable, and say why
+    rows = kinds(30.0, 20.0, maskings=("random:ratio=0.5",))
+    rng = np.random.default_rng(5)
+    majority = list(rng.choice([0.0, 1.0], size=60, p=[0.3, 0.7]))
+    for r in rows:
+        r.downstream = {"text-classification": {"samples_f1": float(np.mean(majority))}}
+    tasks = {"real": {"text-classification": {"samples_f1": majority}},
+             "chance": {"text-classification": {"samples_f1": [0.4] * 60}},
+             "constant": {"text-classification": {"samples_f1": majority}},
+             **{r.id: {"text-classification": {"samples_f1": majority}} for r in rows}}
+    correlations = [{"metric": "bleu", "task": "text-classification", "score": "samples_f1", "n": 42,
+                     "spearman": 0.1, "spearman_ci": [-0.2, 0.3]}]
+    _, found = findings_of(rows, tasks=tasks, correlations=correlations)
+    for claim in ("paper-4", "paper-5"):
+        assert found[claim].verdict == NOT_COMPARABLE, found[claim].statement
+        assert "predicts one label whatever it is trained on" in found[claim].statement
+    tasks["real"] = {"text-classification": {"samples_f1": [min(1.0, v + 0.2) for v in majority]}}  # it learns
+    _, found = findings_of(rows, tasks=tasks, correlations=correlations)
+    assert found["paper-5"].verdict != NOT_COMPARABLE and found["paper-4"].verdict == HOLDS
+
+
+def test_no_correlation_needs_enough_conditions_and_scores_that_vary():
+    learns = {"real": {"t": {"f1": [0.9] * 20}}, "chance": {"t": {"f1": [0.5] * 20}}}
+    wide = [{"metric": "bleu", "task": "t", "score": "f1", "n": 4, "spearman": 0.2, "spearman_ci": [-0.8, 0.95]}]
+    _, found = findings_of(kinds(30.0, 20.0), correlations=wide, tasks=learns)
+    assert found["paper-4"].verdict == NOT_COMPARABLE and "too few conditions" in found["paper-4"].statement
+    flat = [{"metric": "bleu", "task": "t", "score": "f1", "n": 42, "spearman": None}]
+    _, found = findings_of(kinds(30.0, 20.0), correlations=flat, tasks=learns)
+    assert found["paper-4"].verdict == NOT_TESTED and "do not vary across the 42 conditions" in found["paper-4"].statement

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,8 @@ def test_authorship_verification_baseline_beats_chance(samples):
     items = result.info["per_item"]["brier"]
     assert len(items) == result.n_test and np.mean(items) == pytest.approx(result.scores["brier"])
     assert result.info["chance"]["brier"] == 0.75
+    constant = result.info["constant"]["brier"]  # the training pairs' prior for every pair: the bar a learner clears
+    assert len(constant) == len(items) and np.mean(items) > np.mean(constant) + 0.1
 
 
 def test_text_classification_baseline_beats_chance(samples):
@@ -61,6 +65,13 @@ def test_text_classification_baseline_beats_chance(samples):
     assert task.run(corpus, corpus, seed=0).scores == result.scores
     items = result.info["per_item"]["samples_f1"]  # per test text, its own F1: their mean is samples F1
     assert len(items) == result.n_test and np.mean(items) == pytest.approx(result.scores["samples_f1"])
+    constant = result.info["constant"]["samples_f1"]  # the training tags' prior for every text, through the same rule
+    assert len(constant) == len(items) and np.mean(items) > np.mean(constant) + 0.1
+    # a model that learned nothing (every training text given the same tags) predicts what the constant does
+    same = dataclasses.replace(corpus, documents=[dataclasses.replace(d, text="one text for all") if d.split == "train"
+                                                  else d for d in corpus.documents])
+    blind = task.run(same, corpus, seed=0)
+    assert blind.error is None and blind.info["per_item"]["samples_f1"] == blind.info["constant"]["samples_f1"]
 
 
 def test_ner_baseline_on_discharge_summaries(samples):

@@ -138,6 +138,10 @@ class AuthorshipVerification(InputsOnly, Task):
         answers = np.where(np.abs(probability - 0.5) <= self.params["margin"], 0.5, probability)
         info["per_item"] = {"brier": [float(x) for x in 1.0 - (answers - truth) ** 2]}
         info["chance"] = {"auc": 0.5, "c@1": float(max(truth.mean(), 1 - truth.mean())), "brier": 0.75}
+        # the best constant predictor: the training pairs' share of same-author pairs for every test pair
+        prior = float(np.mean([p.same for p in train_pairs]))
+        constant = 0.5 if abs(prior - 0.5) <= self.params["margin"] else prior
+        info["constant"] = {"brier": [float(x) for x in 1.0 - (constant - truth) ** 2]}
         return TaskResult(self.name, scores, len(train_pairs), len(test_pairs), info)
 
 

@@ -40,8 +40,8 @@ import numpy as np
 from mlmh.config.declared import findings_results, headline
 from mlmh.findings.correlation import STRONG
 from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, REWARDS_DELETION, Caveat, caveats_of,
-                                    combined, correlation_verdict, deletion_bar, describe_ci, not_tested, number,
-                                    verdict)
+                                    combined, correlation_verdict, deletion_bar, describe_ci, not_comparable,
+                                    not_tested, number, verdict)
 from mlmh.results import main_metrics
 from mlmh.stats import NO_INTERVAL, Interval, resample_ci, t_interval
 from mlmh.types import ConditionResult, Finding, RunResults
@@ -74,15 +74,24 @@ class Evidence:
         return True
 
     def downstream_learns(self, task: str, score: str) -> bool:
-        """Whether ``task``'s model trained on the real documents beats no training data beyond its CI on ``score``
-        (:func:`real_data_gain`); a caveat that rules the task out is kept in ``left_out``."""
+        """Whether ``task``'s model trained on the real documents beats no training data and, where the task reports
+        it, the best constant predictor (the class prior for every item) beyond their CIs on ``score``
+        (:func:`real_data_gain`): a model that does neither cannot tell useful synthetic text from useless, whatever
+        it scores. A caveat that rules the task out is kept in ``left_out``."""
         value, low, high, n = real_data_gain(self, task, score)
-        if low is not None and low > 0:
-            return True
-        if self.strict:
+        said = ""
+        if low is None or low <= 0:
             said = ("has no per-item scores beside a chance level to tell" if value is None else
                     f"scores {number(value, 3)} {score} against no training data ({describe_ci(low, high, 3)}, {n} "
                     "test items)")
+        else:
+            value, low, high, n = real_data_gain(self, task, score, against="constant")
+            if value is not None and (low is None or low <= 0):
+                said = (f"predicts one label whatever it is trained on: it scores {number(value, 3)} {score} against "
+                        f"a constant predictor of the class prior ({describe_ci(low, high, 3)}, {n} test items)")
+        if not said:
+            return True
+        if self.strict:
             self.left_out.append(Caveat(DOWNSTREAM, task, f"the {task} model trained on the real documents {said}, "
                                         "so it cannot tell useful synthetic text from useless"))
         return not self.strict
@@ -118,11 +127,13 @@ def contrast(ev: Evidence, arms: Sequence[str], metric: str, combine: Callable[[
     return t_interval([combine(matrix[:, j]) for j in range(len(docs))], family=family), len(docs)
 
 
-def real_data_gain(ev: Evidence, task: str, score: str) -> tuple[float | None, float | None, float | None, int]:
+def real_data_gain(ev: Evidence, task: str, score: str,
+                   against: str = "chance") -> tuple[float | None, float | None, float | None, int]:
     """(gain, ci_low, ci_high, items): the downstream model trained on the real documents minus one with no
-    training data, per test item, with its t CI; (None, None, None, 0) without per-item scores."""
+    training data (``against`` "chance"; "constant": the best constant predictor), per test item, with its t CI;
+    (None, None, None, 0) without per-item scores."""
     real = ev.tasks.get("real", {}).get(task, {}).get(score)
-    chance = ev.tasks.get("chance", {}).get(task, {}).get(score)
+    chance = ev.tasks.get(against, {}).get(task, {}).get(score)
     if not real or not chance or len(real) != len(chance):
         return None, None, None, 0
     found = t_interval(list(np.asarray(real, dtype=float) - np.asarray(chance, dtype=float)))
@@ -418,14 +429,22 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
 def no_strong_correlation(ev: Evidence, metric: str) -> Finding:
     """Spearman's rho of seen-regeneration quality against the first downstream score, across conditions."""
     claim, text = "paper-4", f"(4) No strong correlation between generation quality ({metric}) and downstream usefulness"
-    entry = next((c for c in ev.results.correlations if c.metric == metric and c.spearman is not None), None)
+    entries = [c for c in ev.results.correlations if c.metric == metric]
+    entry = next((c for c in entries if c.spearman is not None), None)
     if entry is None:
-        return not_tested(claim, SOURCE, text, f"the run has no correlation of {metric} with a downstream score "
-                          f"(it needs a downstream task and at least three conditions)")
+        return not_tested(claim, SOURCE, text, (
+            f"its downstream scores do not vary across the {entries[0].n} conditions, so Spearman's rho is "
+            "undefined" if entries else
+            f"the run has no correlation of {metric} with a downstream score (it needs a downstream task and at least "
+            "three conditions)"))
     if not ev.downstream_learns(entry.task, _item_score(ev, entry.task, entry.score)):
         return not_tested(claim, SOURCE, text, f"its {entry.task} model does not learn from the real documents")
     low, high = entry.spearman_ci[:2] if entry.spearman_ci else (None, None)
     result = correlation_verdict(low, high, STRONG)
+    if low is not None and high is not None and high - low >= 2 * STRONG:
+        return not_comparable(claim, SOURCE, text, [Caveat(DOWNSTREAM, entry.task, (
+            f"its {entry.n} conditions give Spearman's rho a CI ({describe_ci(low, high)}) wider than the whole "
+            f"(-{STRONG:g}, {STRONG:g}) band, too few conditions to tell a weak correlation from a strong one"))])
     statement = (f"{text}: across {entry.n} conditions, Spearman's rho of seen {metric} with {entry.task} "
                  f"{entry.score} is {number(entry.spearman)} ({describe_ci(low, high)}); 'strong' means "
                  f"|rho| >= {STRONG:g}. So the claim {_said(result)}.")

@@ -26,7 +26,7 @@ class TaskScores:
 
     conditions: Mapping[str, dict[str, dict[str, float]]]  # condition -> task -> score -> value
     baseline: Mapping[str, dict[str, float | None]]  # task -> its scores on the real train split
-    # "real" | "chance" | condition -> task -> score -> per-test-item values (of the tasks that report them)
+    # "real" | "chance" | "constant" | condition -> task -> score -> per-test-item values (of the tasks that report them)
     items: Mapping[str, dict[str, dict[str, list[float]]]]
 
 
@@ -101,7 +101,8 @@ def _task_scores(plan: RunPlan, task: Any, train: Corpus, test: Corpus, seed: in
 
 def _keep_items(task: str, what: str, result: TaskResult, items: dict[str, dict[str, dict[str, list[float]]]]) -> None:
     """Per-test-item scores a task reports (``info["per_item"]``, each averaging to its score) and, for the
-    real-data baseline, the chance level of each (``info["chance"]``) as per-item values: claim 5's CI."""
+    real-data baseline, the chance level of each (``info["chance"]``) as per-item values, and the best constant
+    predictor's per-item scores (``info["constant"]``): claim 5's CI and the gate of claims 4 and 5."""
     per_item = result.info.get("per_item") or {}
     if not per_item:
         return
@@ -111,3 +112,6 @@ def _keep_items(task: str, what: str, result: TaskResult, items: dict[str, dict[
     if who == "real":
         items.setdefault("chance", {})[task] = {
             k: [float(chance[k])] * len(v) for k, v in per_item.items() if isinstance(chance.get(k), (int, float))}
+        constant = result.info.get("constant") or {}
+        items.setdefault("constant", {})[task] = {
+            k: [float(x) for x in constant[k]] for k, v in per_item.items() if len(constant.get(k) or ()) == len(v)}
