@@ -46,6 +46,11 @@ def test_the_models_stage_counts_each_model_when_its_training_ends(monkeypatch):
     monkeypatch.setattr(models_module, "train_missing", trained_side_by_side)
     ctx = RunContext(EventBus(lambda e: events.append(e) or order.append(_said(e)), plugins=False), threading.Event(), "")
     load_models(plan, corpus_of(TEXTS), ctx)
+    out = io.StringIO()
+    listen = PlainListener(out)
+    for e in events:
+        listen(e)
+    assert "[models] 1/2 (50%)" in out.getvalue() and out.getvalue().count("mlm (fake-mlm)") >= 2  # named
     counts = [line for line in order if line.startswith(("models", "trained"))]
     assert counts == ["models 1/2", "trained fake-mlm", "models 2/2", "trained fake-clm"]
     train = [e for e in events if isinstance(e, Progress) and e.stage == "train"]

@@ -248,4 +248,6 @@ def _info(info: dict[str, Any]) -> str:
         parts.append(f"{info['cached']} cached")
     if "condition" in info:
         parts.append(str(info["condition"]))
+    elif info.get("label") and "step" not in info:  # a model the models stage counted (a training's is its key)
+        parts.append(str(info["label"]))
     return "  ".join(parts)
