@@ -80,17 +80,15 @@ def baseline_rows(conditions: list[ConditionResult], role: str | None, filler_wo
 
 
 def left_out(results: RunResults, role: str | None) -> dict[str, set[str]]:
-    """Per column key, the ids of the conditions the answer leaves out of that column's claims
-    (:func:`mlmh.findings.verdicts.caveats_of`: on a metric, for any caveat; on a downstream score, for the
-    model's alone)."""
+    """Per column of the table on ``role``, the ids of the conditions the answer leaves out of that column's claims,
+    by the answer's own rule (:meth:`mlmh.findings.paper_claims.Evidence.usable`: a failed condition, or any caveat
+    of :func:`mlmh.findings.verdicts.caveats_of` on the unseen documents; on a downstream score, the model's)."""
     out: dict[str, set[str]] = {}
     for column in columns_of(results.conditions, role):
         kind, _, name = column.key.partition(":")
-        if kind not in ("metric", "downstream"):
-            continue
-        metric = name if kind == "metric" else None
-        out[column.key] = {row.id for row in results.conditions
-                           if caveats_of(results, row, metric, role or results.headline or "unseen")}
+        if kind in ("metric", "downstream"):
+            metric = name if kind == "metric" else None
+            out[column.key] = {row.id for row in results.conditions if row.failed or caveats_of(results, row, metric)}
     return out
 
 
