@@ -401,3 +401,31 @@ async def test_a_cold_start_trains_each_model_once_and_keeps_it():
         assert [t.generation.original for t in traces] == [DEFAULT_TEXT] * 2
         assert traces[0].generation.masked_words == traces[1].generation.masked_words
     assert sorted(card["objective"] for card in ModelCache().entries()) == ["clm", "mlm"]
+
+
+async def test_a_text_one_window_cuts_shorter_is_regenerated_by_both_sides(tiny_mlm, tiny_clm, tmp_path, monkeypatch):
+    """Each side regenerates alone as soon as it can, masked as far as its own window reads; a text longer than
+    the MLM's window (64 positions here, the CLM's 128) is cut shorter for it, so at the end both sides regenerate
+    the text cut for both windows and the panes show the same masked words."""
+    import shutil
+
+    from transformers import BertConfig, BertForMaskedLM
+
+    from mlmh import api
+
+    short = shutil.copytree(tiny_mlm, tmp_path / "short-mlm")
+    config = BertConfig.from_pretrained(short)
+    config.max_position_embeddings = 64
+    BertForMaskedLM(config).save_pretrained(short)
+    real_compare, asked = api.compare, []
+    monkeypatch.setattr(api, "compare", lambda text, sides, **kwargs: asked.append(len(sides)) or
+                        real_compare(text, sides, **kwargs))
+    text = " ".join(["The cat sat on the mat and looked at the door, again and again."] * 12)
+    app = create_app(models=[f"hf-mlm:path={short}", f"hf-clm:path={tiny_clm}"], text=text)
+    async with app.run_test(size=(100, 24)) as pilot:
+        traces = await wait_for_traces(pilot, app.screen)
+        await until(pilot, lambda: len(asked) == 4)
+        mlm, clm = (t.generation for t in traces)
+        assert asked == [2, 1, 1, 2]  # checked, each side alone, then both again: their cuts differed
+        assert mlm.original == clm.original and len(mlm.original) < len(text)
+        assert mlm.masked_words == clm.masked_words
