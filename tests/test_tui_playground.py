@@ -313,6 +313,8 @@ def test_a_training_pane_says_how_long_is_left():
     eta = Eta()
     assert loading_status("trained-mlm", "pan", StageStarted(stage="load trained-mlm", total=None,
                                                                description="trained-mlm"), eta) == "loading trained-mlm …"
+    assert loading_status("trained-mlm", "pan", Progress(stage="load trained-mlm", completed=0, total=None), eta) == (
+        "training trained-mlm on pan: first use only, then kept in the model cache · starting")  # a child started
     for step, now in ((10, 100.0), (20, 101.0), (30, 102.0), (40, 103.0)):  # 10 steps a second
         status = loading_status("trained-mlm", "pan", Progress(stage="load trained-mlm", completed=step, total=500),
                                 eta, now=now)

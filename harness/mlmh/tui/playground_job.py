@@ -221,8 +221,9 @@ class SideBySide:
     def progress(self, model: Model, info: dict[str, Any]) -> None:
         """One event of ``model``'s child: progress for its pane; finished (or failed), its side may load it."""
         stage, state, emit = load_stage(model), info.get("state"), self.emit_for(model)
-        if state == "started":
+        if state == "started":  # a child trains it: say so before its first step (imports take seconds)
             emit(StageStarted(stage=stage, total=None, description=model.short_spec))
+            emit(Progress(stage=stage, completed=0, total=None, info=info))
         elif state in ("finished", "cached", "failed"):
             self.finishing.discard(model.spec)
             self.ready[model.spec].set()

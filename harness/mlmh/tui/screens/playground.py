@@ -71,10 +71,12 @@ def loading_status(model: str, dataset: str, event: RunEvent, eta: Eta, now: flo
         return f"loading {model} …"
     if isinstance(event, StageFinished):
         return f"{model} ready: generating …"
-    if isinstance(event, Progress) and event.total:
+    if isinstance(event, Progress):
+        training = f"training {model} on {dataset}: first use only, then kept in the model cache · "
+        if not event.total:
+            return training + "starting"
         eta.observe(event.completed, event.total, time.monotonic() if now is None else now)
-        return (f"training {model} on {dataset}: first use only, then kept in the model cache · "
-                f"step {event.completed}/{event.total} · {eta_text(eta.remaining())}")
+        return training + f"step {event.completed}/{event.total} · {eta_text(eta.remaining())}"
     return None
 
 
