@@ -5,15 +5,22 @@ The prose is what every test machine already holds offline: the package descript
 descriptions of the installed Python distributions (author = their author, tags = their ``Topic ::``
 classifiers). Each builder is deterministic on one machine and takes a size argument.
 
-By hand: ``python tests/realdata.py pan|mpst|mimic|text-jsonl|... OUTDIR [SIZE]``.
+Another kind of prose, on which no setting of the project was chosen, is the running-prose docstrings of the Python
+standard library's own source (author = the top-level module or package, ``email``, ``http``, ``asyncio``): the
+held-out corpus (``pan-stdlib``) that the paper preset's verdicts are judged out of sample on.
+
+By hand: ``python tests/realdata.py pan|pan-stdlib|mpst|mimic|text-jsonl|... OUTDIR [SIZE]``.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
+import inspect
 import json
 import re
 import sys
+import sysconfig
 import uuid
 from dataclasses import dataclass
 from importlib import metadata
@@ -32,7 +39,7 @@ class Prose:
     author: str
     text: str
     tags: tuple[str, ...]
-    source: str  # "dpkg" or "python-metadata"
+    source: str  # "dpkg", "python-metadata" or "stdlib-docstring"
     family: str = ""  # Debian's source package: its binary packages (libfoo, libfoo-dev) share one description
 
 
@@ -102,7 +109,14 @@ def real_prose(with_python: bool = False) -> list[Prose]:
     author in a fixed order: Debian's descriptions (edited prose), and the Python distributions' only where dpkg
     has too few (or ``with_python``). Near-duplicates would be one text trained on several times, scored as memorised."""
     packages = dpkg_prose()
-    candidates = packages if len(packages) >= 60 and not with_python else packages + python_prose()
+    kept = _distinct(packages if len(packages) >= 60 and not with_python else packages + python_prose())
+    if len(kept) < 8:
+        raise RuntimeError(f"only {len(kept)} real texts found in {DPKG_STATUS} and the installed Python distributions")
+    return kept
+
+
+def _distinct(candidates: list[Prose]) -> list[Prose]:
+    """``candidates`` by author and name, clipped, without short texts, near-duplicates and a family's second text."""
     runs: set[tuple[str, ...]] = set()
     families: set[str] = set()
     kept = []
@@ -113,8 +127,63 @@ def real_prose(with_python: bool = False) -> list[Prose]:
             runs |= shingles
             families.add(prose.family)
             kept.append(Prose(prose.name, prose.author, text, prose.tags, prose.source, prose.family))
+    return kept
+
+
+#: the standard library's folders that are not its documented modules: tests, the IDLE application, demos, installers
+#: and the places third-party packages go (their prose is Python distribution metadata's kind, a development corpus's)
+STDLIB_SKIP = frozenset({"test", "tests", "idlelib", "lib2to3", "turtledemo", "ensurepip", "distutils", "pydoc_data",
+                         "site-packages", "dist-packages", "this", "antigravity"})
+#: a docstring line that is not running prose: a doctest or its continuation, an indented block (code, an argument
+#: list), a reST literal block or underline, a list item, a section heading ("Args:"), an assignment or braces
+_NOT_PROSE = re.compile(r">>>|^\.\.\.|::$|^\s|^[-*+\u2022] |^\d+[.)] |^[\w ]+:$|^[-=~^]{3,}$|[{};]| = |^\w+ -- |^:\w+")
+
+
+def docstring_prose(doc: str) -> str:
+    """The running prose a docstring opens with: its paragraphs up to the first that is not prose (a doctest, code,
+    a list, a heading) or that would take it past MAX_WORDS words, whitespace-normalised; "" where none."""
+    kept: list[str] = []
+    for block in re.split(r"\n\s*\n", inspect.cleandoc(doc)):
+        lines = [line.rstrip() for line in block.splitlines() if line.strip()]
+        paragraph = " ".join(block.split())
+        if not lines:
+            continue
+        if any(_NOT_PROSE.search(line) for line in lines) or not (paragraph[0].isupper() and paragraph[-1] in ".!?"):
+            break
+        if len(" ".join(kept + [paragraph]).split()) > MAX_WORDS:
+            break
+        kept.append(paragraph)
+    return " ".join(kept)
+
+
+def stdlib_prose(root: Path | None = None) -> list[Prose]:
+    """Docstrings of the standard library's modules, classes and functions, read from its source with ``ast``
+    (nothing imported), whose running prose has MIN_WORDS to MAX_WORDS words: author = the top-level module or
+    package, tags = (the module, what the docstring documents), family = the author and the documented name (a
+    method overridden with the same docstring, a package's many ``__init__``, counts once); near-duplicates dropped."""
+    root = Path(root or sysconfig.get_paths()["stdlib"])
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[0].startswith(("_", "config-")) or STDLIB_SKIP & set(parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        nodes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        for node in nodes:
+            doc = ast.get_docstring(node, clean=False)
+            text = docstring_prose(doc) if doc else ""
+            if len(text.split()) >= MIN_WORDS:
+                name = getattr(node, "name", "")
+                kind = "module" if not name else "class" if isinstance(node, ast.ClassDef) else "function"
+                found.append(Prose(f"{module}.{name}" if name else module, parts[0], text,
+                                   (module, kind), "stdlib-docstring", f"{parts[0]}:{name or module}"))
+    kept = _distinct(found)
     if len(kept) < 8:
-        raise RuntimeError(f"only {len(kept)} real texts found in {DPKG_STATUS} and the installed Python distributions")
+        raise RuntimeError(f"only {len(kept)} docstrings of running prose found in {root}")
     return kept
 
 
@@ -131,18 +200,19 @@ def _by_author(prose: list[Prose]) -> dict[str, list[Prose]]:
     return authors
 
 
-def pan_dir(tmp_path: Path, n_authors: int = 8) -> Path:
+def pan_dir(tmp_path: Path, n_authors: int = 8, prose: list[Prose] | None = None, folder: str = "pan") -> Path:
     """PAN authorship verification (``pairs.jsonl`` + ``truth.jsonl``) from ``n_authors`` real authors.
 
     Authors with two texts or more come in couples (A, B) giving three pairs each: A-A and B-B (same) and A-B
     (different), so each couple is one author group of the loader's open, author-disjoint split; an author with
     two texts gives one of them to two pairs, as PAN's releases reuse texts. Where too few authors have two texts,
     the rest come as couples of one text each, one different-author pair per couple. Author ids are PAN-like numbers.
+    The texts are :func:`real_prose`'s, or ``prose`` where given; the files go to ``tmp_path / folder``.
     """
     if n_authors < 4 or n_authors % 2:
         raise ValueError(f"n_authors must be an even number >= 4, got {n_authors}")
-    by_author = _by_author(real_prose())
-    if sum(len(texts) >= 2 for texts in by_author.values()) < n_authors:  # Debian's maintainers alone are too few
+    by_author = _by_author(real_prose() if prose is None else prose)
+    if prose is None and sum(len(texts) >= 2 for texts in by_author.values()) < n_authors:  # Debian's maintainers alone are too few
         by_author = _by_author(real_prose(with_python=True))
     prolific = [(a, texts) for a, texts in by_author.items() if len(texts) >= 2][:n_authors]
     prolific = prolific[: len(prolific) // 2 * 2]  # whole couples
@@ -152,7 +222,7 @@ def pan_dir(tmp_path: Path, n_authors: int = 8) -> Path:
     author_id = {a: str(1_000_000 + i * 7919) for i, (a, _) in enumerate(prolific + single)}
     couples = [((ta[0], ta[1]), (tb[0], tb[1]), (ta[-1], tb[-1])) for (_, ta), (_, tb) in zip(prolific[::2], prolific[1::2])]
     couples += [((ta[0], tb[0]),) for (_, ta), (_, tb) in zip(single[::2], single[1::2])]
-    out = Path(tmp_path) / "pan"
+    out = Path(tmp_path) / folder
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as pairs, (out / "truth.jsonl").open("w", encoding="utf-8") as truth:
         for couple in couples:
@@ -162,6 +232,12 @@ def pan_dir(tmp_path: Path, n_authors: int = 8) -> Path:
                 authors = [author_id[first.author], author_id[second.author]]
                 truth.write(json.dumps({"id": pair_id, "same": authors[0] == authors[1], "authors": authors}) + "\n")
     return out
+
+
+def pan_stdlib_dir(tmp_path: Path, n_authors: int = 60) -> Path:
+    """:func:`pan_dir` from :func:`stdlib_prose` into ``tmp_path / "pan-stdlib"``: official-format PAN of another kind
+    of real prose (the standard library's docstrings) than the development corpora the project's settings were chosen on."""
+    return pan_dir(tmp_path, n_authors, stdlib_prose(), "pan-stdlib")
 
 
 def mpst_csv(tmp_path: Path, n: int = 20) -> Path:
@@ -275,7 +351,7 @@ def text_corpus(tmp_path: Path, fmt: str, n: int = 48) -> Path:
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(TEXT_FORMATS)}")
 
 
-BUILDERS = {"pan": pan_dir, "mpst": mpst_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
+BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "mpst": mpst_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in BUILDERS:

@@ -6,12 +6,17 @@ import json
 
 import pytest
 
-from realdata import pan_dir, real_prose, word_runs
+from realdata import MAX_WORDS, MIN_WORDS, docstring_prose, pan_dir, pan_stdlib_dir, real_prose, stdlib_prose, word_runs
+
 
 def test_no_two_texts_share_a_long_run_or_a_source_package():
     """libfoo and libfoo-dev repeat one description: kept both, a model would train on it twice and be scored as
     memorising it."""
-    prose = real_prose()
+    assert_distinct(real_prose())
+
+
+def assert_distinct(prose):
+    """No two texts of ``prose`` share a family or a NEAR_DUPLICATE_WORDS-word run."""
     families = [p.family for p in prose if p.family]
     assert len(families) == len(set(families))
     seen: set[tuple[str, ...]] = set()
@@ -30,3 +35,36 @@ def test_pan_files_hold_the_authors_asked_for(tmp_path, n_authors):
     truth = [json.loads(line) for line in (out / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len({a for row in truth for a in row["authors"]}) == n_authors
     assert {row["same"] for row in truth} == {True, False}
+
+
+def test_stdlib_docstrings_give_a_held_out_corpus_of_distinct_prose(tmp_path):
+    """The out-of-sample corpus (pan-stdlib): 60 authors with two texts or more, running prose only (no doctest,
+    no code), 40-160 words, no two texts sharing a long run or a documented name within an author."""
+    prose = stdlib_prose()
+    by_author: dict[str, int] = {}
+    for item in prose:
+        by_author[item.author] = by_author.get(item.author, 0) + 1
+        assert MIN_WORDS <= len(item.text.split()) <= MAX_WORDS, item.name
+        assert ">>>" not in item.text and item.source == "stdlib-docstring", item.name
+    assert sum(n >= 2 for n in by_author.values()) >= 60
+    assert_distinct(prose)
+    out = pan_stdlib_dir(tmp_path, 60)
+    assert out.name == "pan-stdlib"
+    truth = [json.loads(line) for line in (out / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
+    pairs = [json.loads(line) for line in (out / "pairs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len({a for row in truth for a in row["authors"]}) == 60
+    assert {row["same"] for row in truth} == {True, False}
+    assert len({text for row in pairs for text in row["pair"]}) >= 150
+
+
+def test_docstring_prose_stops_at_code():
+    doc = '''Return the frobnicated value of x, or raise an error when it cannot be frobnicated at all.
+
+    The value is computed once and cached for every later call.
+
+    >>> frob(2)
+    4
+    '''
+    assert docstring_prose(doc) == ("Return the frobnicated value of x, or raise an error when it cannot be frobnicated at all. "
+                                    "The value is computed once and cached for every later call.")
+    assert docstring_prose("Args:\n    x: a value.") == ""
