@@ -9,6 +9,7 @@ import errno
 import sqlite3
 
 import pytest
+from tiny_models import with_half_the_embeddings
 
 from mlmh.cli import main
 from mlmh.errors import MlmhError, ModelError
@@ -132,20 +133,14 @@ def test_none_in_a_list_is_explained_not_called_unknown(capsys, flag, items):
 
 
 def test_a_checkpoint_whose_embeddings_are_smaller_than_its_tokenizer_is_named(tiny_clm, tmp_path):
-    import transformers
-
     from mlmh.adapters import load_adapter
 
-    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_clm)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_clm)
-    model.resize_token_embeddings(tokenizer.vocab_size // 2)
     small = tmp_path / "small-vocab"
-    model.save_pretrained(small)
-    tokenizer.save_pretrained(small)
+    size = with_half_the_embeddings(tiny_clm, small, "AutoModelForCausalLM")
     for defer in (False, True):
         with pytest.raises(ModelError) as info:
             load_adapter("clm", str(small), defer_weights=defer)
         message = str(info.value)
-        assert str(small) in message and f"vocab_size is {tokenizer.vocab_size // 2}" in message
+        assert str(small) in message and f"vocab_size is {size}" in message
         assert "resize its embeddings" in message and "\n" not in message
     load_adapter("clm", str(tiny_clm))  # a consistent checkpoint still loads

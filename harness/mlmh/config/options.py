@@ -14,6 +14,7 @@ import click
 from mlmh import bounds
 from mlmh.bounds import Bound, ceiling, limit_of
 from mlmh.errors import MlmhError, SpecError
+from mlmh.storage.inputs import refuse_nul
 from mlmh.types.runconfig import run_options
 
 #: a piece ``key=value`` whose key is a bare parameter name continues the spec before it
@@ -356,6 +357,7 @@ def check_path(value: Any, name: str, *, left_out: str = "", optional: bool = Tr
     if not isinstance(text, str) or not text.strip():
         raise SpecError(f"{name} {text!r}: empty path (an unset variable?)" + (f"; leave {name} out {left_out}"
                                                                                  if left_out else ""))
+    refuse_nul(text, name)
     return text
 
 

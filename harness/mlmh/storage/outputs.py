@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
 from mlmh.errors import SpecError
-from mlmh.storage.inputs import kind_of
+from mlmh.storage.inputs import kind_of, refuse_nul
 from mlmh.storage.rundir import RunDir, RunDirError, refuse_link, write_atomic
 
 #: what ``mlmh train`` writes in its ``--out`` folder (save_pretrained's files and the training card)
@@ -38,6 +38,7 @@ def check_output_file(path: str | Path, flag: str, *, is_own: Callable[[Path], b
                       kind: str = "file", allow: Iterable[str] = ()) -> Path:
     """``path`` as a file the command may write: missing, or an existing ``kind`` that ``is_own`` recognizes;
     never a run's own file but those named in ``allow``. Checked before the command does any work."""
+    refuse_nul(path, flag)
     path = Path(path).expanduser()
     refuse_link(path, flag=flag)
     if path.is_dir():
@@ -87,6 +88,7 @@ def check_output_folder(path: str | Path, flag: str, *, overwrite: bool,
                         is_own_entry: Callable[[str], bool] = is_model_file, kind: str = "a model folder") -> Path:
     """``path`` as a folder the command fills: missing or empty; with ``overwrite``, also one holding only
     files ``is_own_entry`` names (the command's own output). Returns the path made absolute."""
+    refuse_nul(path, flag)
     path = Path(os.path.abspath(Path(path).expanduser()))
     refuse_link(path, flag=flag)
     if path.exists() and not path.is_dir():

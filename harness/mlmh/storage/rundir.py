@@ -195,11 +195,18 @@ class RunDir:
     def of(cls, path: str | Path) -> "RunDir":
         """The run of a directory, or of a results file given by its own path (any name); anything but a path
         (None, a number: a notebook's slip) is one SpecError naming it."""
+        from mlmh.storage.inputs import path_error, refuse_nul
+
         if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
             raise SpecError(f"run directory {path!r}: expected the path of a run directory or its results file "
                             "(text or pathlib.Path)")
+        refuse_nul(path, "run directory")
         p = Path(path).expanduser()
-        return cls(p) if p.is_dir() else cls(p.parent, results_name=p.name)
+        try:
+            is_dir = p.is_dir()
+        except OSError as exc:  # a path the system will not look up: too long, a loop of links
+            raise path_error(p, exc, "run") from None
+        return cls(p) if is_dir else cls(p.parent, results_name=p.name)
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -477,7 +484,7 @@ class RunDir:
 
     def read_results_data(self) -> dict[str, Any]:
         """results.json as checked JSON (what :meth:`read_results` types)."""
-        if not self.results.is_file():
+        if not os.path.lexists(self.results):  # anything else there is named by the input rule (a FIFO, a device)
             raise SpecError(f"{self.results} does not exist: pass a run directory written by mlmh eval, or its "
                             f"{RESULTS}")
         return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", schema.RESULTS)

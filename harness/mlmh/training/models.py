@@ -220,7 +220,7 @@ def load_init(init: str, objective: str):
     """
     from transformers import AutoConfig, AutoTokenizer
 
-    from mlmh.adapters.checkpoints import explain
+    from mlmh.adapters.checkpoints import check_vocabulary, explain
 
     source = init_source(init)
     try:
@@ -231,6 +231,7 @@ def load_init(init: str, objective: str):
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
         raise ModelError(f"init checkpoint {init}: cannot read config.json: {explain(exc)}") from None
+    check_vocabulary(config, tokenizer, f"init checkpoint {init}")  # as hf-* do: an id past the embeddings, refused
     built_for = checkpoint_objective(config)
     if built_for != objective and built_for != "mlm":
         arch = ", ".join(config.architectures or [config.model_type])
