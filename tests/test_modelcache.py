@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,34 @@ def test_second_lookup_is_a_hit_without_building(tmp_path):
     again, built_again = cache.get_or_build("k", lambda tmp: calls.append("again"))
     assert (built, built_again) == (True, False) and again == path and len(calls) == 1
     assert [e["final_loss"] for e in cache.entries()] == [1.0]
+
+
+@pytest.mark.parametrize("planted", ["link to a built entry", "link to a folder", "file"])
+def test_an_entry_replaced_by_a_link_or_a_file_is_one_line_and_left_alone(tmp_path, planted):
+    """A judge's or a model's cache entry that someone replaced: once ``Cannot call rmtree on a symbolic link``."""
+    cache = ModelCache(tmp_path / "cache")
+    built, _ = cache.get_or_build("k", _fake_model)
+    elsewhere = tmp_path / "elsewhere"
+    if planted == "link to a built entry":
+        built.rename(elsewhere)
+    else:
+        elsewhere.mkdir()
+        (elsewhere / "notes.txt").write_text("mine")
+        import shutil
+
+        shutil.rmtree(built)
+    if planted == "file":
+        built.write_text("mine")
+    else:
+        built.symlink_to(elsewhere, target_is_directory=True)
+    what = "a file" if planted == "file" else "a symbolic link"
+    with pytest.raises(ModelError) as caught:
+        cache.get_or_build("k", _fake_model)
+    assert str(caught.value) == (f"cache entry {built} is {what}, not a folder mlmh built; mlmh never uses, follows or "
+                                 "removes it: remove it yourself and mlmh builds the entry again")
+    assert sorted(p.name for p in elsewhere.iterdir()) in (["cache_manifest.json", "config.json", "training_card.json"],
+                                                           ["notes.txt"])
+    assert os.path.lexists(built)
 
 
 def test_keys_follow_data_and_config():

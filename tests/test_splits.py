@@ -199,11 +199,13 @@ def test_control_takes_whole_pairs_and_never_a_text_a_train_document_repeats(sma
 
 def test_control_under_its_minimum_is_not_held_out_and_the_notes_say_so():
     few = with_control(_authored(per_author=(1, 1, 1)), 2)
-    assert not few.split("control") and any("control split: none held out; 0 train document(s) could be of the 2"
-                                            in n for n in few.notes)
+    assert not few.split("control") and any("control split: none held out; 2 train document(s) asked, 0 could be held "
+                                            "out" in n for n in few.notes)
     ungrouped = Corpus("made-up", [Document(id=f"d{i}", text=f"text {i}") for i in range(200)], "test")
     assert len(with_control(ungrouped, 0.1).split("control")) == 20  # no groups declared: any document may move
     small = with_control(ungrouped, splits.CONTROL_MIN - 1)
     assert not small.split("control") and f"under {splits.CONTROL_MIN} documents" in small.notes[-1]
+    assert f"{splits.CONTROL_MIN - 1} train document(s) asked, {splits.CONTROL_MIN - 1} could be held out" in \
+        small.notes[-1]  # what was asked first, then what could move: never "2 of the 1 asked"
     assert "reported as a group gap" in small.notes[-1]  # never the seen - unseen comparison in its place
     assert len(with_control(ungrouped, 6).split("control")) == 6  # a small set is kept: its wide CI reads as no evidence

@@ -143,8 +143,8 @@ def with_control(corpus: Corpus, wanted: int | float) -> Corpus:
         taken.update(adds)
     if len(moved) < CONTROL_MIN:
         return dataclasses.replace(corpus, notes=[*corpus.notes, (
-            f"control split: none held out; {len(moved)} train document(s) could be of the {target} asked (at most "
-            f"half of each group's texts, whole pairs), and a control set under {CONTROL_MIN} documents has no "
+            f"control split: none held out; {target} train document(s) asked, {len(moved)} could be held out (whole "
+            f"pairs, at most half of each group's texts), and a control set under {CONTROL_MIN} documents has no "
             "standard error: memorisation is not judged, and the seen - unseen gap is reported as a group gap")])
     documents = [dataclasses.replace(d, split="control") if d.id in moved else d for d in corpus.documents]
     pairs, crossing = [], 0

@@ -277,6 +277,17 @@ class ModelCache:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    @staticmethod
+    def _refuse_foreign(path: Path) -> None:
+        """An entry is a folder the cache built: a link (to anything) or a file at its name is refused in one line,
+        never followed, used or removed (removing it could reach what the link points at)."""
+        if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+            from mlmh.storage.inputs import kind_of
+
+            what = "a symbolic link" if path.is_symlink() else kind_of(path.stat().st_mode)
+            raise ModelError(f"cache entry {path} is {what}, not a folder mlmh built; mlmh never uses, follows or "
+                             "removes it: remove it yourself and mlmh builds the entry again")
+
     def get_or_build(self, key: str, build: Callable[[Path], Any],
                      complete: Callable[[Path], bool] = is_model_dir) -> tuple[Path, bool]:
         """The entry for ``key``, building it with ``build(tmp_dir)`` on a miss.
@@ -287,9 +298,11 @@ class ModelCache:
         after it was built (see :func:`entry_problem`) is named in a warning and rebuilt.
         """
         path = self.path(key)
+        self._refuse_foreign(path)
         if complete(path) and entry_problem(path) is None:
             return path, False
         with self._lock(key):
+            self._refuse_foreign(path)
             if self._usable(path, complete):
                 return path, False
             if path.exists():  # unfinished or damaged: not an entry
