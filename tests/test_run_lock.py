@@ -77,6 +77,24 @@ def test_a_finished_run_leaves_no_lock_and_a_failed_new_run_leaves_nothing(tmp_p
     assert not (tmp_path / "other").exists()  # the lock went with the run's other files, and the folder it made
 
 
+def test_report_and_human_evaluation_do_not_write_a_run_another_writer_holds(tmp_path, capsys):
+    out = tmp_path / "run"
+    run_experiment(build_plan(config()), output_path=out, use_cache=False)
+    writer = RunDir(out)
+    writer.lock()  # a resume of the finished run, say, writing it now
+    before = files(out)
+    sheet = tmp_path / "sheet.csv"
+    for args in (["report", str(out)], ["human", "export", str(out), "--n", "2"],
+                 ["human", "export", str(out), "--n", "2", "--out", str(sheet)]):
+        code, _, err = run_cli(capsys, *args)
+        assert code == 1 and err.strip() == (f"Error: run {out} is being written by process {os.getpid()} (it holds "
+                                             f"{out / LOCK}); one process writes a run at a time: wait for it to "
+                                             "finish or stop it"), err
+    assert files(out) == before and not sheet.exists()
+    writer.unlock()
+    assert run_cli(capsys, "report", str(out))[0] == 0
+
+
 #: a second process that starts a run in ARGV[1] and holds it until it is killed
 HOLDER = """
 import sys, time, json

@@ -83,6 +83,7 @@ def export_sheet(run_dir: str | Path, n: int = 50, *, seed: int = 0, out: str | 
         raise SpecError(f"--n must be >= 1, got {n}")
     if seed < 0:
         raise SpecError(f"--seed must be >= 0, got {seed}")
+    run.check_no_writer()  # the key goes into the run: not while another process writes it
     if out is not None:  # an existing file that is not an unrated sheet of ours is refused before any work
         out = check_output_file(out, "--out", is_own=_is_blank_sheet, kind="an unrated rating sheet",
                                 allow=(HUMAN_SHEET,) if Path(out).expanduser().parent.resolve() == run.path.resolve() else ())

@@ -11,8 +11,9 @@ The runner, the report, human evaluation, ``mlmh generate --run``, the CLI and t
   previous file whole. A name that is a symlink is refused, never followed. New run directories are 0700.
 - One process writes a run: it holds the run's lock (``.mlmh.lock``, an ``flock`` with its PID inside) from the
   start (or ``--resume``) to the end, and a second writer (a resume, or a new run on the same path) is refused in
-  one line naming the holder's PID. The kernel drops the lock of a process that dies, so a killed run's lock is
-  taken over (and said) by the next one.
+  one line naming the holder's PID, as is any other write of the run's files meanwhile (``mlmh report``, human
+  evaluation). The kernel drops the lock of a process that dies, so a killed run's lock is taken over (and said)
+  by the next one.
 - Only the run's own names are ever written or deleted; a run that fails on its input before generating
   anything removes just the files it created (and the directory, if it made it).
 - Every file is validated where it is read; a bad one is one line naming the file (and line or key).
@@ -82,10 +83,10 @@ def _holder_pid(fd: int) -> int | None:
     return None
 
 
-def _held(path: Path, pid: int | None) -> RunDirError:
-    holder = f"process {pid}" if pid is not None else "another process"
+def _held(path: Path, pid: int | None, elsewhere: str = ", or choose another --output-path") -> RunDirError:
+    holder = f"process {pid}" if pid is not None and pid > 0 else "another process"
     return RunDirError(f"run {path} is being written by {holder} (it holds {path / LOCK}); one process writes a run "
-                       "at a time: wait for it to finish or stop it, or choose another --output-path")
+                       f"at a time: wait for it to finish or stop it{elsewhere}")
 
 
 # -- writing one file ---------------------------------------------------------------------------------
@@ -337,6 +338,13 @@ class RunDir:
             os.close(fd)  # closing drops a probe's lock too
         return None
 
+    def check_no_writer(self) -> None:
+        """Refuse to write into the run while another process writes it (``mlmh report``, human evaluation): every
+        write of a run file passes here, and a command that writes several checks first, so it writes all or none."""
+        holder = self.lock_holder()
+        if holder is not None:
+            raise _held(self.path, holder, elsewhere="")
+
     def lock(self) -> None:
         """Hold this run's lock for this process until :meth:`unlock`: refused in one line naming the holder's PID
         while another process (or another writer in this one) holds it; a lock left by a process that died is taken
@@ -423,7 +431,7 @@ class RunDir:
             return
         holder = self.lock_holder()
         if holder is not None:
-            raise _held(self.path, holder if holder > 0 else None)
+            raise _held(self.path, holder)
         entries = [name for name in self._entries() if name != LOCK]
         if entries:
                 if self.holds_run():
@@ -542,6 +550,7 @@ class RunDir:
     def _target(self, path: Path) -> Path:
         if path.parent != self.path or path.name not in OWN_NAMES | {self._results_name}:
             raise ValueError(f"{path} is not a file of run {self.path}")
+        self.check_no_writer()
         if not self.path.is_dir():
             try:
                 self.path.mkdir(parents=True, mode=0o700)
