@@ -87,9 +87,11 @@ def test_the_terminal_and_the_tui_state_the_same_verdicts(tmp_path, capsys):
     data = fixture()
     results = RunResults.from_dict(data)
     print_summary(results, tmp_path)
-    terminal = capsys.readouterr().out
-    tui = findings_text(results).plain
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 120  # a log holds it: every line wraps within the log width
+    terminal, tui = " ".join(out.split()), " ".join(findings_text(results).plain.split())
     for statement in statements(data):
+        statement = " ".join(statement.split())
         assert statement in terminal and statement in tui
     for face in (terminal, tui):
         assert "Memorization (seen - unseen gap; a group gap across authors: reported, not judged):" in face

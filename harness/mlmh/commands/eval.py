@@ -82,6 +82,10 @@ def eval_command(preset: str | None, sweep_epochs: str | None, sweep_tokens: str
     print_summary(results, out)
 
 
+#: the width of the summary where the output is no terminal (a log): its table and its lines wrap within it
+LOG_WIDTH = 120
+
+
 def print_summary(results: Any, out: Any) -> None:
     """The final comparison: conditions x main metrics on the headline (unseen) documents with CIs, the
     first metric on seen documents and its gap, then the answer (the findings in words, as report.md opens) and
@@ -92,17 +96,17 @@ def print_summary(results: Any, out: Any) -> None:
     from mlmh.machine.escape import markup as escape
 
     console = Console()
-    if not console.is_terminal:  # a log file or CI: room for the CIs instead of 80 folded columns
-        console = Console(width=200)
+    if not console.is_terminal:  # a log file or CI: room for the CIs, and lines a log viewer holds
+        console = Console(width=LOG_WIDTH)
     console.print(summary_table(results, console.width))
     answer = answer_lines(results.findings, markdown=False, results=results)
     if answer:
         console.print("[bold]Answer[/] (claims on unseen documents, paired t 95% CIs; each sentence in report.md):")
         for line in answer:
-            console.print("- " + escape(line), soft_wrap=not console.is_terminal)
+            console.print("- " + escape(line))
     console.print("[bold]Findings[/] (the run's comparisons, as report.md states them):")
     for line in comparison_lines(results):
-        console.print(escape(line), soft_wrap=not console.is_terminal)
+        console.print(escape(line))
     if results.baseline:
         console.print("Downstream baseline (real train split): " + "; ".join(
             f"{task}: " + ", ".join(f"{k}={v:.3f}" for k, v in scores.items()) for task, scores in results.baseline.items()))
