@@ -224,6 +224,33 @@ def test_a_tracker_never_writes_through_a_link_in_the_run_directory(name, tmp_pa
     assert list(foreign.iterdir()) == []
 
 
+@pytest.mark.parametrize("name, kind", [(name, kind) for name in sorted(TRACKER_PATHS) for kind in ("file", "fifo")]
+                         + [("mlflow", "folder")])
+def test_a_tracker_never_writes_over_a_file_a_fifo_or_a_folder_where_its_own_goes(name, kind, tmp_path):
+    """A user's file where a tracker's folder goes, a FIFO where mlflow's database goes (its library retried it for
+    minutes), a folder where a file goes: one line, at --resume before any work and where the tracker logs."""
+    from mlmh.registry import get_registry
+    from mlmh.storage.rundir import RunDir
+
+    run_dir = tmp_path / "run"
+    run = RunDir(run_dir)
+    run.start({"config": {"preset": "quick", "source": "x", "dataset": "pan", "models": [], "maskings": [],
+                          "samplers": []}}, "mlmh eval --resume")
+    run.unlock()
+    planted = run_dir / TRACKER_PATHS[name]
+    _plant(kind, planted, tmp_path)
+    try:
+        with pytest.raises(MlmhError, match=f"{planted} is a .*, not the (SQLite database|directory) a tracker keeps there"):
+            RunDir(run_dir).resume()
+        tracker = get_registry().build("tracker", name.split("-")[0])
+        with pytest.raises(MlmhError, match=f"{planted} is a .*, not the (SQLite database|directory) a tracker keeps there"):
+            tracker.log(_tracked(run_dir))
+        _untouched(kind, planted, tmp_path)
+    finally:
+        if kind == "fifo":
+            planted.unlink()
+
+
 @pytest.mark.parametrize("planted", ["tensorboard", "wandb", "mlflow.db", "mlflow-artifacts", "tensorboard/events.out",
                                      "wandb/offline-run-1/files"])
 def test_resume_refuses_a_link_anywhere_in_the_run_directory_before_any_work(planted, tmp_path):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -60,6 +61,8 @@ OWN_NAMES = EVAL_NAMES | {HUMAN, HUMAN_KEY, HUMAN_SHEET, LOCK}
 #: what the builtin trackers write in the run directory (through ``TrackedRun.own_path``, which refuses links);
 #: ``--resume`` refuses a link at any of them, or inside them, before any work
 TRACKER_NAMES = frozenset({"tensorboard", "wandb", "mlflow.db", "mlflow-artifacts"})
+#: the one of them that is a file (mlflow's SQLite store), by how its content begins; the others are folders
+TRACKER_FILES = {"mlflow.db": b"SQLite format 3\x00"}
 
 
 class RunDirError(MlmhError):
@@ -301,6 +304,7 @@ class RunDir:
         for name in sorted(EVAL_NAMES | TRACKER_NAMES | {self._results_name}):
             refuse_link(self.path / name)
         for name in sorted(TRACKER_NAMES):
+            self._check_tracker_kind(self.path / name)
             for folder, dirs, files in os.walk(self.path / name):
                 for entry in sorted(dirs + files):
                     refuse_link(Path(folder) / entry)
@@ -312,7 +316,29 @@ class RunDir:
         if self.path not in path.parents:
             raise ValueError(f"{relative} is not inside run {self.path}")
         refuse_link(path, under=self.path)
+        self._check_tracker_kind(self.path / Path(relative).parts[0])
         return path
+
+    def _check_tracker_kind(self, path: Path) -> None:
+        """A builtin tracker's name that holds something else (a user's file where its folder goes, a FIFO where its
+        database goes) is refused in one line, never written over or handed to the tracker's library."""
+        if path.name not in TRACKER_NAMES or not os.path.lexists(path) or path.is_symlink():
+            return
+        from mlmh.storage.inputs import kind_of
+
+        mode = path.stat().st_mode
+        what = kind_of(mode)
+        if path.name in TRACKER_FILES:
+            wanted, fits = "SQLite database", stat.S_ISREG(mode)
+            if fits and path.stat().st_size:
+                with path.open("rb") as handle:
+                    fits = handle.read(16) == TRACKER_FILES[path.name]
+                what = "a file" if fits else "a file that is not an SQLite database"
+        else:
+            wanted, fits = "directory", stat.S_ISDIR(mode)
+        if not fits:
+            raise RunDirError(f"{path} is {what}, not the {wanted} a tracker keeps there; mlmh does not write over "
+                              "it: move it away (or log to another folder)")
 
     # -- the writer's lock --------------------------------------------------------------------------
     @property
