@@ -56,6 +56,10 @@ EPOCHS = Bound(1000, "passes over the training data")
 TOKENS = Bound(10**15, "training tokens")
 #: a seed: libraries take 32-bit seeds (scikit-learn, numpy's legacy generator)
 SEED = Bound(2**32 - 1, "the largest 32-bit seed")
+#: simulated runs of one rule and scenario (mlmh calibrate): each decides a claim on synthetic documents
+SIMULATIONS = Bound(100_000, "simulated runs per rule, each deciding a claim")
+#: documents a simulated run holds per set (mlmh calibrate)
+SIMULATED_DOCUMENTS = Bound(100_000, "documents per simulated set")
 #: any other count (documents, samples, runs, iterations): the ceiling of an integer that declares none
 COUNT = Bound(10**9, "the largest count mlmh takes")
 

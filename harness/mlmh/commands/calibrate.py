@@ -8,15 +8,16 @@ import sys
 
 import click
 
+from mlmh import bounds
 from mlmh.config import options
 
 
 @click.command(name="calibrate")
 @click.option("--preset", "preset", default=None, metavar="NAME|FILE", help="Simulate the arms of this preset.")
 @click.option("--run", "run_dir", default=None, metavar="RUN_DIR", help="Simulate the arms of this finished run.")
-@click.option("--runs", default=200, show_default=True, type=options.Number(int, min=20, max=100_000),
+@click.option("--runs", default=200, show_default=True, type=options.Number(int, min=20, max=bounds.SIMULATIONS),
               help="Simulated runs per rule and scenario.")
-@click.option("--documents", default=None, type=options.Number(int, min=2, max=100_000),
+@click.option("--documents", default=None, type=options.Number(int, min=2, max=bounds.SIMULATED_DOCUMENTS),
               help="Unseen documents per condition (default: the preset's limit, or the run's).")
 @click.option("--seed", default=0, show_default=True, type=options.Number(int, min=0), help="Seed of the simulations.")
 def calibrate(preset: str | None, run_dir: str | None, runs: int, documents: int | None, seed: int) -> None:

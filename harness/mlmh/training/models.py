@@ -231,7 +231,6 @@ def load_init(init: str, objective: str):
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     except Exception as exc:
         raise ModelError(f"init checkpoint {init}: cannot read config.json: {explain(exc)}") from None
-    check_vocabulary(config, tokenizer, f"init checkpoint {init}")  # as hf-* do: an id past the embeddings, refused
     built_for = checkpoint_objective(config)
     if built_for != objective and built_for != "mlm":
         arch = ", ".join(config.architectures or [config.model_type])
@@ -242,6 +241,7 @@ def load_init(init: str, objective: str):
         raise SpecError(f"init checkpoint {init}: its tokenizer has no mask token, which objective '{objective}' needs")
     if objective == "seq2seq":  # T5 sentinels or a mask token (mlmh.training.corruption), or one line
         corruption_for(tokenizer, f"init checkpoint {init}")
+    check_vocabulary(config, tokenizer, f"init checkpoint {init}")  # after the role's checks; as hf-* do: an id past the embeddings, refused
     try:
         missing: Sequence[str] = ()
         if objective == "seq2seq" and built_for == "mlm":
