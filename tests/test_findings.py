@@ -288,11 +288,11 @@ def test_the_answer_names_the_models_and_documents_it_rests_on():
                          "seen": DocumentSet(split="train", documents=16, groups=4)}
     results.dataset = DatasetInfo(validation_documents=31, validation_groups=1)
     grounds = found["paper-1:bleu"].extra["rests_on"]
-    assert grounds[0] == ("trained-mlm: held-out accuracy 0.300 against 0.050 for the best constant (6.0x; beats it); "
+    assert grounds[0] == ("trained-mlm: held-out accuracy 0.300 against 0.050 for the best constant (6.00x; beats it); "
                           "trained 212 of 500 steps, 1.5 epochs, 54,000 tokens, 21,000 targets, budget: targets, "
                           "stopped early")
     lines = answer_lines(results.findings, markdown=False, results=results)
-    assert sum(line.startswith("Rests on: trained-mlm") for line in lines) == 1  # said once while the models stay
+    assert sum(line.startswith("Rests on: mlm (scratch)") for line in lines) == 1  # said once, by kind and start
     assert ("Measured on unseen: 16 documents from 1 group(s), 13 cut to the model window; seen: 16 documents from "
             "4 group(s); validation: 31 documents from 1 group(s).") in lines
     assert not any(line.startswith("Next step") for line in lines)  # every claim was compared
@@ -353,7 +353,7 @@ def test_the_plain_answer_fits_a_screen_one_line_per_claim_and_each_model_once()
     results, found = findings_of(rows, noise=3.0)
     lines = answer_lines(results.findings, markdown=False, results=results)
     assert all(len(line) <= LINE for line in lines) and len(lines) <= 30
-    assert sum(line.startswith("Rests on: trained-mlm") for line in lines) == 1  # once, however many claims rest on it
+    assert sum(line.startswith("Rests on: mlm (scratch)") for line in lines) == 1  # once, however many claims rest on it
     claim = next(line for line in lines if line.startswith("HOLDS: (1) MLM beats CLM on bleu"))
     assert "documents" in claim and "[" in claim
     assert any(line.startswith("Not tested: ") for line in lines)

@@ -81,8 +81,10 @@ def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) 
                           + " (report.md says why)"))
     if results is not None:
         compared = {row.model for f in findings if f.tested for row in results.conditions if row.id in f.conditions}
-        rests = [model_line(model, model_record_of(results, model)) for model in
-                 dict.fromkeys(row.model for row in results.conditions if row.model in compared)]
+        models = list(dict.fromkeys(row.model for row in results.conditions if row.model in compared))
+        labels = {model: _brief_label(results, model) for model in models}
+        rests = [model_line(labels[model] if list(labels.values()).count(labels[model]) == 1 else model,
+                            model_record_of(results, model)) for model in models]
         lines += [_fit(f"Rests on: {line}") for line in rests]
         documents = data_line(results)
         if documents and lines:
@@ -91,6 +93,16 @@ def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) 
     if step:
         lines.append(_fit("Next step: " + (f"{step['command']}: " if step.get("command") else "") + step.get("why", "")))
     return lines
+
+
+def _brief_label(results: RunResults, model: str) -> str:
+    """A trained model in a few words, its kind and start (``mlm (minilm)``, ``clm (scratch)``), as progress names it;
+    another model by its label."""
+    record = model_record_of(results, model)
+    if record is None or not record.training:
+        return model
+    init = str(record.training.get("init") or "").rstrip("/").rsplit("/", 1)[-1]
+    return f"{record.model_kind} ({init or 'scratch'})"
 
 
 def precise(value: float, low: float | None, high: float | None) -> str:

@@ -26,7 +26,7 @@ def model_line(model: str, record: ModelRecord | None) -> str:
         return f"{model}: not trained by mlmh (no held-out check against the best constant predictor)"
     constant = training.get("best_constant_accuracy", training.get("unigram_baseline_accuracy"))
     learned = "beats" if never_learned(model, record) is None else "does not beat"
-    against = (f"against {constant:.3f} for the best constant ({accuracy / constant:.1f}x; {learned} it)"
+    against = (f"against {constant:.3f} for the best constant ({accuracy / constant:.2f}x; {learned} it)"
                if constant else f"({learned} the best constant)")
     budget = training.get("budget")
     spent = [f"{training['steps_run']:,} of {training['steps']:,} steps" if "steps_run" in training and "steps" in training
