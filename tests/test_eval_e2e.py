@@ -55,7 +55,7 @@ def test_eval_end_to_end_then_warm_rerun_and_batch_size(workspace):
     # output that is not a terminal (here a pipe; a log file alike) gets plain progress lines with counts
     assert "[generate] started" in done.stderr and "[metrics] done in" in done.stderr
     assert re.search(r"^\[generate\] \d+/\d+ \(\d+%\)  elapsed ", done.stderr, re.MULTILINE)
-    assert re.search(r"^\[train:trained-mlm\S*\] \d+/\d+ ", done.stderr, re.MULTILINE)
+    assert re.search(r"^\[train:mlm \(scratch\)\] \d+/\d+ ", done.stderr, re.MULTILINE)  # a model by kind and start
     assert "trained-seq2seq" in done.stdout and "bleu" in done.stdout and "results.json" in done.stdout
     # results.json
     assert results["n_samples"] == len({json.loads(x)["doc_id"] for x in (root / "cold" / "generations.jsonl").open()})
