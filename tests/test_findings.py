@@ -394,3 +394,15 @@ def test_no_correlation_needs_enough_conditions_and_scores_that_vary():
     flat = [{"metric": "bleu", "task": "t", "score": "f1", "n": 42, "spearman": None}]
     _, found = findings_of(kinds(30.0, 20.0), correlations=flat, tasks=learns)
     assert found["paper-4"].verdict == NOT_TESTED and "do not vary across the 42 conditions" in found["paper-4"].statement
+
+
+def test_report_md_names_documents_by_the_corpus_own_ids():
+    results, found = findings_of(kinds(30.0, 20.0))
+    results.documents = {"unseen": DocumentSet(split="test", documents=3, groups=2, ids=["rev-17", "a|b`c\nd", "x"]),
+                         "seen": DocumentSet(split="train", documents=3, groups=1, ids=["rev-2", "rev-5", "rev-9"])}
+    markdown = answer_lines(results.findings, results=results)
+    measured = next(line for line in markdown if line.startswith("Measured on"))
+    assert "unseen: 3 documents from 2 group(s) (e.g. `rev-17`, `a\\|b'c\\nd`)" in measured  # one line, one cell
+    assert "(e.g. `rev-2`, `rev-5`)" in measured and "rev-9" not in measured
+    plain = answer_lines(results.findings, markdown=False, results=results)
+    assert not any("rev-17" in line for line in plain)  # the screen keeps its one line per set

@@ -21,6 +21,8 @@ ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was s
 # -- the answer: the findings -----------------------------------------------------------------------------
 #: the widest line of the terminal's and the TUI's answer (report.md keeps every sentence whole)
 LINE = 200
+#: documents report.md's answer names by their ids, per set
+EXAMPLES = 2
 
 
 def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results: RunResults | None = None) -> list[str]:
@@ -45,7 +47,7 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     if untested:
         lines.append("Not tested in this run: " + "; ".join(
             f"{f.text} ({f.extra.get('reason', 'no conditions')})" for f in untested) + ".")
-    documents = data_line(results) if results is not None else ""
+    documents = data_line(results, examples=EXAMPLES) if results is not None else ""
     if documents and lines:
         lines.append(f"Measured on {documents}.")
     step: dict[str, Any] = next((f.extra["next_step"] for f in findings if f.extra.get("next_step")), {})

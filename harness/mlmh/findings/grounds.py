@@ -133,17 +133,22 @@ def _mentions(text: str, kind: str) -> bool:
     return words[kind] in text
 
 
-def data_line(results: RunResults) -> str:
+def data_line(results: RunResults, *, examples: int = 0) -> str:
     """The documents the findings stand on: each set's size, the groups it comes from and the documents cut to
-    the model window (the control set's too, where the run held one), and the groups validation held; "" for results
-    written before these were kept."""
+    the model window (the control set's too, where the run held one), and the groups validation held; with
+    ``examples``, that many of each set's documents by the corpus's own ids (report.md: a reader finds them in their
+    files); "" for results written before these were kept."""
+    from mlmh.machine.escape import markdown_cell
+
     parts = []
     for role in ("unseen", "seen", "control"):
         block = results.documents.get(role)
         if block is None or not block.documents or not block.groups:
             continue
         cut = f", {block.cut} cut to the model window" if block.cut else ""
-        parts.append(f"{role}: {block.documents} documents from {block.groups} group(s){cut}")
+        ids = ", ".join(f"`{markdown_cell(i).replace('`', chr(39))}`" for i in block.ids[:examples])
+        named = f" (e.g. {ids})" if ids else ""
+        parts.append(f"{role}: {block.documents} documents from {block.groups} group(s){named}{cut}")
     if results.dataset.validation_groups:
         parts.append(f"validation: {results.dataset.validation_documents} documents from "
                      f"{results.dataset.validation_groups} group(s)")
