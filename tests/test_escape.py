@@ -12,7 +12,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 
@@ -41,6 +41,8 @@ def test_terminal_leaves_no_control_character_raw(text):
 
 
 @given(hostile)
+@example("\\\\")  # a run of backslashes before the closing tag: it once escaped the tag
+@example("x\\\\\\")
 def test_markup_shows_the_text_as_written(text):
     """Rich reads the result as markup, inside a styled span as ``mlmh eval``'s summary writes it, and shows the text,
     control characters written out; no span or link comes from the text."""

@@ -43,7 +43,11 @@ def markup(text: Any, *, line: bool = False) -> str:
     as ``[red]x`` or ``pip install 'mlmh[judge]'`` shows as written."""
     from rich.markup import escape
 
-    return escape(terminal(text, line=line))
+    shown = terminal(text, line=line)
+    body = shown.rstrip("\\")
+    # a run of backslashes at the end would escape the tag that follows it: doubled, it shows as written (rich's own
+    # escape doubles a single one only)
+    return escape(body) + "\\" * (2 * (len(shown) - len(body)))
 
 
 def markdown_cell(text: Any) -> str:
