@@ -162,7 +162,7 @@ def read_sheet(path: str | Path, key: dict[str, dict[str, str]]) -> tuple[str, d
     return rater, ratings, texts
 
 
-def import_sheets(run_dir: str | Path, sheets: list[str | Path], *, seed: int = 0) -> HumanRatings:
+def import_sheets(run_dir: str | Path, sheets: list[str | Path]) -> HumanRatings:
     """Merge raters' sheets: per-condition means with Student's t CIs, and ordinal Krippendorff's alpha."""
     import krippendorff
 

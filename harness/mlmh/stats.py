@@ -72,6 +72,12 @@ def from_estimate(value: float, se: float, df: float, confidence: float = DEFAUL
     return Interval(value, value - half, value + half, se, df, float(2.0 * t.sf(abs(value) / se, df)))
 
 
+def se_from_ci(low: float, high: float, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """The standard error a normal-approximation CI implies, its half-width over the normal quantile: for an interval
+    known only by its ends (a metric's own CI, or a gap in a file written before gaps kept their standard error)."""
+    return (float(high) - float(low)) / (2 * critical(math.inf, confidence))
+
+
 def t_interval(values: Sequence[float | None], *, confidence: float = DEFAULT_CONFIDENCE,
                family: int = 1) -> Interval:
     """The mean of ``values`` with Student's t interval (one of ``family`` simultaneous ones); no interval under two

@@ -295,7 +295,7 @@ class BertScoreMetric(Metric):
             tokenizer=f"the model's own ({display})",
         )
         return [
-            mean_result(name, values[:, column].tolist(), higher_is_better=True, seed=seed, info=info)
+            mean_result(name, values[:, column].tolist(), higher_is_better=True, info=info)
             for column, name in enumerate(("bertscore_p", "bertscore_r", "bertscore_f1"))
         ]
 

@@ -73,7 +73,6 @@ def mean_result(
     per_sample: Sequence[float | None],
     *,
     higher_is_better: bool,
-    seed: int,
     info: dict[str, Any],
 ) -> MetricResult:
     """A result whose corpus value is the mean of the per-sample values, with Student's t CI (:func:`mlmh.stats.t_interval`)."""

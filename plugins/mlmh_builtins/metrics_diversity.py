@@ -94,7 +94,7 @@ class StutterMetric(InputsOnly, Metric):
         results.append(self._subword(items, seed, info))
         any_stutter = [100.0 * (h > 0) if t else None for h, t in zip(word_hits, word_totals)]
         results.append(
-            mean_result("stutter_any_pct", any_stutter, higher_is_better=False, seed=seed,
+            mean_result("stutter_any_pct", any_stutter, higher_is_better=False,
                         info={**info, "unit": "% of samples with at least one word-level stutter"})
         )
         return results
@@ -156,7 +156,7 @@ class SeqRepMetric(InputsOnly, Metric):
             grams = ngrams(words, n)
             per_sample.append(1.0 - len(set(grams)) / len(grams) if grams else None)
         info = base_info(self, "mlmh", None, n=n, tokenizer="mlmh.words.split_words")
-        return [mean_result(f"seq-rep-{n}", per_sample, higher_is_better=False, seed=seed, info=info)]
+        return [mean_result(f"seq-rep-{n}", per_sample, higher_is_better=False, info=info)]
 
 
 class DistinctMetric(InputsOnly, Metric):
@@ -225,7 +225,7 @@ class SelfBleuMetric(InputsOnly, Metric):
             signature=str(bleu.get_signature()) if len(preds) > 1 else "",
             tokenizer="sacrebleu 13a",
         )
-        return [mean_result("self-bleu", per_sample, higher_is_better=False, seed=seed, info=info)]
+        return [mean_result("self-bleu", per_sample, higher_is_better=False, info=info)]
 
 
 def leave_one_out_bleu(bleu: Any, texts_: Sequence[str]) -> list[float | None]:

@@ -119,7 +119,7 @@ class RougeMetric(InputsOnly, Metric):
             statistic="F1",
         )
         return [
-            mean_result(t, per_type[t], higher_is_better=True, seed=seed, info=info) for t in self.ROUGE_TYPES
+            mean_result(t, per_type[t], higher_is_better=True, info=info) for t in self.ROUGE_TYPES
         ]
 
 
@@ -197,7 +197,7 @@ class MeteorMetric(Metric):
             )
             for pred, ref in zip(preds, refs)
         ]
-        return [mean_result("meteor", per_sample, higher_is_better=True, seed=seed, info=info)]
+        return [mean_result("meteor", per_sample, higher_is_better=True, info=info)]
 
     def _without_wordnet(self, message: str, info: dict[str, Any]) -> MetricResult:
         global _WORDNET_WARNED

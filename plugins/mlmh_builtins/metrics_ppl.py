@@ -295,7 +295,7 @@ class GenPerplexityMetric(Metric):
                 "is only context), so there is no perplexity"))
         per_sample = [math.exp(s / c) if c else None for s, c in zip(nll, counts)]
         if self.params["aggregation"] == "sample":
-            return mean_result(name, per_sample, higher_is_better=False, seed=seed, info=info)
+            return mean_result(name, per_sample, higher_is_better=False, info=info)
 
         def token_weighted(indices: np.ndarray) -> float:
             n = counts[indices].sum()

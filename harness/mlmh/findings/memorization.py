@@ -27,11 +27,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mlmh.stats import Interval, resample_ci, t_interval, welch
+from mlmh.stats import Interval, resample_ci, se_from_ci, t_interval, welch
 from mlmh.types import Document, Generation, MaskedItem, Score
-
-Z95 = 1.959963984540054
-
 
 def verbatim_recall(generations: Sequence[Generation], *, seed: int = 0) -> Score:
     """Share of masked words regenerated exactly (case-sensitive), with a CI over documents; the counts
@@ -99,7 +96,7 @@ def _summary(score: Score) -> Interval:
         return Interval(score.value, None, None)
     documents = score.extra.get("documents")
     df = float(documents) - 1 if documents and documents > 1 else 1e6
-    return Interval(score.value, score.ci_low, score.ci_high, (float(score.ci_high) - float(score.ci_low)) / (2 * Z95), df)
+    return Interval(score.value, score.ci_low, score.ci_high, se_from_ci(score.ci_low, score.ci_high), df)
 
 
 def filler_word(documents: Sequence[Document]) -> str:

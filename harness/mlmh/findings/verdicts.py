@@ -17,12 +17,13 @@ When nothing is left, the finding is "not comparable" and says why.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from mlmh.config.declared import headline, headlines
 from mlmh.results import main_metrics, model_record_of
-from mlmh.stats import holm
+from mlmh.stats import from_estimate, holm, se_from_ci
 from mlmh.training.stopping import beats_constant
 from mlmh.types.result_blocks import NO_GAP
 from mlmh.types import (FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTED, ConditionResult, Finding, ModelRecord,
@@ -224,10 +225,7 @@ def _p_value(gap: Score) -> float | None:
         return float(gap.extra["p_value"])
     if gap.value is None or gap.ci_low is None or gap.ci_high is None:
         return None
-    from scipy.stats import norm
-
-    se = (float(gap.ci_high) - float(gap.ci_low)) / (2 * 1.959963984540054)
-    return 1.0 if se <= 0 and gap.value == 0 else 0.0 if se <= 0 else float(2 * norm.sf(abs(gap.value) / se))
+    return from_estimate(float(gap.value), se_from_ci(gap.ci_low, gap.ci_high), math.inf).p
 
 
 def memorisation_family(results: RunResults) -> dict[tuple[str, str], float]:

@@ -60,7 +60,7 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
     control where the run holds control documents; of each metric's quality above the filler where the run has it),
     in bold where the rule flags it, and of the verbatim recall."""
     rows = []
-    above = memorisation_set(results).above_filler
+    against, above, _ = memorisation_set(results)
     for row in results.conditions:
         if not row.gap:
             continue
@@ -69,7 +69,7 @@ def gap_table(results: RunResults, metrics: list[str]) -> list[str]:
             check = memorisation_check(results, row, m)
             text = format_score(check.gap)
             cells.append(f"**{text}**" if check.state == MEMORISED else text)
-        recall = (row.control_gap if memorisation_set(results).against == "control" else row.gap).get("verbatim_recall")
+        recall = (row.control_gap if against == "control" else row.gap).get("verbatim_recall")
         cells.append(format_score(recall))
         rows.append(cells)
     what = " above filler" if above else ""
