@@ -33,6 +33,21 @@ def test_pan_preset_covers_the_paper_grid():
     assert {"trained-mlm", "trained-clm", "trained-seq2seq"} == {m.split(":")[0] for m in config.models}
 
 
+@pytest.mark.parametrize(("dataset", "task"), [("pan", "authorship-verification"), ("mpst", "text-classification"),
+                                               ("mimic", "ner")])
+def test_the_paper_preset_runs_each_datasets_own_downstream_task(dataset, task):
+    plan = build_plan(resolve("paper", {"dataset": dataset}))
+    plan.check(plan.load_corpus())
+    assert [t.name for t in plan.tasks] == [task]
+    assert any(f"not the downstream task of dataset {dataset} ({task})" in note for note in plan.notes)
+
+
+def test_a_task_the_user_names_runs_though_the_dataset_declares_another():
+    plan = build_plan(resolve("paper", {"dataset": "mpst", "tasks": ["ner"]}))
+    plan.check(plan.load_corpus())  # the bundled MPST sample carries character and place spans
+    assert [t.name for t in plan.tasks] == ["ner"]
+
+
 def write(tmp_path, text, name="exp.toml"):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

@@ -203,6 +203,10 @@ class Dataset(Component):
     #: the dataset a face falls back on when none is named: a trained-* model regenerating a given text learns from
     #: it (``mlmh generate --text``, :func:`mlmh.api.compare`), and the TUI playground takes its examples from it
     default: ClassVar[bool] = False
+    #: the downstream tasks of the dataset's own evaluation, by name (the paper's: authorship verification on PAN):
+    #: of a preset's tasks, only these run on it, so one preset can name every dataset's task (a task the user names
+    #: with --task always runs); empty: every task that applies to the corpus
+    tasks: ClassVar[tuple[str, ...]] = ()
 
     def load(self, path: str | None) -> "Corpus":
         raise NotImplementedError

@@ -110,6 +110,7 @@ def read_noteevents(path: Path, notes: list[str]) -> dict[str, tuple[str, dict]]
 
 class MimicDataset(Dataset):
     name = "mimic"
+    tasks = ("ner",)  # the paper's downstream task on this dataset
     description = "MIMIC-III discharge summaries (NOTEEVENTS.csv) + brat medication entities (n2c2 2018); bundled synthetic sample"
     parameters = (
         *split_params(0.3),

@@ -49,6 +49,7 @@ def parse_tags(raw: str) -> list[str]:
 
 class MpstDataset(Dataset):
     name = "mpst"
+    tasks = ("text-classification",)  # the paper's downstream task on this dataset
     description = "MPST movie plot synopses with multi-label tags (mpst_full_data.csv); bundled sample of 180 project-written plots"
     parameters = (
         *split_params(0.2, " (only when the file has no split column)"),

@@ -144,6 +144,7 @@ def split_pairs_closed(same_of: dict[str, bool], seed: int, fraction: float) -> 
 
 class PanDataset(Dataset):
     name = "pan"
+    tasks = ("authorship-verification",)  # the paper's downstream task on this dataset
     default = True  # the bundled sample of prose the faces fall back on (mlmh.config.declared.default_dataset)
     description = "PAN authorship verification pairs (pairs.jsonl + truth.jsonl); bundled sample of 16 project-written authors"
     parameters = (

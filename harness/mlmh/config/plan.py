@@ -251,7 +251,7 @@ class RunPlan:
                           ("metrics", "metric"), ("tasks", "task")):
             kept = []
             for component in getattr(self, key):
-                reason = unavailable(component, corpus)
+                reason = self._not_own(component) or unavailable(component, corpus)
                 if reason is None:
                     kept.append(component)
                     continue
@@ -263,6 +263,14 @@ class RunPlan:
                                 + "; ".join(n for n in self.notes if n.startswith(kind)))
             setattr(self, key, kept)
         self.expand()
+
+    def _not_own(self, task: Any) -> str | None:
+        """Why a task is no part of the dataset's own evaluation (:attr:`mlmh.components.Dataset.tasks`); None when
+        it is, when the dataset names none, when the user named the tasks, or for any other component."""
+        own = getattr(self.dataset, "tasks", ())
+        if getattr(task, "kind", "") != "task" or not own or task.name in own or "tasks" in self.config.overridden:
+            return None
+        return f"not the downstream task of dataset {self.dataset.name} ({', '.join(own)})"
 
     def _note(self, text: str) -> None:
         if text not in self.notes:
