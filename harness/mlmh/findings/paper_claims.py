@@ -189,6 +189,12 @@ def _finding(claim: str, text: str, verdict_: str, statement: str, value: float 
                    list(dict.fromkeys(conditions)), [], list(parts), dict(extra))
 
 
+def _estimate(found: Interval, what: str) -> dict[str, Any]:
+    """A claim's effect as one number with its standard error and degrees of freedom, ``what`` saying which: the
+    quantity a study pools across datasets (:mod:`mlmh.study.pooling`), free of any choice among arms."""
+    return {"what": what, "value": found.value, "se": found.se, "df": found.df}
+
+
 def _said(result: str) -> str:
     return {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "is inconclusive"}.get(result, result)
 
@@ -283,6 +289,7 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     choice = best_against_all(table, +1)
     if choice is None:
         return not_tested(claim, SOURCE, text, f"no MLM and CLM condition share unseen documents scored with {metric}")
+    average, _ = contrast(ev, [arm for arms in pairs.values() for arm in arms], metric, _pairs_mean)
     found = choice.interval
     settings = len(choice.conditions) // 2
     direction = "" if ev.sign(metric) > 0 else " (lower is better, so the difference is CLM minus MLM)"
@@ -298,7 +305,8 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     parts = [_part(f"{m} vs {c}", iv.value, iv.low, iv.high, +1, documents=n)
              for m, others in table.items() for c, (iv, n, _) in others.items()]
     return _finding(claim, text, choice.verdict, statement, found.value, found.low, found.high, _unit(metric),
-                    choice.documents, choice.conditions, ev, parts, metric=metric, selection=chosen, family=family)
+                    choice.documents, choice.conditions, ev, parts, metric=metric, selection=chosen, family=family,
+                    estimate=_estimate(average, "every MLM arm minus every CLM arm, per unseen document, averaged"))
 
 
 def _deletion_elsewhere(ev: Evidence, arms: Sequence[str], metric: str) -> str:
@@ -358,7 +366,8 @@ def lower_ratio_better(ev: Evidence, metric: str, *, beyond_baselines: bool = Tr
     def mean_slope(means: np.ndarray) -> float:
         return float(np.mean([_slope(x, relative)(means[a:b]) for a, b, x in slopes]))
 
-    value, low, high, n = paired(ev, arms, metric, mean_slope)
+    found, n = contrast(ev, arms, metric, mean_slope)
+    value, low, high = found.value, found.low, found.high
     result = verdict(low, high, -1)
     swept = sorted({r for _, _, x in slopes for r in x})
     what = (f"unseen {metric} above the stronger of the filler and deletion of each masking" if relative else
@@ -367,7 +376,8 @@ def lower_ratio_better(ev: Evidence, metric: str, *, beyond_baselines: bool = Tr
                  f"({describe_ci(low, high)}, {n} documents; ratios {', '.join(f'{r:g}' for r in swept)}; mean over "
                  f"{len(parts)} model x sampler series). So the claim {_said(result)}.")
     return _finding(claim, text, result, statement, value, low, high, f"{_unit(metric)} per +0.1 masking ratio", n,
-                    [a for a in arms if a in baselines], ev, parts, metric=metric, above_baseline=relative)
+                    [a for a in arms if a in baselines], ev, parts, metric=metric, above_baseline=relative,
+                    estimate=_estimate(found, "the slope, averaged over the model x sampler series"))
 
 
 def _slope(ratios: np.ndarray, relative: bool = False) -> Callable[[np.ndarray], float]:
