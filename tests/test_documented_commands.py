@@ -46,6 +46,9 @@ NOT_RUN = {
     "preset of the same shape with models trained a few steps",
     "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
     "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
+    "mlmh study --data pan --data mpst --data mimic": "the paper preset on three datasets: the example with "
+    "--output-path below runs it on official-format files and a bundled sample; tests/test_study.py runs all three "
+    "bundled samples with a tiny preset",
     "mlmh train": "trains for minutes; tests/test_train_cli.py runs it with --max-steps",
     "mlmh hello-example": "a command of the example plugin; tests/test_entry_points.py installs and runs it",
     "mlmh eval --preset quick --workers 2": "these runs cap training by patching this process, which worker "
@@ -152,11 +155,16 @@ def concrete(command: str, prepared: dict) -> tuple[dict[str, str], list[str]]:
     for word in words[1:]:
         word = re.sub(r"^runs/(<id>|X|\d{8}-\d{6}-\w+)", run, word)
         word = str(prepared["data"].get(word, word))
+        name, eq, given = word.partition("=")  # mlmh study's --data DATASET=DIR
+        if eq and given in prepared["data"]:
+            word = f"{name}={prepared['data'][given]}"
         for placeholder, path in paths.items():
             word = word.replace(f"path={placeholder}", f"path={path}")
         if word in ("gen.txt", "orig.txt", "gen.jsonl", "orig.jsonl", "rater1.csv", "rater2.csv", "alice.csv", "bob.csv"):
             word = str(prepared["work"] / word)
         out.append(word)
+    if out[0] == "study" and "--limit" not in out:
+        out += ["--limit", "2"]
     if out[0] == "eval" and "--preset" not in out:  # --resume of a run directory, which keeps its own configuration
         return env, out
     if out[0] == "eval" and "--show-config" not in out:  # a run directory per example; --resume continues the plain one
@@ -274,7 +282,10 @@ def test_documented_command_runs(where, command, prepared, few_training_steps, f
     output = _run(args, where=where, command=command)
     if "--tracker" in args:  # a tracker that fails is only said (the run completes): every one must have logged
         assert "tracker '" not in output, output
-    if "--data" in args:  # the official files were read, and every condition generated
+    if args[0] == "study" and "--output-path" in args:  # one run folder per dataset, and the study of them
+        study = json.loads((Path(args[args.index("--output-path") + 1]) / "study.json").read_text(encoding="utf-8"))
+        assert [d["label"] for d in study["datasets"]] == [a.split("=")[0] for a in args[2::2] if a != "--limit"][:3]
+    elif "--data" in args and args[0] == "eval":  # the official files were read, and every condition generated
         assert "bundled sample" not in output
         results = json.loads((Path(args[args.index("--output-path") + 1]) / "results.json").read_text(encoding="utf-8"))
         assert results["n_samples"] > 0 and results["conditions"]
@@ -306,6 +317,10 @@ def test_documented_python_runs(doc, prepared, few_training_steps, fewer_resampl
     printed = capsys.readouterr().out
     assert "->" in printed or "[MASK]" in printed
     for path in re.findall(r'output_path="([^"]+)"', code):
+        if path.startswith("studies/"):  # a study: its own file, and a run folder per dataset
+            study = json.loads((prepared["work"] / path / "study.json").read_text(encoding="utf-8"))
+            assert len(study["datasets"]) >= 2 and not study["failed"]
+            continue
         results = json.loads((prepared["work"] / path / "results.json").read_text(encoding="utf-8"))
         assert results["conditions"] and not results["errors"]
 

@@ -1,7 +1,8 @@
 """mlmh: compare how masked, causal and seq2seq language models generate text.
 
 Third-party plugins import :data:`hookimpl` from here. The Python API (:mod:`mlmh.api`:
-:func:`evaluate`, :func:`generate`, :func:`generate_from_dataset`, :func:`load`) is imported on first use,
+:func:`evaluate`, :func:`generate`, :func:`generate_from_dataset`, :func:`load`,
+:func:`study`, :func:`load_study`) is imported on first use,
 like everything else, so ``mlmh --help`` stays fast.
 """
 
@@ -15,7 +16,7 @@ __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("mlmh")
 
 #: names of :mod:`mlmh.api` that ``mlmh.NAME`` gives, imported when first asked for
-API = ("evaluate", "generate", "generate_from_dataset", "load")
+API = ("evaluate", "generate", "generate_from_dataset", "load", "study", "load_study")
 
 __all__ = ["hookimpl", "__version__", *API]
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mlmh.toolkit import Adapter
     from mlmh.types import ConditionResult, Document, Generation, RunResults, SampleRow
     from mlmh.types.runconfig import RunConfig
+    from mlmh.types.study import StudyResults
 
 # -- a run: prepare, then run ------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -259,6 +260,106 @@ def load(path: str | Path) -> LoadedRun:
     options.check_path(path, "path", optional=False)
     run = RunDir.of(path)
     return LoadedRun(run, judged(run.read_results()))
+
+
+@dataclass(frozen=True)
+class LoadedStudy:
+    """A study read back by :func:`load_study`: its folder and typed results (:class:`mlmh.types.study.StudyResults`);
+    each dataset's run is a normal run folder, read by :meth:`run`."""
+
+    path: Path
+    results: "StudyResults"
+
+    def run(self, label: str) -> LoadedRun:
+        """The run of the dataset the study calls ``label`` (``"pan"``), read by :func:`load`."""
+        for dataset in self.results.datasets:
+            if dataset.label == label:
+                return load(self.path / dataset.run)
+        raise SpecError(f"study {self.path} has no dataset {label!r} (it has: "
+                        f"{', '.join(d.label for d in self.results.datasets)})")
+
+
+def load_study(path: str | Path) -> LoadedStudy:
+    """A study (``mlmh study``'s folder, or its study.json): each claim's verdict per dataset, the pooled estimates
+    and the verdict across datasets; ``.run("pan")`` reads one dataset's run. A bad file is one line naming it."""
+    from mlmh.storage.study import STUDY, read_study
+
+    options.check_path(path, "path", optional=False)
+    folder = Path(path)
+    folder = folder.parent if folder.name == STUDY else folder
+    return LoadedStudy(folder, read_study(folder))
+
+
+def study(preset: str = "paper", data: Sequence[str] = (), *, output_path: str | Path | None = None,
+          progress: "Listener | None" = None, announce: Callable[[str], None] | None = None,
+          **overrides: Any) -> LoadedStudy:
+    """Run ``preset`` on several datasets, as ``mlmh study`` does: ``data`` as its ``--data`` values (``"pan"`` for
+    the bundled sample, ``"mpst=DIR"`` for official files; at least two), each a normal run folder
+    ``output_path``/<dataset> (default folder: ``studies/<timestamp>-<preset>``), then study.json and study.md there.
+    Again on the same folder it continues: a finished run is read back, an interrupted one resumed. ``overrides``
+    take the preset keys :func:`evaluate` takes (``limit=2``), for every dataset; ``announce`` hears one line per
+    dataset. A dataset whose run fails is named in the study's ``failed`` and the others complete; fewer than two
+    with results is an :class:`~mlmh.errors.MlmhError`."""
+    from mlmh.config.study import parse_inputs, study_path
+    from mlmh.errors import MlmhError
+    from mlmh.findings.study import summarise
+    from mlmh.report.study import render_study
+    from mlmh.storage.rundir import RunDir
+    from mlmh.storage.study import write_study
+    from mlmh.types.study import StudyDataset
+
+    preset = str(options.check_path(preset, "preset", optional=False))
+    inputs = parse_inputs([data] if isinstance(data, str) else list(data))
+    out = study_path(preset, output_path)
+    say = announce or (lambda line: None)
+    name = Path(preset).stem
+    results: dict[str, "RunResults"] = {}
+    datasets: list[StudyDataset] = []
+    failed: dict[str, str] = {}
+    for number, item in enumerate(inputs, 1):
+        folder, source = out / item.label, item.data or "bundled sample"
+        head = f"study {number}/{len(inputs)}: {item.label} ({source})"
+        run_dir = RunDir(folder)
+        try:
+            if run_dir.finished:
+                found = _finished_run(run_dir, name, item.dataset, item.data)
+                say(f"{head}: read back from {folder}")
+            else:
+                resume = run_dir.unfinished
+                say(f"{head}: {'resuming' if resume else 'running'} {name} into {folder}")
+                wanted = {**overrides, "dataset": item.dataset, "data": item.data}
+                found = run(prepare(None if resume else preset, None if resume else wanted, output_path=folder,
+                                    resume=resume), progress=progress)
+        except MlmhError as exc:
+            failed[item.label] = str(exc)
+            say(f"{head} failed: {exc}")
+            continue
+        results[item.label] = found
+        unseen = found.documents.get("unseen")
+        datasets.append(StudyDataset(item.label, item.dataset, item.data, item.label,
+                                     documents=unseen.documents if unseen is not None else 0,
+                                     seconds=float(found.timings.get("total", 0.0))))
+    if len(results) < 2:
+        raise MlmhError(f"the study {out} has fewer than two datasets with results ("
+                        + "; ".join(f"{k}: {v}" for k, v in failed.items()) + ")")
+    summary = summarise(name, datasets, results, failed)
+    write_study(out, summary, render_study(summary))
+    return LoadedStudy(out, summary)
+
+
+def _finished_run(run_dir: "RunDir", preset: str, dataset: str, data: str | None) -> "RunResults":
+    """The results of the finished run in ``run_dir``, refused in one line when it ran another preset or dataset."""
+    from mlmh.findings.comparisons import judged
+
+    results: "RunResults" = judged(run_dir.read_results())
+    config = results.config
+    same_data = (config.data is None and data is None) or (
+        config.data is not None and data is not None and Path(config.data).resolve() == Path(data).resolve())
+    if config.preset != preset or config.dataset != dataset or not same_data:
+        raise SpecError(f"{run_dir.path} holds a finished run of preset {config.preset} on {config.dataset} "
+                        f"({config.data or 'bundled sample'}), not of {preset} on {dataset} "
+                        f"({data or 'bundled sample'}); choose another --output-path")
+    return results
 
 
 def _generation_samples(run: "RunDir", results: "RunResults") -> list["SampleRow"]:

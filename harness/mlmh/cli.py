@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("mlmh.commands.score:score", "Score a file of predictions against a file of references with metric plugins."),
     "generate": ("mlmh.commands.generate:generate", "Mask a text, regenerate it with one model and sampler, show every step."),
     "eval": ("mlmh.commands.eval:eval_command", "Run a preset's experiment: generate, score, downstream, report."),
+    "study": ("mlmh.commands.study:study", "Run a preset over several datasets: verdicts side by side, pooled across them."),
     "report": ("mlmh.commands.report:report", "Rebuild report.md and plots of a run from its results.json."),
     "human": ("mlmh.commands.human:human", "Blinded human rating sheets: export, then import ratings."),
     "calibrate": ("mlmh.commands.calibrate:calibrate", "Run every verdict rule under a null and an effect: its error rate and power."),

@@ -84,7 +84,7 @@ def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) 
     if results is not None:
         compared = {row.model for f in findings if f.tested for row in results.conditions if row.id in f.conditions}
         models = list(dict.fromkeys(row.model for row in results.conditions if row.model in compared))
-        labels = {model: _brief_label(results, model) for model in models}
+        labels = {model: brief_label(results, model) for model in models}
         rests = [model_line(labels[model] if list(labels.values()).count(labels[model]) == 1 else model,
                             model_record_of(results, model)) for model in models]
         lines += [_fit(f"Rests on: {line}") for line in rests]
@@ -97,7 +97,7 @@ def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) 
     return lines
 
 
-def _brief_label(results: RunResults, model: str) -> str:
+def brief_label(results: RunResults, model: str) -> str:
     """A trained model in a few words, its kind and start (``mlm (minilm)``, ``clm (scratch)``), as progress names it;
     another model by its label."""
     record = model_record_of(results, model)
