@@ -407,3 +407,26 @@ async def test_ids_are_cut_at_their_end_and_whole_where_they_fit(tmp_path):
         first_lines = [str(o.prompt).splitlines()[0] for o in pilot.app.screen.query_one("#res-sample-list").options]
         assert first_lines[0] != first_lines[1] and all(line.endswith("…") for line in first_lines)
         assert all(i.startswith(line[:-1]) for i, line in zip(ids, first_lines))
+
+
+async def test_a_study_folder_opens_on_its_first_run_with_the_answer_across_datasets(tmp_path, monkeypatch):
+    from mlmh import api
+    from mlmh.findings.study import summarise
+    from mlmh.report.study import render_study
+    from mlmh.storage.study import write_study
+    from mlmh.types.study import StudyDataset
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "studies" / "20260101-000000-paper"
+    runs = {label: api.load(write_run(folder / label)).results for label in ("pan", "mpst")}
+    study = summarise("paper", [StudyDataset(label, label, None, label) for label in runs], runs)
+    write_study(folder, study, render_study(study))
+    app = create_app(run_dir=str(folder))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        findings = str(screen.query_one("#res-findings").render())
+        assert "This run is dataset pan of a study of preset paper on 2 datasets" in findings
+        assert study.claims and all(claim.text in findings for claim in study.claims)
+        options = [str(prompt) for prompt, _ in screen.query_one("#res-runs")._options]
+        assert any(o.endswith("20260101-000000-paper/mpst") for o in options)  # the picker lists the study's runs

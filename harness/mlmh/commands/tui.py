@@ -10,7 +10,8 @@ from mlmh.config import options
 @click.command(name="tui")
 @click.option("--preset", "preset", cls=options.PresetOption, metavar="NAME",
               help="Open the run screen and start this preset.")
-@click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory or results.json.")
+@click.option("--run", "run_dir", metavar="RUN_DIR", help="Open the results screen on a run directory, results.json or a "
+              "study folder (mlmh study).")
 @click.option("--model", "models", metavar="SPEC[,SPEC]", multiple=True, callback=options.specs("model"),
               help="Playground model (give two, repeated or comma-separated, for the left and right side). "
                    "Default: trained-mlm and trained-clm.")
@@ -34,6 +35,7 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
       mlmh tui --model hf-mlm:path=./my-bert --model hf-clm:path=./my-gpt2
       mlmh tui --preset quick                     # start a run and watch it
       mlmh tui --run runs/20240101-120000-pan     # browse a finished run
+      mlmh tui --run studies/paper                # a study: its answer across datasets, then each dataset's run
     """
     from mlmh.errors import SpecError
 
@@ -48,7 +50,10 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
     if run_dir is not None:
         from mlmh import api
 
-        api.load(run_dir).samples  # its samples read now too: a bad file fails here in one line, before the app opens
+        from mlmh.storage.study import first_run
+
+        # its samples read now too: a bad file fails here in one line, before the app opens (a study: its first run)
+        api.load(first_run(run_dir)).samples
     from mlmh.tui import create_app
 
     app = create_app(preset=preset, run_dir=run_dir, models=models or None, text=text, prepared=prepared)

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mlmh.errors import SpecError
-
-#: where studies go when no --output-path is given
-STUDIES_ROOT = "studies"
+from mlmh.storage.study import STUDIES_ROOT
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from mlmh.types.study import StudyResults
 
 STUDY = "study.json"
 STUDY_REPORT = "study.md"
+#: where studies go when no --output-path is given
+STUDIES_ROOT = "studies"
 
 
 def write_study(out: Path, study: StudyResults, report: str) -> None:
@@ -32,3 +34,37 @@ def read_study(path: str | Path) -> StudyResults:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{file}: not a study file ({exc})") from None
     return StudyResults.from_dict(data, str(file))
+
+
+def study_runs(root: str | Path = STUDIES_ROOT) -> list[Path]:
+    """The finished runs of the studies directly under ``root``, newest first (each a normal run folder beside its
+    study's study.json): what the TUI's run picker lists beside runs/."""
+    from mlmh.storage.rundir import finished_runs
+
+    found = [run for study in Path(root).expanduser().glob(f"*/{STUDY}") if study.is_file() and not study.is_symlink()
+             for run in finished_runs(study.parent)]
+    return sorted(found, key=lambda run: run.joinpath("results.json").stat().st_mtime, reverse=True)
+
+
+def study_of(path: str | Path) -> tuple[StudyResults, str] | None:
+    """The study a run folder (or results file) is one dataset of, with the dataset's label; None for a run of
+    no study, or a study file that does not read."""
+    run = Path(path)
+    run = run.parent if run.suffix == ".json" else run
+    try:
+        study = read_study(run.parent)
+    except DataError:
+        return None
+    label = next((d.label for d in study.datasets if (run.parent / d.run).resolve() == run.resolve()), None)
+    return (study, label) if label is not None else None
+
+
+def first_run(path: str | Path) -> Path:
+    """``path`` itself, or where ``path`` is a study folder, the run of its first dataset: how a face opened on a
+    study shows it."""
+    folder = Path(path)
+    if folder.is_dir() and (folder / STUDY).is_file():
+        study = read_study(folder)
+        if study.datasets:
+            return folder / study.datasets[0].run
+    return folder

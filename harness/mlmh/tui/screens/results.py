@@ -19,8 +19,10 @@ from mlmh.api import LoadedRun
 from mlmh.errors import MlmhError
 from mlmh.findings.answer import answer_lines, comparison_lines
 from mlmh.machine.escape import terminal
+from mlmh.report.study import study_lines
 from mlmh.results import document_counts, roles
 from mlmh.storage.rundir import RUNS_ROOT, RunDir, finished_runs
+from mlmh.storage.study import first_run, study_of, study_runs
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_condition, short_spec
 from mlmh.tui.widgets.plots import CrossoverPlot, MetricByRatioPlot, QualityDownstreamPlot, downstream_keys
@@ -28,6 +30,7 @@ from mlmh.tui.widgets.results_table import ResultsTable, baseline_rows, left_out
 from mlmh.tui.widgets.sample_list import SampleList
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import FAILS, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, RunResults, SampleRow
+from mlmh.types.study import StudyResults
 
 VERDICT_STYLES = {HOLDS: "bold green", FAILS: "bold red", INCONCLUSIVE: "bold yellow", NOT_COMPARABLE: "bold magenta"}
 ROLE_WORDS = {"unseen": "unseen documents (never trained on)", "seen": "seen documents (trained on)"}
@@ -41,15 +44,27 @@ def tab_title(key: str, name: str) -> str:
     return f"[b]{key}[/b] {name}"
 
 
-def findings_text(results: RunResults) -> Text:
+def study_text(study: StudyResults, label: str) -> Text:
+    """For a run that is one dataset of a study: the study's answer across its datasets, one line per claim
+    (:func:`mlmh.report.study.study_lines`), above the run's own."""
+    text = Text(f"This run is dataset {terminal(label, line=True)} of a study of preset "
+                f"{terminal(study.preset, line=True)} on {len(study.datasets)} datasets; across them:\n", style="bold")
+    for line in study_lines(study):
+        text.append(f"- {terminal(line)}\n")
+    text.append("\n")
+    return text
+
+
+def findings_text(results: RunResults, study: tuple[StudyResults, str] | None = None) -> Text:
     """The run's answer as report.md opens with it (:func:`mlmh.findings.answer.answer_lines`), each verdict in its
     colour and what it rests on dimmed, then its comparisons as report.md's Findings state them
-    (:func:`mlmh.findings.answer.comparison_lines`), headings in bold."""
+    (:func:`mlmh.findings.answer.comparison_lines`), headings in bold; first the answer across datasets of the study
+    the run belongs to, if it does."""
+    text = study_text(*study) if study is not None else Text()
     if not results.findings:
-        text = Text("This run tested no claims: results.json has no findings.\n\n", style="dim")
+        text.append("This run tested no claims: results.json has no findings.\n\n", style="dim")
     else:
         styles = {verdict.upper(): style for verdict, style in VERDICT_STYLES.items()}
-        text = Text()
         for line in map(terminal, answer_lines(results.findings, markdown=False, results=results)):
             verdict, _, statement = line.partition(": ")
             if verdict in styles:
@@ -139,9 +154,10 @@ class ResultsScreen(TuiScreen):
 
     # -- picking and loading ----------------------------------------------------------------------
     def refresh_runs(self) -> list[Path]:
-        """The runs under runs/, newest first, as the picker's options (with the loaded run when it is elsewhere)."""
+        """The runs under runs/, newest first, then the runs of the studies under studies/, as the picker's options
+        (with the loaded run when it is elsewhere)."""
         runs = finished_runs(RUNS_ROOT)
-        shown = list(runs)
+        shown = list(runs) + study_runs()
         if self.run_files is not None and self.run_files.path.parent not in shown:
             shown.insert(0, self.run_files.path.parent)
         picker = self.query_one("#res-runs", Select)
@@ -159,7 +175,7 @@ class ResultsScreen(TuiScreen):
     def load(self, path: str | Path) -> None:
         status = self.query_one("#res-status", Label)
         try:
-            run = api.load(path)
+            run = api.load(first_run(path))  # a study folder opens on its first dataset's run
             samples = run.samples  # read here, so a bad file is said in the status line
         except MlmhError as exc:
             status.update(Text(str(exc), style="bold red"))
@@ -172,7 +188,7 @@ class ResultsScreen(TuiScreen):
         status.update(f"{results.config.preset or '?'}: {len(run.conditions)} conditions × "
                       f"{counts or results.n_samples} documents; {len(samples)} samples"
                       + (" with step traces" if run.traced else " (texts only)"))
-        self.query_one("#res-findings", Static).update(findings_text(results))
+        self.query_one("#res-findings", Static).update(findings_text(results, study_of(run.path)))
         self._show_table()
         metrics = [c.label for c in self.query_one(ResultsTable).table_columns if c.key.startswith("metric:")]
         metric_select = self.query_one("#res-metric", Select)
