@@ -97,7 +97,7 @@ dataset = "pan"
 models = ["trained-mlm:size=tiny,max_steps=2", "trained-clm:size=tiny,max_steps=2"]
 maskings = ["random:ratio=0.15", "random:ratio=0.5"]
 samplers = ["mask-predict:steps=2", "clm-infill"]
-metrics = ["bleu"]
+metrics = ["bleu", "bertscore"]
 tasks = ["authorship-verification", "text-classification", "ner"]
 seeds = [0]
 limit = 2
@@ -108,6 +108,12 @@ control = 0
 @pytest.mark.slow
 def test_mlmh_study_runs_the_bundled_samples_resumes_and_names_a_failing_dataset(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    from mlmh_builtins import metrics_bertscore
+
+    monkeypatch.setattr(metrics_bertscore, "_ENCODERS", {})
+    built = []
+    encoder = metrics_bertscore.Encoder
+    monkeypatch.setattr(metrics_bertscore, "Encoder", lambda *a: built.append(a) or encoder(*a))
     preset = tmp_path / "tiny.toml"
     preset.write_text(TINY, encoding="utf-8")
     out = tmp_path / "study"
@@ -125,6 +131,7 @@ def test_mlmh_study_runs_the_bundled_samples_resumes_and_names_a_failing_dataset
     report = (out / "study.md").read_text(encoding="utf-8")
     assert "| claim | pan | mpst | mimic | across datasets |" in report
     assert "(1) MLM beats CLM on bleu" in stdout
+    assert len(built) == 1  # one BERTScore encoder for the whole study: its runs share the process
     # again: every run is read back, nothing runs
     code, stdout, stderr = run_cli(capsys, *args)
     assert code == 0 and stderr.count("read back from") == 3
