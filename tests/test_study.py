@@ -135,6 +135,10 @@ def test_mlmh_study_runs_the_bundled_samples_resumes_and_names_a_failing_dataset
     # again: every run is read back, nothing runs
     code, stdout, stderr = run_cli(capsys, *args)
     assert code == 0 and stderr.count("read back from") == 3
+    # the same folder asked for another experiment: refused per dataset, naming what differs, nothing overwritten
+    code, stdout, stderr = run_cli(capsys, *args, "--limit", "3")
+    assert code == 1 and "differs in limit" in stderr
+    assert mlmh.load_study(out).results == study.results
     # a dataset whose files are bad is named; the others complete and the study is written; exit 1
     bad = tmp_path / "nothing-here"
     args = ["study", "--preset", str(preset), "--data", "pan", "--data", f"mpst={bad}", "--data", "mimic",

@@ -302,6 +302,7 @@ def study(preset: str = "paper", data: Sequence[str] = (), *, output_path: str |
     with results is an :class:`~mlmh.errors.MlmhError`."""
     from mlmh.config.study import parse_inputs, study_path
     from mlmh.errors import MlmhError
+    from mlmh.findings.comparisons import judged
     from mlmh.findings.study import summarise
     from mlmh.report.study import render_study
     from mlmh.storage.rundir import RunDir
@@ -320,14 +321,16 @@ def study(preset: str = "paper", data: Sequence[str] = (), *, output_path: str |
         folder, source = out / item.label, item.data or "bundled sample"
         head = f"study {number}/{len(inputs)}: {item.label} ({source})"
         run_dir = RunDir(folder)
+        wanted = {**overrides, "dataset": item.dataset, "data": item.data}
         try:
+            if run_dir.finished or run_dir.unfinished:
+                _same_experiment(run_dir, preset, wanted)
             if run_dir.finished:
-                found = _finished_run(run_dir, name, item.dataset, item.data)
+                found = judged(run_dir.read_results())
                 say(f"{head}: read back from {folder}")
             else:
                 resume = run_dir.unfinished
                 say(f"{head}: {'resuming' if resume else 'running'} {name} into {folder}")
-                wanted = {**overrides, "dataset": item.dataset, "data": item.data}
                 found = run(prepare(None if resume else preset, None if resume else wanted, output_path=folder,
                                     resume=resume), progress=progress)
         except MlmhError as exc:
@@ -347,19 +350,19 @@ def study(preset: str = "paper", data: Sequence[str] = (), *, output_path: str |
     return LoadedStudy(out, summary)
 
 
-def _finished_run(run_dir: "RunDir", preset: str, dataset: str, data: str | None) -> "RunResults":
-    """The results of the finished run in ``run_dir``, refused in one line when it ran another preset or dataset."""
-    from mlmh.findings.comparisons import judged
+def _same_experiment(run_dir: "RunDir", preset: str, wanted: dict[str, Any]) -> None:
+    """Refuse in one line a study's run folder that holds a run of another experiment than ``preset`` with ``wanted``
+    (another preset, dataset, files, limit...: :meth:`mlmh.types.runconfig.RunConfig.experiment`), naming the keys."""
+    from mlmh.config.presets import resolve, saved
 
-    results: "RunResults" = judged(run_dir.read_results())
-    config = results.config
-    same_data = (config.data is None and data is None) or (
-        config.data is not None and data is not None and Path(config.data).resolve() == Path(data).resolve())
-    if config.preset != preset or config.dataset != dataset or not same_data:
-        raise SpecError(f"{run_dir.path} holds a finished run of preset {config.preset} on {config.dataset} "
-                        f"({config.data or 'bundled sample'}), not of {preset} on {dataset} "
-                        f"({data or 'bundled sample'}); choose another --output-path")
-    return results
+    there, here = saved(run_dir).experiment(), resolve(preset, wanted).experiment()
+    for config in (there, here):  # the same files, however the path was written
+        config["data"] = str(Path(config["data"]).expanduser().resolve()) if config.get("data") else None
+    differ = sorted(key for key in {*there, *here} if there.get(key) != here.get(key))
+    if differ:
+        raise SpecError(f"{run_dir.path} holds a run of another experiment (it differs in {', '.join(differ)}: "
+                        + "; ".join(f"{k} {there.get(k)!r} there, {here.get(k)!r} here" for k in differ[:2])
+                        + "); choose another --output-path")
 
 
 def _generation_samples(run: "RunDir", results: "RunResults") -> list["SampleRow"]:
