@@ -46,9 +46,9 @@ NOT_RUN = {
     "preset of the same shape with models trained a few steps",
     "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
     "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
-    "mlmh study --data pan --data mpst --data mimic": "the paper preset on three datasets: the example with "
-    "--output-path below runs it on official-format files and a bundled sample; tests/test_study.py runs all three "
-    "bundled samples with a tiny preset",
+    "mlmh study": "the paper preset on three datasets, minutes even with training capped; tests/test_study.py runs "
+    "the command on official-format PAN files and the bundled MPST and MIMIC samples with a preset of the same shape "
+    "and models trained two steps, continues it and refuses another experiment in its folder",
     "mlmh train": "trains for minutes; tests/test_train_cli.py runs it with --max-steps",
     "mlmh hello-example": "a command of the example plugin; tests/test_entry_points.py installs and runs it",
     "mlmh eval --preset quick --workers 2": "these runs cap training by patching this process, which worker "

@@ -50,6 +50,10 @@ def study(preset: str, data: tuple[str, ...], limit: str | None, output_path: st
         overrides["limit"] = parse_limit(limit, "--limit", "limit")
     out = study_path(options.check_path(preset, "preset") or "paper", output_path)
     console = Console(stderr=True)
+    if not console.is_terminal:  # a log: lines it holds, as mlmh eval's
+        from mlmh.commands.eval import LOG_WIDTH
+
+        console = Console(stderr=True, width=LOG_WIDTH)
     with progress_listener() as listener, interrupts.watch(signal.SIGINT, signal.SIGTERM):
         try:
             found = api.study(preset, data, output_path=out, progress=listener,
