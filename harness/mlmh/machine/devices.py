@@ -4,7 +4,9 @@
 on the CPU, narrow models run on one torch thread (:func:`threads_for`).
 A device that this machine does not have is refused in one line naming the parameter, instead of the
 assertion torch raises deep inside its first allocation. ``precision="auto"`` trains in bf16 autocast
-where the GPU supports it (weights and optimiser state stay float32) and in float32 on the CPU.
+where the GPU supports it, and on a CPU that multiplies bf16 matrices in hardware (AVX512-BF16 or AMX, and oneDNN
+not held below them: :func:`cpu_bf16`); weights and optimiser state stay float32. Elsewhere float32: a CPU without
+bf16 units emulates it, slower than float32.
 """
 
 from __future__ import annotations
@@ -62,15 +64,15 @@ def resolve_device(spec: str, where: str = "device") -> str:
 
 
 def resolve_precision(precision: str, device: str, where: str = "precision") -> str:
-    """``float32`` or ``bf16`` for training on ``device``: ``auto`` is bf16 on a CUDA device that supports it."""
+    """``float32`` or ``bf16`` for training on ``device``: ``auto`` is bf16 on a CUDA device that supports it and on
+    a CPU with bf16 units (:func:`cpu_bf16`), float32 elsewhere; ``bf16`` asked for on a CPU without them is
+    emulated (slower than float32, the same arithmetic)."""
     if precision not in PRECISIONS:
         raise SpecError(f"{where}={precision}: unknown precision (valid: {', '.join(PRECISIONS)})")
-    if not device.startswith("cuda"):
-        if precision == "bf16":
-            raise SpecError(f"{where}=bf16: bf16 autocast is for CUDA devices; this model trains on {device}")
-        return "float32"
     if precision != "auto":
         return precision
+    if not device.startswith("cuda"):
+        return "bf16" if cpu_bf16() else "float32"
     import torch
 
     return "bf16" if torch.cuda.is_bf16_supported() else "float32"
@@ -150,3 +152,19 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     emulates bf16 and is slower than float32: a 512 x 640 by 640 x 262,144 product took 0.36 CPU-s in bf16 and
     1.37 in float32 with AMX, 5.2 and 1.4 with AVX-512 alone, 10.8 and 1.3 with AVX2 (oneDNN held to each)."""
     return bool({"avx512_bf16", "amx_bf16"} & cpu_flags(cpuinfo))
+
+
+#: values of oneDNN's ``ONEDNN_MAX_CPU_ISA`` cap that still reach its bf16 kernels (AVX512-BF16 and later, AMX)
+BF16_ISAS = ("ALL", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16",
+             "AVX10_1_512", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2")
+
+
+def cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo"), environ: Any = None) -> bool:
+    """Whether training on this CPU multiplies in bf16 hardware: :func:`native_bf16`, and oneDNN (which runs CPU
+    autocast's bf16 matrix products) not held by ``ONEDNN_MAX_CPU_ISA`` below its bf16 kernels (the AVX2 cap that
+    docs/PERFORMANCE.md measures an AVX2 machine's kernels with: there bf16 would be emulated, slower than float32)."""
+    env = os.environ if environ is None else environ
+    cap = (env.get("ONEDNN_MAX_CPU_ISA") or env.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
+    if cap and cap not in BF16_ISAS:
+        return False
+    return native_bf16(cpuinfo)

@@ -417,11 +417,13 @@ def first_tokens(blocks: Blocks, unique_tokens: int, dataset: str = "") -> Block
 
 
 def autocast(config: TrainingConfig):
-    """bf16 autocast on CUDA when the config asks for it; a null context otherwise."""
+    """bf16 autocast when the config asks for it (on CUDA or the CPU: the matrix products of the forward pass, and so
+    of its backward pass, in bf16; norms, softmax and the loss in float32, as torch's autocast lists them; the
+    weights, their gradients and AdamW's state stay float32); a null context otherwise."""
     import contextlib
 
     import torch
 
-    if config.precision == "bf16" and config.device.startswith("cuda"):
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    if config.precision == "bf16":
+        return torch.autocast("cuda" if config.device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
