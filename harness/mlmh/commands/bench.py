@@ -27,7 +27,8 @@ def _int_list(value: str, option: str, bound: bounds.Bound, *, minimum: int = 1)
 
 
 #: the keys of the two reports ``mlmh bench --out`` writes: the samplers', and a preset's (``--preset``)
-REPORT_KEYS = ({"machine", "options", "method", "sizes"}, {"preset", "machine", "phases", "goal_rows"})
+REPORT_KEYS = ({"machine", "options", "method", "sizes"}, {"preset", "machine", "phases", "goal_rows"},
+               {"training", "machine", "bf16_units", "method"})
 
 
 def _is_bench_report(path: Path) -> bool:
@@ -87,9 +88,12 @@ def _name_list(value: str, option: str, valid: tuple[str, ...]) -> tuple[str, ..
 @click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False),
               help="With --preset: the model and sample cache of the runs, new or empty, kept afterwards "
                    "(default: a temporary one).")
+@click.option("--training", is_flag=True,
+              help="Instead of the samplers: training tokens per CPU-second of each kind (MLM, CLM, seq2seq) from the "
+                   "paper preset's starts (MiniLM, tiny from scratch), float32 against bf16 autocast, interleaved.")
 def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampler_labels: str, metric_names: str,
           no_startup: bool, no_scaling: bool, as_json: bool, as_markdown: bool, out_path: str | None,
-          preset: str | None, phases: str, limit: str | None, cache_dir: str | None) -> None:
+          preset: str | None, phases: str, limit: str | None, cache_dir: str | None, training: bool) -> None:
     """Time every sampler against bare model forward passes doing the same work.
 
     Builds random-weight MLM, CLM and seq2seq models of matched parameter count (the shapes
@@ -120,6 +124,7 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
       mlmh bench --sizes tiny,small --lengths 32,128 --batch 1,32
       mlmh bench --samplers one-shot,mask-predict-4,clm-infill --metrics '' --no-scaling
       mlmh bench --preset pan                     # a cold and a warm pan run, CPU seconds per stage
+      mlmh bench --training                       # training tokens per CPU-second, float32 and bf16
     """
     from mlmh.bench.metrics import METRIC_NAMES
     from mlmh.bench.models import BENCH_SIZES
@@ -128,6 +133,11 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
 
     if as_json and as_markdown:
         raise SpecError("--json and --markdown: give one of them")
+    if preset and training:
+        raise SpecError("--preset and --training: give one of them")
+    if training:
+        _bench_training(as_json, out_path)
+        return
     if preset:
         _bench_preset(preset, _name_list(phases, "--phases", ("cold", "warm")), limit, cache_dir, as_json, out_path)
         return
@@ -169,6 +179,36 @@ def bench(sizes: str, lengths: str, batches: str, runs: int, threads: int, sampl
         click.echo(report_markdown(report), nl=False)
         return
     render(report, Console())
+
+
+def _bench_training(as_json: bool, out_path: str | None) -> None:
+    """``--training``: tokens per CPU-second of each kind's training steps, float32 against bf16 autocast."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mlmh.bench.render import number_text
+    from mlmh.bench.training import run_training_bench
+
+    out_file = _check_out(out_path)
+    console = Console(stderr=True)
+    report = run_training_bench(progress=lambda what, done, total: console.print(f"bench: training {what} ({done + 1}/{total})"))
+    _write_out(out_file, report)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    out = Console()
+    machine = report["machine"]
+    out.print(f"{machine['cpu']}, {machine['kernels']}; bf16 units: {'yes' if report['bf16_units'] else 'no (emulated)'}; "
+              f"reference workload ({machine['reference_workload']}): {machine['reference_cpu_seconds']} CPU-s")
+    table = Table(title="training steps: tokens per CPU-second (one thread)")
+    for column in ("start", "kind", "float32", "bf16", "bf16 / float32"):
+        table.add_column(column, justify="left" if column in ("start", "kind") else "right")
+    for row in report["training"]:
+        rate = row["tokens_per_cpu_second"]
+        table.add_row(row["start"], row["kind"], number_text(rate["float32"], 4), number_text(rate["bf16"], 4),
+                      number_text(row["bf16_gain"], 3))
+    out.print(table)
+    out.print(report["method"])
 
 
 def _bench_preset(preset: str, phases: tuple[str, ...], limit: str | None, cache_dir: str | None, as_json: bool,
