@@ -427,7 +427,64 @@ async def test_a_text_one_window_cuts_shorter_is_regenerated_by_both_sides(tiny_
     async with app.run_test(size=(100, 24)) as pilot:
         traces = await wait_for_traces(pilot, app.screen)
         await until(pilot, lambda: len(asked) == 4)
-        mlm, clm = (t.generation for t in traces)
+        await until(pilot, lambda: set(app.screen.shown) == {0, 1} and not app.screen.waiting, timeout=30)
+        mlm, clm = (t.generation for t in traces)  # each pane's trace played to its end before the new one
         assert asked == [2, 1, 1, 2]  # checked, each side alone, then both again: their cuts differed
         assert mlm.original == clm.original and len(mlm.original) < len(text)
         assert mlm.masked_words == clm.masked_words
+
+
+async def test_a_pane_refines_with_its_trainings_previews_before_the_training_ends(specs, tmp_path, monkeypatch):
+    """While the models train (held here until released), the MLM's training has a preview (its weights at step 20
+    of 500, a real model): the MLM pane regenerates with it and animates at once, its title says the step, its bottom
+    line the validation accuracy; the older preview is removed once the newer is loaded. Released, the models
+    themselves replace the previews, each pane's trace played to its end first."""
+    import shutil
+
+    from mlmh.tui import playground_job
+    from mlmh.tui.playground_job import Preview
+    from mlmh.tui.screens import playground
+
+    folder = tmp_path / "previews" / "pan-mlm-tiny-0"
+    older, newer = (shutil.copytree(specs[0].split("=", 1)[1], folder / f"step-{step:06d}") for step in (10, 20))
+    release = threading.Event()
+
+    class Training:  # the side-by-side training of both models, under way until released, a preview of the MLM's
+        def __init__(self, models, dataset, emit_for, closing, folder=None):
+            self.models, self.error, self.trained = list(models), None, []
+            self.previews = {models[0].spec: Preview(str(newer), step=20, total=500, validation_loss=5.1,
+                                                     validation_accuracy=0.31, constant_accuracy=0.05)}
+            self.thread = threading.Thread(target=release.wait, daemon=True)
+
+        def start(self):
+            self.thread.start()
+            return self
+
+        def is_ready(self, model):
+            return release.is_set()
+
+    monkeypatch.setattr(playground_job, "SideBySide", Training)
+    replaced: list[bool] = []  # whether a pane's trace was at its end (or empty) when a generation replaced it
+    show = playground.PlaygroundScreen._show
+
+    def shown(screen, message):
+        trace = screen.query_one(f"#pg-trace-{message.side}", TraceView)
+        replaced.append(trace.generation is None or trace.at_end or not screen.playing)
+        show(screen, message)
+
+    monkeypatch.setattr(playground.PlaygroundScreen, "_show", shown)
+    app = create_app(models=specs, text=TEXT)
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = app.screen
+        mlm, clm = screen.query(TraceView)
+        assert await until(pilot, lambda: mlm.index > 0, timeout=60)  # a refinement step, the training under way
+        assert not release.is_set() and clm.generation is None and screen.shown == {0: screen.shown[0]}
+        assert screen.shown[0].step == 20 and mlm.generation.masked_words
+        assert str(mlm.border_title).endswith(" · preview at step 20/500")
+        assert mlm.border_subtitle == "validation accuracy 0.31 (constant 0.05) · training goes on"
+        assert not older.exists() and newer.exists()
+        release.set()
+        assert await until(pilot, lambda: screen.shown == {0: None, 1: None}, timeout=60)
+        assert all(replaced) and len(replaced) == 3
+        assert (str(mlm.border_title), mlm.border_subtitle) == (playground.short_spec(specs[0]), "")
+        assert mlm.generation.masked_words == clm.generation.masked_words

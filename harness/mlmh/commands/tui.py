@@ -23,8 +23,9 @@ def tui(preset: str | None, run_dir: str | None, models: list[str], text: str | 
     Keys: q quits, ? lists the keys of the current screen, F1/F2/F3 switch between playground, run and
     results. In the playground: ctrl+r runs, space plays/pauses, left/right step, +/- change the speed,
     m draws a new mask, esc cancels. The default models train on the PAN sample the first time (side by
-    side where two cores allow; each pane says how long is left and animates as soon as its own model is
-    ready) and are cached for every later start, a training that reached its last step also when you quit.
+    side where two cores allow; each pane says how long is left, animates the training's previews as they
+    come, its title giving the training step they are at, and then the finished model) and are cached for
+    every later start, a training that reached its last step also when you quit.
     The results screen opens on the newest run under runs/ (ctrl+o picks another) with its findings first;
     t, p and a show its table, plots and samples, u switches the table between unseen and seen documents,
     c shows the table's whole CIs.

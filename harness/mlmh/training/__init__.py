@@ -8,7 +8,8 @@
 - :mod:`mlmh.training.validation`: validation in training and the kept model's metrics;
 - :mod:`mlmh.training.stopping`: when training stops and which checkpoint it keeps;
 - :mod:`mlmh.training.loop`: one model's training, its step budget and its card (:func:`train`);
-- :mod:`mlmh.training.jobs`: a trained-* model trained into the model cache, several at once in child processes.
+- :mod:`mlmh.training.jobs`: a trained-* model trained into the model cache, several at once in child processes;
+- :mod:`mlmh.training.previews`: a training's model saved at steps of it, for a face to generate with meanwhile.
 
 Callers import a name from the module that defines it. The one name the package itself gives is :func:`train`
 (``mlmh.training.train``, the entry point docs/TRAINING.md documents), imported from :mod:`mlmh.training.loop`

@@ -12,6 +12,7 @@ leaves a ``.partial-`` directory, never a training that runs on for nobody.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue as queue_module
@@ -45,6 +46,7 @@ class TrainingJob:
     test_texts: list[str] = field(default_factory=list)  # what the card's held-out accuracy is measured on
     label: str = field(default="", compare=False)  # the model's short spec, for progress and errors
     validation_holds: str = field(default="", compare=False)  # what validation holds, for the card
+    previews: str = field(default="", compare=False)  # a folder for its previews (mlmh.training.previews); "" = none
 
     def cached(self) -> bool:
         from mlmh.storage.modelcache import ModelCache
@@ -61,6 +63,7 @@ class TrainingJob:
         """The cached model, trained into the cache first on a miss: ``(path, built)``."""
         from mlmh.storage.modelcache import ModelCache, ensure_free_space
         from mlmh.training.loop import estimated_bytes, train
+        from mlmh.training.previews import Previews
 
         cache = ModelCache(Path(self.root))
 
@@ -68,7 +71,8 @@ class TrainingJob:
             ensure_free_space(cache.root, estimated_bytes(self.config))
             train(self.texts, self.config, tmp, validation_texts=self.validation_texts, dataset=self.dataset,
                   data_digest=self.data_digest, progress=progress, threads=self.threads(),
-                  validation_holds=self.validation_holds, test_texts=self.test_texts)
+                  validation_holds=self.validation_holds, test_texts=self.test_texts,
+                  checkpoint=Previews(self.previews) if self.previews else None)
 
         return cache.get_or_build(self.key, build)
 
@@ -91,7 +95,8 @@ def parallel_slots(jobs: Sequence[TrainingJob], cores: int | None = None) -> int
     return min(len(jobs), OVERSUBSCRIBE * cores // widest)
 
 
-def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, cores: int | None = None) -> list[str]:
+def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, cores: int | None = None,
+                  previews: str | os.PathLike[str] | None = None) -> list[str]:
     """Train the models of ``models`` that are not cached yet, several at once, before they are loaded.
 
     ``context_for(model)`` gives the model's ``LoadContext`` (its ``progress`` receives that model's
@@ -99,6 +104,10 @@ def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, c
     others train side by side. Does nothing when fewer than two of them need training or only one fits the cores;
     the caller's sequential load then trains them. A child that fails is left to that load too, which
     trains the model again in the driver and raises its error there. Returns the labels trained here.
+
+    With ``previews`` (a folder), each child saves previews of its model into a folder of its own there (its cache
+    key's name; :mod:`mlmh.training.previews`) and says so in its progress events (``preview``), and a model trains in
+    a child also alone, or one after another where two do not fit the cores.
     """
     pending: list[tuple[TrainingJob, ProgressFn | None]] = []
     for model in models:
@@ -107,12 +116,14 @@ def train_missing(models: Sequence[Any], context_for: Callable[[Any], Any], *, c
             continue
         context = context_for(model)
         job = job_of(context)
+        if previews is not None:
+            job = dataclasses.replace(job, previews=str(Path(previews) / job.key))
         if not job.cached() and job.threads() < (cores or _cores()):
             pending.append((job, context.progress))  # a model that takes every core trains alone, in the load
-    if len(pending) < 2:
+    if len(pending) < (1 if previews is not None else 2):
         return []
     slots = parallel_slots([job for job, _ in pending], cores)
-    if slots < 2:
+    if slots < 2 and previews is None:
         return []
     return _run_children(pending, slots)
 

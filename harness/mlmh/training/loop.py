@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 
 ProgressFn = Callable[[dict[str, Any]], None]
+#: called after each validation of a training from scratch with the model, its tokenizer, the step's progress event
+#: and the validation (:class:`mlmh.training.stopping.Validation`); it may save them (never change them), and what it
+#: returns joins the event (:class:`mlmh.training.previews.Previews`)
+CheckpointFn = Callable[[Any, Any, dict[str, Any], Any], dict[str, Any]]
 
 
 # -- training -------------------------------------------------------------------------------------
@@ -114,7 +118,7 @@ def estimated_bytes(config: TrainingConfig) -> int:
 def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
           validation_texts: Sequence[str] | None = None, dataset: str = "", data_digest: str = "",
           progress: ProgressFn | None = None, threads: int | None = None, validation_holds: str = "",
-          test_texts: Sequence[str] | None = None) -> dict[str, Any]:
+          test_texts: Sequence[str] | None = None, checkpoint: CheckpointFn | None = None) -> dict[str, Any]:
     """Train one model on ``texts``, keep its best validation checkpoint, and save it (HF directory +
     ``training_card.json``) in ``out_dir``.
 
@@ -123,7 +127,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
     are (:func:`mlmh.data.splits.describe_validation`) on the card. The card's held-out accuracy (and the
     best-constant bar and plateau check read from it) is measured on ``test_texts``, blocks that neither chose the
     checkpoint nor stopped training; without them on the validation blocks, and the card says so
-    (``heldout_source``). Deterministic for a given seed, thread count and device. Returns the training card.
+    (``heldout_source``). ``checkpoint`` sees the model after each validation (not a pretrained start's, whose output
+    layer is cut while it trains). Deterministic for a given seed, thread count and device. Returns the training card.
     """
     import torch
     from transformers.utils import logging as hf_logging
@@ -173,7 +178,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         vocabulary = output_vocabulary(model, config, train_blocks)
         with vocabulary or contextlib.nullcontext():
             run = _train_loop(model, tokenizer, config, train_blocks, eval_blocks, steps, eval_every, progress, fresh,
-                              vocabulary)
+                              vocabulary, checkpoint if vocabulary is None else None)
         with autocast(config):  # the whole model again: the cut tokens masked (mlmh.training.vocabulary)
             run["validation_block_losses"] = validation_block_losses(model, config.objective,
                                                                      run.pop("validation_batches"))
@@ -295,7 +300,8 @@ def head_warmup_steps(steps: int, fresh: frozenset[str]) -> int:
 
 def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks: Blocks, eval_blocks: Blocks,
                 steps: int, eval_every: int, progress: ProgressFn | None,
-                fresh: frozenset[str] = frozenset(), vocabulary: "OutputVocabulary | None" = None) -> dict[str, Any]:
+                fresh: frozenset[str] = frozenset(), vocabulary: "OutputVocabulary | None" = None,
+                checkpoint: CheckpointFn | None = None) -> dict[str, Any]:
     """AdamW steps with early stopping: validation every ``eval_every`` steps (and at the last), fed to
     :class:`mlmh.training.stopping.EarlyStopping`, which says when to stop and which weights to keep (held in memory
     and restored at the end); the first :func:`head_warmup_steps` train the fresh parameters alone. Returns the
@@ -368,6 +374,8 @@ def _train_loop(model: Any, tokenizer: Any, config: TrainingConfig, train_blocks
                 if rule.observe(step, tokens_seen, current):
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 stopped_early = step < steps and rule.should_stop()
+                if checkpoint is not None:
+                    event.update(checkpoint(model, tokenizer, event, current))
         if progress is not None:
             progress(event)  # each face measures its own ETA from these steps (mlmh.run.eta)
         if stopped_early:

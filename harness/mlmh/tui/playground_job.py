@@ -1,14 +1,20 @@
 """What the playground asks of the engine: mask one text once, then let each chosen model (with its
 sampler) regenerate the same masked words, through :func:`mlmh.api.compare`; here are the playground's
 own parts: the models kept loaded between runs, their training on first use (side by side where the cores allow,
-shown as progress per pane), and a side regenerating as soon as its own model is ready. The screen runs it in a
-worker thread and draws what it reports."""
+shown as progress per pane), and a side regenerating as soon as its own model is ready. While a model trains, its
+side regenerates with the training's previews as they come (its weights at a step of the training, saved once it has
+left the unigram plateau and each time its steps have doubled: :mod:`mlmh.training.previews`), so a cold start shows
+a refinement within seconds of the first model that has learned something, and the finished model replaces them.
+The screen runs it in a worker thread and draws what it reports."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from mlmh.components import LoadContext
@@ -79,13 +85,22 @@ class AdapterCache:
     lock: threading.Lock = field(default_factory=threading.Lock)
     trainings: dict[tuple[str, str], "SideBySide"] = field(default_factory=dict)  # by (dataset, spec)
     closing: threading.Event = field(default_factory=threading.Event)
+    folder: Path | None = None  # the trainings' previews (made at the first training, removed at close)
+
+    def previews(self) -> Path:
+        """The session's folder of training previews, made on first use (a temporary one: they are kept by nobody)."""
+        if self.folder is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="mlmh-previews-"))
+        return self.folder
 
     def close(self, timeout: float = 120.0) -> None:
         """The session ends: the trainings under way stop at their next event, each one past its last step is
-        saved into the model cache first (waited for, at most ``timeout`` seconds each)."""
+        saved into the model cache first (waited for, at most ``timeout`` seconds each); their previews are removed."""
         self.closing.set()
         for training in {id(t): t for t in self.trainings.values()}.values():
             training.thread.join(timeout)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def model_kind_of(spec: str) -> str:
@@ -176,23 +191,51 @@ def start_resource_tracker() -> None:
         sys.stderr = replaced
 
 
+@dataclass(frozen=True)
+class Preview:
+    """A training's model saved at one of its steps (:class:`mlmh.training.previews.Previews`): where, at which step of
+    how many, and its validation accuracy beside the best constant predictor's there."""
+
+    path: str
+    step: int
+    total: int
+    validation_loss: float | None = None
+    validation_accuracy: float | None = None
+    constant_accuracy: float | None = None
+
+    def adapter(self, model: Model) -> Adapter:
+        """The preview loaded as ``model``'s adapter (on the CPU: it shows the training, the finished model is the
+        one that runs on the model's device)."""
+        from mlmh.adapters import load_adapter
+
+        return load_adapter(model.model_kind, self.path, identity=f"{model.spec}@step-{self.step}")
+
+    def discard_older(self) -> None:
+        """Remove the previews of the same training saved before this one (loaded, this one replaces them)."""
+        here = Path(self.path)
+        for older in here.parent.glob("step-*"):
+            if older.name < here.name:
+                shutil.rmtree(older, ignore_errors=True)
+
+
 class SideBySide:
-    """The models of a playground run that train on first use, trained side by side in child processes
-    (:func:`mlmh.training.jobs.train_missing`, where two or more need it and the cores allow) in a thread of its
-    own, so that each side may load and regenerate as soon as its own model is cached; the thread outlives the
-    run, so a run started meanwhile finds them training. What it does not train (one core, one model to train, a
-    child that failed) trains as the side loads it (:func:`load_model`).
+    """The models of a playground run that train on first use, trained in child processes
+    (:func:`mlmh.training.jobs.train_missing`: side by side where the cores allow) in a thread of its own, so that
+    each side may load and regenerate as soon as its own model is cached, and with its training's latest preview
+    (:attr:`previews`) before that; the thread outlives the run, so a run started meanwhile finds them training. What
+    it does not train (one core, a child that failed) trains as the side loads it (:func:`load_model`).
 
     With ``closing`` set, it stops its children at their next event, but never while one is past its last step:
     that training is finished, and is saved into the model cache first. ``emit_for(model)`` is where a model's
     progress goes: the run that waits for it now."""
 
     def __init__(self, models: list[Model], dataset: str, emit_for: Callable[[Model], Callable[[RunEvent], object]],
-                 closing: threading.Event) -> None:
+                 closing: threading.Event, folder: Path | None = None) -> None:
         self.models = [model for model in models if hasattr(model, "training_job")]
-        self.dataset, self.emit_for, self.closing = dataset, emit_for, closing
+        self.dataset, self.emit_for, self.closing, self.folder = dataset, emit_for, closing, folder
         self.ready = {model.spec: threading.Event() for model in self.models}
         self.finishing: set[str] = set()
+        self.previews: dict[str, Preview] = {}  # by spec: its training's latest preview (saved into ``folder``)
         self.trained: list[str] = []  # the models its children trained (train_missing's answer)
         self.error: Exception | None = None  # why it trained none, when it failed (their loads train them)
         self.thread = threading.Thread(target=self._train, name="mlmh-playground-training", daemon=True)
@@ -211,7 +254,7 @@ class SideBySide:
         try:
             start_resource_tracker()
             self.trained = train_missing(self.models, lambda model: LoadContext(
-                dataset=self.dataset, progress=lambda info: self.progress(model, info)))
+                dataset=self.dataset, progress=lambda info: self.progress(model, info)), previews=self.folder)
         except Exception as exc:  # cancelled, or a failure the side's own load meets again and reports
             self.error = exc
         finally:
@@ -230,6 +273,8 @@ class SideBySide:
         else:
             if _finishing(info):
                 self.finishing.add(model.spec)
+            if "preview" in info:
+                self.previews[model.spec] = Preview(**info["preview"])
             emit(Progress(stage=stage, completed=int(info.get("step", 0)), total=info.get("total"), info=info))
         if self.closing.is_set() and not self.finishing:
             raise Cancelled("training cancelled")  # the children still training stop; the finished are cached
@@ -258,15 +303,18 @@ def run_playground(
     request: PlaygroundRequest,
     cache: AdapterCache,
     emit: Callable[[SideEvent], object],
-    on_generation: Callable[[int, Generation], object],
+    on_generation: Callable[[int, Generation, Preview | None], object],
     cancel: threading.Event,
 ) -> list[Generation]:
     """Mask ``request.text`` once and generate with every side (:func:`mlmh.api.compare`), the models from
     ``cache``, each side as soon as its own model is ready (the models that train on first use train side by
-    side: :class:`SideBySide`); ``on_generation(side_index, g)`` as each finishes, ``emit`` hears the loading and
-    training of each side's model. A text that one model's window cuts shorter than another's is regenerated by
-    every side at the end, so that all of them regenerate the same masked words."""
+    side: :class:`SideBySide`), and before that with each preview of its model's training as it comes;
+    ``on_generation(side_index, g, preview)`` as each finishes (``preview`` None: the model itself), ``emit`` hears
+    the loading and training of each side's model. A text that one model's window cuts shorter than another's is
+    regenerated by every side at the end, so that all of them regenerate the same masked words. Returns the
+    generations of the models themselves."""
     from mlmh import api
+    from mlmh.errors import RunCancelled
     from mlmh.registry import get_registry
 
     check_request(request)
@@ -279,9 +327,9 @@ def run_playground(
     def adapter_for(model: Model) -> Adapter:
         return load_model(model, request.dataset, cache, emit_for(model), cancel)
 
-    def compare(sides: list[Side], **kwargs: Any) -> list[Generation]:
+    def compare(sides: list[Side], adapter: Callable[[Model], Adapter] = adapter_for, **kwargs: Any) -> list[Generation]:
         return api.compare(request.text, [(side.model, side.sampler) for side in sides], masking=request.masking,
-                           seed=request.seed, dataset=request.dataset, adapter_for=adapter_for, cancel=cancel, **kwargs)
+                           seed=request.seed, dataset=request.dataset, adapter_for=adapter, cancel=cancel, **kwargs)
 
     def key(model: Model) -> tuple[str, str]:
         return request.dataset, model.spec
@@ -291,7 +339,8 @@ def run_playground(
         for training in under_way.values():
             training.emit_for = emit_for
         cold = {m.spec: m for m in models if m.spec not in cache.adapters and key(m) not in under_way}
-        started = SideBySide(list(cold.values()), request.dataset, emit_for, cache.closing)
+        started = SideBySide(list(cold.values()), request.dataset, emit_for, cache.closing,
+                             cache.previews() if any(hasattr(m, "training_job") for m in cold.values()) else None)
         if started.models:
             cache.trainings.update({key(model): started for model in started.start().models})
 
@@ -299,15 +348,40 @@ def run_playground(
         training = cache.trainings.get(key(model))
         return training is None or training.is_ready(model)
 
+    def preview_of(model: Model) -> Preview | None:
+        training = cache.trainings.get(key(model))
+        return training.previews.get(model.spec) if training is not None else None
+
+    def preview_generation(index: int, preview: Preview) -> Generation | None:
+        """Side ``index`` regenerated with ``preview``; None where the preview cannot be read (its training goes on)."""
+        try:
+            (generation,) = compare([request.sides[index]], adapter=preview.adapter)
+        except (Cancelled, RunCancelled):
+            raise
+        except Exception:  # a preview is only a look at a training under way: the finished model is what counts
+            return None
+        preview.discard_older()
+        return generation
+
     generations: dict[int, Generation] = {}
+    previewed: dict[int, int] = {}  # by side: the step of the preview it showed last
     while len(generations) < len(models):
         index = next((i for i, model in enumerate(models) if i not in generations and ready(model)), None)
-        if index is None:
-            if cancel.wait(0.1):
-                raise Cancelled("cancelled")
+        if index is not None:
+            (generations[index],) = compare([request.sides[index]])
+            on_generation(index, generations[index], None)
             continue
-        (generations[index],) = compare([request.sides[index]])
-        on_generation(index, generations[index])
+        newer = [(i, p) for i, p in ((i, preview_of(m)) for i, m in enumerate(models) if i not in generations)
+                 if p is not None and p.step > previewed.get(i, 0)]
+        if newer:
+            index, preview = newer[0]
+            previewed[index] = preview.step
+            generation = preview_generation(index, preview)
+            if generation is not None:
+                on_generation(index, generation, preview)
+            continue
+        if cancel.wait(0.1):
+            raise Cancelled("cancelled")
     if len({(g.original, tuple(g.masked_words)) for g in generations.values()}) > 1:  # windows cut the text apart
-        return compare(request.sides, on_generation=on_generation)
+        return compare(request.sides, on_generation=lambda index, generation: on_generation(index, generation, None))
     return [generations[i] for i in range(len(models))]

@@ -1,7 +1,9 @@
 """Playground: mask one text, let two models regenerate the same masked words, and watch each
 refinement step by step (masked positions, changed tokens, confidence as colour). Each pane animates as soon
 as its own model is ready; until then it says what its model is doing: loading, or on first use training (on
-what, how far, how long is left)."""
+what, how far, how long is left), and animates the training's previews as they come (its title says the step of the
+training it shows, its bottom line that step's validation accuracy), until the finished model replaces them. A pane
+playing a trace plays it to its end before a newer one replaces it."""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ from mlmh.events import Progress, RunEvent, StageFinished, StageStarted
 from mlmh.run.eta import Eta, eta_text
 from mlmh.tui.host import TuiScreen
 from mlmh.tui.labels import short_spec
-from mlmh.tui.playground_job import (DEFAULT_TEXT, Cancelled, PlaygroundRequest, Side, SideEvent, compatible_samplers,
-                                     default_dataset, model_kind_of, preferred_sampler, run_playground)
+from mlmh.tui.playground_job import (DEFAULT_TEXT, Cancelled, PlaygroundRequest, Preview, Side, SideEvent,
+                                     compatible_samplers, default_dataset, model_kind_of, preferred_sampler,
+                                     run_playground)
 from mlmh.tui.widgets.progress_panel import ProgressPanel
 from mlmh.tui.widgets.trace_view import TraceView
 from mlmh.types import Generation
@@ -80,11 +83,30 @@ def loading_status(model: str, dataset: str, event: RunEvent, eta: Eta, now: flo
     return None
 
 
+def preview_title(model: str, preview: Preview | None) -> str:
+    """A pane's title: its model, and for a training's preview the step of the training it shows."""
+    return model if preview is None else f"{model} · preview at step {preview.step}/{preview.total}"
+
+
+def preview_subtitle(preview: Preview | None) -> str:
+    """A pane's bottom line under a training's preview: its validation accuracy beside the best constant's, and
+    that the training goes on; nothing under the model itself."""
+    if preview is None:
+        return ""
+    if preview.validation_accuracy is None:
+        return "training goes on"
+    constant = f" (constant {preview.constant_accuracy:.2f})" if preview.constant_accuracy is not None else ""
+    return f"validation accuracy {preview.validation_accuracy:.2f}{constant} · training goes on"
+
+
 class GenerationReady(Message):
-    def __init__(self, side: int, generation: Generation) -> None:
+    """A side's generation: by its model, or by a preview of its model's training (``preview``)."""
+
+    def __init__(self, side: int, generation: Generation, preview: Preview | None = None) -> None:
         super().__init__()
         self.side = side
         self.generation = generation
+        self.preview = preview
 
 
 class PlaygroundFailed(Message):
@@ -139,6 +161,8 @@ class PlaygroundScreen(TuiScreen):
         self._timer: Any = None
         self.etas: dict[int, Eta] = {}  # per pane, of its model's training
         self.running: PlaygroundRequest | None = None
+        self.waiting: dict[int, GenerationReady] = {}  # per pane, a newer generation waiting for its trace's end
+        self.shown: dict[int, Preview | None] = {}  # per pane showing a generation: the preview it is by, or None
 
     # -- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -285,10 +309,11 @@ class PlaygroundScreen(TuiScreen):
         self.pause()
         self.cancel_event.set()
         self.cancel_event = self.app.job_event()
-        self.running, self.etas = request, {}
+        self.running, self.etas, self.waiting, self.shown = request, {}, {}, {}
         for side, entry in enumerate(request.sides):
             trace = self.query_one(f"#pg-trace-{side}", TraceView)
             trace.title = short_spec(entry.model)
+            trace.border_subtitle = ""
             trace.load(None)
             trace.set_status(f"loading {short_spec(entry.model)} …")
         self.query_one("#pg-run", Button).disabled = True
@@ -304,7 +329,8 @@ class PlaygroundScreen(TuiScreen):
                 request,
                 self.app.adapters,
                 emit=lambda event: self.post_message(PlaygroundEvent(event)),
-                on_generation=lambda side, generation: self.post_message(GenerationReady(side, generation)),
+                on_generation=lambda side, generation, preview: self.post_message(
+                    GenerationReady(side, generation, preview)),
                 cancel=cancel,
             )
         except (Cancelled, RunCancelled):
@@ -335,7 +361,20 @@ class PlaygroundScreen(TuiScreen):
 
     def on_generation_ready(self, message: GenerationReady) -> None:
         trace = self.query_one(f"#pg-trace-{message.side}", TraceView)
+        if self.playing and trace.generation is not None and not trace.at_end:
+            self.waiting[message.side] = message  # it plays its trace to the end first (_tick)
+            return
+        self._show(message)
+
+    def _show(self, message: GenerationReady) -> None:
+        """Load a side's generation into its pane, from its masked input, and play."""
+        self.waiting.pop(message.side, None)
+        trace = self.query_one(f"#pg-trace-{message.side}", TraceView)
+        if self.running is not None and message.side < len(self.running.sides):
+            trace.title = preview_title(short_spec(self.running.sides[message.side].model), message.preview)
+        trace.border_subtitle = preview_subtitle(message.preview)
         trace.load(message.generation)
+        self.shown[message.side] = message.preview
         self.query_one("#pg-traces").focus()
         self.play()
 
@@ -382,6 +421,10 @@ class PlaygroundScreen(TuiScreen):
 
     def _tick(self) -> None:
         moved = [trace.step(1) for trace in self.traces()]
+        for side, trace in enumerate(self.traces()):
+            if trace.at_end and side in self.waiting:
+                self._show(self.waiting[side])
+                moved.append(True)
         if not any(moved):
             self.pause()
 
@@ -389,6 +432,9 @@ class PlaygroundScreen(TuiScreen):
         if self.playing:
             self.pause()
             return
+        for side, trace in enumerate(self.traces()):  # a newer generation waited for this trace's end
+            if trace.at_end and side in self.waiting:
+                self._show(self.waiting[side])
         if all(trace.at_end for trace in self.traces()):
             for trace in self.traces():
                 trace.index = 0

@@ -70,8 +70,9 @@ class StageRow(Horizontal):
         self._apply()
 
     def _apply(self) -> None:
-        """Events may arrive before the row is mounted: state is kept and drawn when it is."""
-        if not self.is_mounted:
+        """Events may arrive before the row is mounted: state is kept and drawn when it is (and none once its parts
+        are gone: a row removed, or the app closing, before a call made after a refresh)."""
+        if not self.is_mounted or len(self.query(".stage-eta, .stage-info, ProgressBar")) < 3:
             return
         bar = self.query_one(ProgressBar)
         if self.finished is not None:
