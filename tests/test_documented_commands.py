@@ -44,6 +44,8 @@ NOT_RUN = {
     "mlmh tui --model": "interactive; the model specs are built by `mlmh generate` examples",
     "mlmh bench --preset": "runs a preset cold and warm for minutes; tests/test_bench_preset.py runs it on a "
     "preset of the same shape with models trained a few steps",
+    "mlmh bench --training": "trains each kind from MiniLM and from scratch for minutes; tests/test_bench_training.py "
+    "runs it on micro models",
     "mlmh bench": "times every sampler for minutes; tests/test_bench.py runs it on micro models",
     "mlmh eval --preset mimic --data": "needs MIMIC-III notes (credentialed); the preset resolves with --show-config",
     "mlmh study": "the paper preset on three datasets, minutes even with training capped; tests/test_study.py runs "

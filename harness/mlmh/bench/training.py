@@ -25,7 +25,7 @@ STARTS: dict[str, dict[str, Any]] = {"minilm": dict(init="minilm", seq_len=64, b
 KINDS = ("mlm", "clm", "seq2seq")
 PRECISIONS = ("float32", "bf16")
 #: steps per training (the first and the last are not timed) and trainings per precision (interleaved)
-STEPS, ROUNDS = 14, 2
+STEPS, ROUNDS = 10, 2
 
 
 def time_training(kind: str, start: str, precision: str, texts: list[str], validation: list[str], steps: int = STEPS,

@@ -426,8 +426,8 @@ def first_tokens(blocks: Blocks, unique_tokens: int, dataset: str = "") -> Block
 
 def autocast(config: TrainingConfig):
     """bf16 autocast when the config asks for it (on CUDA or the CPU: the matrix products of the forward pass, and so
-    of its backward pass, in bf16; norms, softmax and the loss in float32, as torch's autocast lists them; the
-    weights, their gradients and AdamW's state stay float32); a null context otherwise."""
+    of its backward pass, in bf16; the rest as torch's autocast runs it, the loss in float32; the weights, their
+    gradients and AdamW's state stay float32); a null context otherwise."""
     import contextlib
 
     import torch
