@@ -6,8 +6,9 @@ or written); the app is the one ``mlmh tui`` opens, at the default models and te
     python scripts/playground_first_step.py --runs 3                # to both panes' finished models
     python scripts/playground_first_step.py --runs 3 --until first  # to the first refinement step
 
-Prints one line per run (when each pane's training started, showed its first step count, first refined, showed its
-finished model; the CPU-seconds of the app and its training processes, all together, at the first refinement), then
+Prints one line per run (when each pane's training started, showed its first step count, first refined and with the
+preview of which training step, showed its finished model; the CPU-seconds of the app and its training processes, all
+together, at the first refinement and at the finished models), then
 the medians, the load average before and after each run and the CPU. Linux (it reads /proc). Run it from the
 repository root with mlmh importable (an installed mlmh, or PYTHONPATH=harness:plugins).
 """
@@ -76,12 +77,14 @@ def child(launched: float, limit: float, until: str) -> None:
                         seen.setdefault(f"pane {side} training", now)
                     if " · step " in trace.status:
                         seen.setdefault(f"pane {side} training step", now)
+                    shown = getattr(screen, "shown", None)  # None: a playground from before the previews
                     if trace.frames and trace.index > 0:
                         if "first refinement step" not in seen:
                             seen["cpu-s at the first step"] = tree_cpu_seconds()
                         seen.setdefault("first refinement step", now)
+                        if f"pane {side} first step" not in seen and shown and shown.get(side) is not None:
+                            seen[f"pane {side} by its training's step"] = shown[side].step  # a preview's
                         seen.setdefault(f"pane {side} first step", now)
-                    shown = getattr(screen, "shown", None)  # None: a playground from before the previews
                     if trace.generation is not None and (shown is None or (side in shown and shown[side] is None)):
                         seen.setdefault(f"pane {side} final model", now)  # the model itself, not a preview
                 if all(f"pane {side} final model" in seen for side in (0, 1)):
