@@ -191,7 +191,7 @@ def _finding(claim: str, text: str, verdict_: str, statement: str, value: float 
 
 def _estimate(found: Interval, what: str) -> dict[str, Any]:
     """A claim's effect as one number with its standard error and degrees of freedom, ``what`` saying which: the
-    quantity a study pools across datasets (:mod:`mlmh.study.pooling`), free of any choice among arms."""
+    quantity a study pools across datasets (:mod:`mlmh.findings.pooling`), free of any choice among arms."""
     return {"what": what, "value": found.value, "se": found.se, "df": found.df}
 
 
