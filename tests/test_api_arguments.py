@@ -58,7 +58,21 @@ def _valid(tmp_path):
         "compare": {"text": "The cat sat on the mat and looked at the door.", "sides": [(MODEL, "one-shot")],
                     "masking": "random:ratio=0.3", "seed": 0, "dataset": "pan", "adapter_for": _reach,
                     "on_generation": None, "cancel": None},
+        "study": {"preset": "quick", "data": ["pan", "mpst"], "output_path": str(tmp_path / "study"), "progress": None,
+                  "announce": None},
+        "load_study": {"path": _study(tmp_path / "a-study")},
     }
+
+
+def _study(folder: Path) -> Path:
+    """A study folder with its files (no runs: what load_study reads)."""
+    from mlmh.storage.study import write_study
+    from mlmh.types.study import StudyResults
+
+    folder.mkdir(parents=True, exist_ok=True)
+    study = StudyResults(preset="paper", datasets=[], claims=[])
+    write_study(folder, study, "")
+    return folder
 
 
 def _public_functions():
@@ -80,7 +94,7 @@ def no_work(monkeypatch):
 
 def test_the_walk_knows_every_public_function():
     assert set(_public_functions()) == {"evaluate", "prepare", "plan", "run_directory", "run", "load", "generate",
-                                        "generate_from_dataset", "compare"}
+                                        "generate_from_dataset", "compare", "study", "load_study"}
 
 
 def test_no_argument_shadows_a_public_function():
@@ -99,7 +113,7 @@ def test_every_argument_of_a_wrong_type_is_one_spec_error_naming_it(name, tmp_pa
     assert {p.name for p in parameters} == set(valid), f"the walk's valid arguments for {name} are out of date"
     with pytest.raises(Reached):  # the valid call gets to the work (those that only check or read return)
         function(**valid)
-        if name in ("prepare", "plan", "run_directory", "load"):
+        if name in ("prepare", "plan", "run_directory", "load", "load_study"):
             raise Reached
     for parameter in parameters:
         wrong = WRONG + ([None] if "None" not in str(parameter.annotation) else [])

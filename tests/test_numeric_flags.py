@@ -115,10 +115,12 @@ BAD_ARGUMENTS = {
     "ray_address": ["", 5], "text": [None, "", 5], "model": [None, "", 3], "masking": [None, ""],
     "sampler": ["", 5], "seed": ["x", -5, 2.7, True, float("nan")], "dataset": [None, ""], "data": ["", 5],
     "limit": [0, "3", 2.5], "batch_size": [0, "8", float("inf")], "path": [None, 3, "", ["runs/x"]],
+    "announce": [5, "lines"],
 }
 #: the arguments each function needs to get as far as the one under test
 NEEDED = {"generate": {"text": "The cat sat on the mat.", "model": "trained-mlm"},
-          "generate_from_dataset": {"dataset": "pan", "model": "trained-mlm"}, "evaluate": {}, "load": {}}
+          "generate_from_dataset": {"dataset": "pan", "model": "trained-mlm"}, "evaluate": {}, "load": {},
+          "study": {"data": ["pan", "mpst"]}, "load_study": {}}
 
 
 def _api_cases():

@@ -310,7 +310,14 @@ def study(preset: str = "paper", data: Sequence[str] = (), *, output_path: str |
     from mlmh.types.study import StudyDataset
 
     preset = str(options.check_path(preset, "preset", optional=False))
-    inputs = parse_inputs([data] if isinstance(data, str) else list(data))
+    given = [data] if isinstance(data, str) else data
+    if not isinstance(given, (list, tuple)) or not all(isinstance(d, str) and d.strip() for d in given):
+        raise SpecError(f"data {data!r}: expected dataset names, each DATASET or DATASET=DIR (['pan', 'mpst=DIR'])")
+    output_path = options.check_path(output_path, "output_path")
+    _check_listening(progress=progress, cancel=None)
+    if announce is not None and not callable(announce):
+        raise SpecError(f"announce {announce!r}: expected a function that takes each line, or None")
+    inputs = parse_inputs(list(given))
     out = study_path(preset, output_path)
     say = announce or (lambda line: None)
     name = Path(preset).stem

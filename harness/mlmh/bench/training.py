@@ -29,7 +29,7 @@ STEPS, ROUNDS = 10, 2
 
 
 def time_training(kind: str, start: str, precision: str, texts: list[str], validation: list[str], steps: int = STEPS,
-                  work: Path | None = None) -> dict[str, float]:
+                  work: Path | None = None, dataset: str = "") -> dict[str, float]:
     """Tokens and CPU seconds of ``steps`` - 2 training steps of ``kind`` from ``start`` in ``precision``."""
     from mlmh.training.config import make_config
     from mlmh.training.loop import train
@@ -44,7 +44,7 @@ def time_training(kind: str, start: str, precision: str, texts: list[str], valid
 
     with tempfile.TemporaryDirectory(prefix="mlmh-bench-training-") as tmp:
         train(texts, config, Path(work or tmp) / f"{start}-{kind}-{precision}", validation_texts=validation,
-              dataset="pan", progress=progress, threads=1)
+              dataset=dataset, progress=progress, threads=1)
     (t0, n0), (t1, n1) = marks[1], marks[steps - 1]
     return {"tokens": n1 - n0, "cpu_seconds": round(t1 - t0, 4)}
 
@@ -56,7 +56,9 @@ def run_training_bench(kinds: tuple[str, ...] = KINDS, starts: tuple[str, ...] =
     from mlmh.machine.devices import cpu_bf16
     from mlmh.registry import get_registry
 
-    corpus = get_registry().build("dataset", "pan").load(None)
+    from mlmh.config.declared import default_dataset
+
+    corpus = get_registry().build("dataset", default_dataset()).load(None)
     from mlmh.data.splits import with_validation
 
     corpus = with_validation(corpus)
@@ -71,7 +73,8 @@ def run_training_bench(kinds: tuple[str, ...] = KINDS, starts: tuple[str, ...] =
                 for precision in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
                     if progress:
                         progress(f"{start} {kind} {precision}", done, total)
-                    runs[precision].append(time_training(kind, start, precision, texts, validation, steps))
+                    runs[precision].append(time_training(kind, start, precision, texts, validation, steps,
+                                                                   dataset=corpus.dataset))
                     done += 1
             rate = {p: round(sum(r["tokens"] for r in runs[p]) / sum(r["cpu_seconds"] for r in runs[p]), 1)
                     for p in PRECISIONS}

@@ -43,6 +43,9 @@ def study(preset: str, data: tuple[str, ...], limit: str | None, output_path: st
     from mlmh.run.progress import progress_listener
     from mlmh.storage.study import STUDY, STUDY_REPORT
 
+    from mlmh.config.study import parse_inputs
+
+    parse_inputs(data)  # each --data value checked by the flag's name, before anything runs
     overrides: dict[str, Any] = {}
     if limit is not None:
         from mlmh.config.presets import parse_limit

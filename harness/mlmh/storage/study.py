@@ -39,11 +39,11 @@ def read_study(path: str | Path) -> StudyResults:
 def study_runs(root: str | Path = STUDIES_ROOT) -> list[Path]:
     """The finished runs of the studies directly under ``root``, newest first (each a normal run folder beside its
     study's study.json): what the TUI's run picker lists beside runs/."""
-    from mlmh.storage.rundir import finished_runs
+    from mlmh.storage.rundir import RESULTS, finished_runs
 
     found = [run for study in Path(root).expanduser().glob(f"*/{STUDY}") if study.is_file() and not study.is_symlink()
              for run in finished_runs(study.parent)]
-    return sorted(found, key=lambda run: run.joinpath("results.json").stat().st_mtime, reverse=True)
+    return sorted(found, key=lambda run: run.joinpath(RESULTS).stat().st_mtime, reverse=True)
 
 
 def study_of(path: str | Path) -> tuple[StudyResults, str] | None:
