@@ -6,7 +6,8 @@ BIO tags word by word; each fragment of a discontinuous entity is tagged as its 
 express gaps), the same way for training and test, and a span overlapping an already tagged word is
 skipped and counted. The CRF (Lafferty et al. 2001, via sklearn-crfsuite) uses the classic word-shape and
 context features of CoNLL taggers. Scores are entity-level precision/recall/F1 with exact span and type
-match (seqeval, strict IOB2).
+match (seqeval, strict IOB2), and ``document_f1``, the mean over the test documents that have entities of each one's
+own F1: its per-document values are what paired CIs across training sets are taken over.
 """
 
 from __future__ import annotations
@@ -148,6 +149,20 @@ class NamedEntityRecognition(InputsOnly, Task):
             "recall": float(recall_score(y_test, predicted, **strict)),
             "f1": float(f1_score(y_test, predicted, **strict)),
         }
+        # per test document that has entities, its own strict entity F1 (their mean is document_f1): paired CIs across
+        # training sets; with no training data, as with the best constant predictor (every word O), a tagger finds no
+        # entity and scores 0 on each
+        per_document, start = [], 0
+        for document in test_docs:
+            count = len(bio_sequences(document)[0])
+            gold, guess = y_test[start:start + count], predicted[start:start + count]
+            start += count
+            if any(tag != "O" for seq in gold for tag in seq):
+                per_document.append(float(f1_score(gold, guess, **strict)))
+        scores["document_f1"] = float(sum(per_document) / len(per_document))
+        info["per_item"] = {"document_f1": per_document}
+        info["chance"] = {"f1": 0.0, "document_f1": 0.0}
+        info["constant"] = {"document_f1": [0.0] * len(per_document)}
         report = classification_report(y_test, predicted, output_dict=True, **strict)
         info["per_label_f1"] = {label: float(v["f1-score"]) for label, v in report.items() if "avg" not in label}
         info["labels"] = train_labels

@@ -1,6 +1,8 @@
 """Synthetic corpora: the train documents rewritten by a condition's generations, for downstream tasks.
 
-The paper's protocol trains each downstream model on synthetic text and tests it on real text. A
+The paper's protocol trains each downstream model on synthetic text and tests it on real text
+(:func:`synthetic_corpus`); augmentation, as Kumar, Choudhary & Cho 2020 and SSMBA (Ng et al. 2020) measure it,
+trains on the real text and the synthetic together (:func:`augmented_corpus`). A
 generation only changes the masked words, so annotations follow the words: unmasked words keep their
 characters (offsets shifted by the length changes before them) and a generated word that replaces a word
 inside an entity is inside that entity in the new text. That keeps NER labels, tags, authors and pairs
@@ -103,3 +105,37 @@ def synthetic_corpus(corpus: Corpus, generations: dict[str, Generation]) -> Corp
     if lost:
         notes.append(f"synthetic: {lost} entity span(s) vanished (generated as empty text)")
     return Corpus(dataset=corpus.dataset, documents=documents, source=f"synthetic from {corpus.source}", pairs=list(corpus.pairs), notes=notes)
+
+
+#: the id a train document's regeneration takes beside the real document in an augmented corpus
+SYNTHETIC_ID = "{id}~synthetic"
+
+
+def augmented_corpus(corpus: Corpus, generations: dict[str, Generation]) -> Corpus:
+    """``corpus``'s train documents and, beside each that has a generation, its rewrite (:func:`synthetic_document`)
+    under a new id (``meta["origin"]`` names the real one, so a task never pairs a text with its own regeneration);
+    each train pair also comes a second time between the rewrites (a document without one keeps its real text
+    there), so the corpus holds the real training data and the synthetic together. Other splits stay as they are."""
+    documents = list(corpus.documents)
+    renamed: dict[str, str] = {}
+    lost = unaligned = 0
+    for document in corpus.documents:
+        generation = generations.get(document.id)
+        if document.split != "train" or generation is None:
+            continue
+        rewritten, entities_lost, aligned = synthetic_document(document, generation)
+        lost += entities_lost
+        unaligned += not aligned
+        renamed[document.id] = SYNTHETIC_ID.format(id=document.id)
+        documents.append(dataclasses.replace(rewritten, id=renamed[document.id],
+                                             meta={**rewritten.meta, "origin": document.id}))
+    pairs = list(corpus.pairs)
+    pairs += [dataclasses.replace(p, id=SYNTHETIC_ID.format(id=p.id), a=renamed.get(p.a, p.a), b=renamed.get(p.b, p.b))
+              for p in corpus.pairs if p.split == "train" and (p.a in renamed or p.b in renamed)]
+    notes = list(corpus.notes) + [f"augmented: {len(renamed)} regenerated train document(s) beside the real ones"]
+    if unaligned:
+        notes.append(f"synthetic: {unaligned} generation(s) did not match their word alignment; their entities were dropped")
+    if lost:
+        notes.append(f"synthetic: {lost} entity span(s) vanished (generated as empty text)")
+    return Corpus(dataset=corpus.dataset, documents=documents, source=f"real and synthetic from {corpus.source}",
+                  pairs=pairs, notes=notes)

@@ -22,8 +22,9 @@ otherwise.
 Statistics are computed on the **unseen** documents (quality) or the real test items (downstream), per document
 and paired (every arm on the same documents): each is a contrast linear in the documents' values, with Student's t
 interval over them (:mod:`mlmh.stats`; the share of claim 5 alone, a ratio, is bootstrapped). Where a claim picks
-"the best" arm (claims 1 and 3), every candidate comparison gets an interval simultaneous over all of them
-(:func:`best_against_all`), so the pick does not bend the 95%; claim (1) counts its metrics into that family too. The
+"the best" arm (claims 1 and 3), every candidate comparison gets an interval simultaneous over all of them, from the
+maximum of their t statistics and their estimated correlation (:func:`family_table`, :func:`best_against_all`), so
+the pick does not bend the 95%; claim (1) counts its metrics into that family too (Bonferroni between metrics). The
 direction that counts is stated once per metric: for a metric where lower is better, differences are
 turned around so that a positive number always means "better".
 """
@@ -38,12 +39,13 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from mlmh.config.declared import findings_results, headline
-from mlmh.findings.correlation import STRONG
+from mlmh.findings.correlation import MIN_CONDITIONS, STRONG
+from mlmh.findings.downstream import augmented, downstream_test
 from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, REWARDS_DELETION, Caveat, caveats_of,
                                     combined, correlation_verdict, deletion_bar, describe_ci, not_comparable,
                                     not_tested, number, verdict)
 from mlmh.results import main_metrics
-from mlmh.stats import NO_INTERVAL, Interval, resample_ci, t_interval
+from mlmh.stats import NO_INTERVAL, Interval, resample_ci, simultaneous, t_interval
 from mlmh.types import ConditionResult, Finding, RunResults
 
 SOURCE = "arXiv 2405.12630"
@@ -75,25 +77,17 @@ class Evidence:
 
     def downstream_learns(self, task: str, score: str) -> bool:
         """Whether ``task``'s model trained on the real documents beats no training data and, where the task reports
-        it, the best constant predictor (the class prior for every item) beyond their CIs on ``score``
-        (:func:`real_data_gain`): a model that does neither cannot tell useful synthetic text from useless, whatever
-        it scores. A caveat that rules the task out is kept in ``left_out``."""
-        value, low, high, n = real_data_gain(self, task, score)
-        said = ""
-        if low is None or low <= 0:
-            said = ("has no per-item scores beside a chance level to tell" if value is None else
-                    f"scores {number(value, 3)} {score} against no training data ({describe_ci(low, high, 3)}, {n} "
-                    "test items)")
-        else:
-            value, low, high, n = real_data_gain(self, task, score, against="constant")
-            if value is not None and (low is None or low <= 0):
-                said = (f"predicts one label whatever it is trained on: it scores {number(value, 3)} {score} against "
-                        f"a constant predictor of the class prior ({describe_ci(low, high, 3)}, {n} test items)")
-        if not said:
+        it, the best constant predictor (the class prior for every item) beyond their CIs on ``score``, and scores
+        differently on different training sets (:func:`mlmh.findings.downstream.downstream_test`): a model that does
+        not cannot tell useful synthetic text from useless, whatever it scores. A caveat that rules the task out is
+        kept in ``left_out``."""
+        conditions = [r.id for r in self.results.conditions]
+        reason = downstream_test(self.tasks, task, score, conditions).reason
+        if not reason:
             return True
         if self.strict:
-            self.left_out.append(Caveat(DOWNSTREAM, task, f"the {task} model trained on the real documents {said}, "
-                                        "so it cannot tell useful synthetic text from useless"))
+            self.left_out.append(Caveat(DOWNSTREAM, task, f"{reason}, so it cannot tell useful synthetic text from "
+                                        "useless"))
         return not self.strict
 
     def values(self, condition: str, metric: str) -> dict[str, float]:
@@ -111,7 +105,8 @@ def paired(ev: Evidence, arms: Sequence[str], metric: str, combine: Callable[[np
     that higher is better) over the documents every arm has. Every ``combine`` here (a difference, a mean of
     differences, a least-squares slope) is linear in the arms' values, so it equals the mean over documents of the
     same contrast taken per document, and gets Student's t interval over those (:func:`mlmh.stats.t_interval`),
-    Bonferroni-widened when it is one of ``family`` contrasts a rule chooses among."""
+    Bonferroni-widened when it is one of ``family`` contrasts (a family of contrasts on the same documents gets
+    max-T intervals instead: :func:`family_table`)."""
     found, n = contrast(ev, arms, metric, combine, family=family)
     return found.value, found.low, found.high, n
 
@@ -125,6 +120,37 @@ def contrast(ev: Evidence, arms: Sequence[str], metric: str, combine: Callable[[
         return NO_INTERVAL, 0
     matrix = ev.sign(metric) * np.asarray([[v[d] for d in docs] for v in per_arm], dtype=float)
     return t_interval([combine(matrix[:, j]) for j in range(len(docs))], family=family), len(docs)
+
+
+def _per_document(ev: Evidence, arms: Sequence[str], metric: str,
+                  combine: Callable[[np.ndarray], float]) -> dict[str, float]:
+    """Document -> ``combine`` of the arms' values on it (turned so that higher is better), over the documents every
+    arm has."""
+    per_arm = [ev.values(a, metric) for a in arms]
+    docs = sorted(set.intersection(*(set(v) for v in per_arm))) if per_arm else []
+    matrix = ev.sign(metric) * np.asarray([[v[d] for d in docs] for v in per_arm], dtype=float).reshape(len(arms), -1)
+    return {d: combine(matrix[:, j]) for j, d in enumerate(docs)}
+
+
+def family_table(ev: Evidence, pairs: dict[tuple[str, str], list[str]], metric: str,
+                 combine: Callable[[np.ndarray], float], *, sets: int = 1) -> tuple["Table", str]:
+    """(arm -> other -> (interval, documents, conditions), how the intervals were made): ``combine`` of each pair's
+    conditions, per document, with intervals simultaneous over every pair (one of ``sets`` such families,
+    Bonferroni between them). Where every pair has the same documents, the critical value is the max-T one from the
+    contrasts' estimated correlation (:func:`mlmh.stats.simultaneous`), else Bonferroni over the pairs."""
+    per_pair = {key: _per_document(ev, arms, metric, combine) for key, arms in pairs.items()}
+    per_pair = {key: values for key, values in per_pair.items() if values}
+    table: Table = defaultdict(dict)
+    docs = {tuple(values) for values in per_pair.values()}
+    if len(docs) == 1:
+        order = sorted(docs.pop())
+        found = simultaneous([[per_pair[key][d] for d in order] for key in per_pair], family=sets)
+        for key, interval in zip(per_pair, found):
+            table[key[0]][key[1]] = (interval, len(order), pairs[key])
+        return table, "max-T"
+    for key, values in per_pair.items():
+        table[key[0]][key[1]] = (t_interval(list(values.values()), family=len(per_pair) * sets), len(values), pairs[key])
+    return table, "Bonferroni"
 
 
 def real_data_gain(ev: Evidence, task: str, score: str,
@@ -225,7 +251,9 @@ def _against(found: Interval, direction: int) -> bool:
 
 
 def best_against_all(table: Table, direction: int) -> Choice | None:
-    """Selection kept out of the test: with intervals simultaneous over every (arm, other) of ``table`` (Bonferroni),
+    """Selection kept out of the test: with intervals simultaneous over every (arm, other) of ``table`` (max-T over the
+    contrasts' estimated correlation where they share their documents, :func:`family_table`; Hothorn, Bretz &
+    Westfall 2008),
     the claim "the best arm beats (``direction`` +1) every other" holds when some arm is beyond 0 against every
     other, and does not hold when every arm is against 0 on some other; so whichever arm the data favour, the
     verdict keeps its 95%. Reported: the arm whose worst comparison is best, against that comparison."""
@@ -280,12 +308,9 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     if not pairs:
         return not_tested(claim, SOURCE, text, "the run has no masking with both a usable MLM and a CLM condition "
                           f"scored on unseen documents with {metric}")
-    family = len(pairs) * len(paper_metrics(ev.results))
-    table: Table = defaultdict(dict)
-    for (m, c), arms in pairs.items():
-        found, n = contrast(ev, arms, metric, _pairs_mean, family=family)
-        if found.value is not None:
-            table[m][c] = (found, n, arms)
+    metrics = len(paper_metrics(ev.results))
+    family = len(pairs) * metrics
+    table, rule = family_table(ev, pairs, metric, _pairs_mean, sets=metrics)
     choice = best_against_all(table, +1)
     if choice is None:
         return not_tested(claim, SOURCE, text, f"no MLM and CLM condition share unseen documents scored with {metric}")
@@ -294,8 +319,10 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     settings = len(choice.conditions) // 2
     direction = "" if ev.sign(metric) > 0 else " (lower is better, so the difference is CLM minus MLM)"
     mlm_arms, clm_arms = len(table), len({c for others in table.values() for c in others})
-    chosen = (f"{mlm_arms} MLM x {clm_arms} CLM arm(s) x {family // len(pairs)} metric(s), CIs simultaneous over the "
-              f"{family} (Bonferroni), so picking the best keeps its 95%")
+    chosen = (f"{mlm_arms} MLM x {clm_arms} CLM arm(s) x {metrics} metric(s), CIs simultaneous over the {family} ("
+              + ("max-T over the pairs' correlation" if rule == "max-T" else "Bonferroni")
+              + (", Bonferroni over the metrics" if metrics > 1 and rule == "max-T" else "")
+              + "), so picking the best keeps its 95%")
     beat = {HOLDS: "it leads every CLM arm beyond its CI", FAILS: "every MLM arm trails some CLM arm beyond its CI",
             }.get(choice.verdict, "neither leads every arm of the other kind beyond its CI")
     statement = (f"{text}: the best MLM ({choice.arm}) leads the best CLM ({choice.other}) by {number(found.value)} "
@@ -306,7 +333,7 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
              for m, others in table.items() for c, (iv, n, _) in others.items()]
     return _finding(claim, text, choice.verdict, statement, found.value, found.low, found.high, _unit(metric),
                     choice.documents, choice.conditions, ev, parts, metric=metric, selection=chosen, family=family,
-                    estimate=_estimate(average, "every MLM arm minus every CLM arm, per unseen document, averaged"))
+                    simultaneous=rule, estimate=_estimate(average, "every MLM arm minus every CLM arm, per unseen document, averaged"))
 
 
 def _deletion_elsewhere(ev: Evidence, arms: Sequence[str], metric: str) -> str:
@@ -407,17 +434,14 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
                 for other in maskings:
                     if punct is not None and other != punct:
                         pairs[(arm, other)] += [maskings[other].id, maskings[punct].id]
-        table: Table = defaultdict(dict)
-        for (arm, other), ids in pairs.items():
-            found, n = contrast(ev, ids, metric, _pairs_mean, family=len(pairs))
-            if found.value is not None:
-                table[arm][other] = (found, n, ids)
+        table, rule = family_table(ev, pairs, metric, _pairs_mean)
         choice = best_against_all(table, direction)
         if choice is None:
             continue
         found = choice.interval
         parts.append(_part(f"{kind.upper()} ({choice.arm}): punctuation minus {choice.other}", found.value, found.low,
-                           found.high, direction, documents=choice.documents, comparisons=len(pairs)))
+                           found.high, direction, documents=choice.documents, comparisons=len(pairs),
+                           simultaneous=rule))
         parts[-1]["verdict"] = choice.verdict  # the part's rule, not its shown interval's alone
         results.append(choice.verdict)
         arms += choice.conditions
@@ -437,29 +461,52 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
 
 # -- claim 4 ---------------------------------------------------------------------------------------------
 def no_strong_correlation(ev: Evidence, metric: str) -> Finding:
-    """Spearman's rho of seen-regeneration quality against the first downstream score, across conditions."""
+    """Spearman's rho of seen-regeneration quality against the first downstream score, across conditions; decided only
+    on a downstream model that learns (:meth:`Evidence.downstream_learns`) and with conditions enough for rho's CI to
+    be narrower than the (-STRONG, STRONG) band."""
     claim, text = "paper-4", f"(4) No strong correlation between generation quality ({metric}) and downstream usefulness"
     entries = [c for c in ev.results.correlations if c.metric == metric]
     entry = next((c for c in entries if c.spearman is not None), None)
-    if entry is None:
-        return not_tested(claim, SOURCE, text, (
-            f"its downstream scores do not vary across the {entries[0].n} conditions, so Spearman's rho is "
-            "undefined" if entries else
-            f"the run has no correlation of {metric} with a downstream score (it needs a downstream task and at least "
-            "three conditions)"))
+    if entry is None:  # a model that learns nothing gives every condition one score: that is the reason to give
+        for task in dict.fromkeys(c.task for c in entries):
+            score = _item_score(ev, task, "")
+            reason = downstream_test(ev.tasks, task, score, [r.id for r in ev.results.conditions]).reason
+            if reason and task in ev.tasks.get("real", {}):
+                return not_comparable(claim, SOURCE, text, [Caveat(DOWNSTREAM, task, (
+                    f"{reason}, so it cannot tell useful synthetic text from useless"))])
+        return not_tested(claim, SOURCE, text, _why_no_correlation(ev, metric, entries))
     if not ev.downstream_learns(entry.task, _item_score(ev, entry.task, entry.score)):
         return not_tested(claim, SOURCE, text, f"its {entry.task} model does not learn from the real documents")
     low, high = entry.spearman_ci[:2] if entry.spearman_ci else (None, None)
     result = correlation_verdict(low, high, STRONG)
-    if low is not None and high is not None and high - low >= 2 * STRONG:
+    if low is None or high is None or high - low >= 2 * STRONG:
+        ci = "no CI (too few resamples vary)" if low is None or high is None else f"a CI ({describe_ci(low, high)})"
         return not_comparable(claim, SOURCE, text, [Caveat(DOWNSTREAM, entry.task, (
-            f"its {entry.n} conditions give Spearman's rho a CI ({describe_ci(low, high)}) wider than the whole "
-            f"(-{STRONG:g}, {STRONG:g}) band, too few conditions to tell a weak correlation from a strong one"))])
+            f"too few conditions: its {entry.n} conditions give Spearman's rho of {metric} with {entry.task} "
+            f"{entry.score} {ci} as wide as the whole (-{STRONG:g}, {STRONG:g}) band, so a weak correlation cannot "
+            "be told from a strong one"))])
     statement = (f"{text}: across {entry.n} conditions, Spearman's rho of seen {metric} with {entry.task} "
                  f"{entry.score} is {number(entry.spearman)} ({describe_ci(low, high)}); 'strong' means "
                  f"|rho| >= {STRONG:g}. So the claim {_said(result)}.")
     return _finding(claim, text, result, statement, entry.spearman, low, high, "Spearman rho", 0, [], ev, [],
                     metric=metric, task=entry.task, score=entry.score, n=entry.n)
+
+
+def _why_no_correlation(ev: Evidence, metric: str, entries: Sequence[Any]) -> str:
+    """Why the run has no Spearman's rho of ``metric`` with a downstream score, in its own numbers."""
+    scored = [r for r in ev.results.conditions if r.downstream and not r.failed]
+    if not entries and not scored:
+        return "the run trained no downstream model on a condition's synthetic text (it needs a downstream task)"
+    if not entries:
+        return (f"its {len(scored)} condition(s) with downstream scores have no seen {metric} to set beside them "
+                "(it needs regenerations of train documents scored with the metric)")
+    most = max(entries, key=lambda c: c.n)
+    if most.n < MIN_CONDITIONS:
+        return (f"only {most.n} condition(s) have both seen {metric} and a downstream score; Spearman's rho needs at "
+                f"least {MIN_CONDITIONS}")
+    same = most.summary.removeprefix("not enough conditions: ") if " is the same in all " in most.summary else ""
+    return (f"{same} conditions" if same else f"its downstream scores do not vary across the {most.n} conditions") + (
+        ", so Spearman's rho is undefined")
 
 
 # -- claim 5 ---------------------------------------------------------------------------------------------
@@ -505,12 +552,34 @@ def useful_at_high_masking(ev: Evidence, metric: str) -> Finding:
         kept = (f"the model trained on the real documents scores {number(real_gain, 3)} against no training data "
                 f"itself ({describe_ci(real_low, real_high, 3)}), so no share of its gain is given")
     result = verdict(low, high, +1)
+    parts = [_part("share of the real data's gain kept", share, share_low, share_high, +1),
+             _part("instead of the real documents, minus the real documents", *_against_real(ev, rows, task, score, ""),
+                   +1)]
+    added = _against_real(ev, rows, task, score, "augmented")
+    if added[0] is not None:  # the synthetic set added to the real documents (augmentation), against them alone
+        parts.append(_part("added to the real documents, minus the real documents alone", *added, +1))
+        kept += (f"; added to the real documents it scores {number(added[0], 3)} {score} against them alone "
+                 f"({describe_ci(added[1], added[2], 3)})")
+    power = downstream_test(ev.tasks, task, score, [r.id for r in ev.results.conditions])
+    detects = (f"; this test detects a difference of {power.mdd:.3f} {score} between two training sets {power.power:.0%} "
+               "of the time" if power.mdd is not None else "")
     statement = (f"{text}: trained on the regenerations at masking ratio {top:g} ({len(rows)} condition(s), averaged), "
                  f"{task} scores {number(value, 3)} {score} above a model with no training data ({describe_ci(low, high, 3)}, "
-                 f"{n} test items); {kept}. So the claim {_said(result)}.")
+                 f"{n} test items); {kept}{detects}. So the claim {_said(result)}.")
     return _finding(claim, text, result, statement, value, low, high, f"{task} {score} above chance", n,
-                    [r.id for r in rows], ev, [_part("share of the real data's gain kept", share, share_low, share_high, +1)],
-                    task=task, score=score, ratio=top, metric=metric)
+                    [r.id for r in rows], ev, parts, task=task, score=score, ratio=top, metric=metric, mdd=power.mdd)
+
+
+def _against_real(ev: Evidence, rows: Sequence[ConditionResult], task: str, score: str,
+                  mode: str) -> tuple[float | None, float | None, float | None]:
+    """The downstream model trained on ``rows``' synthetic sets (``mode`` "augmented": each added to the real
+    documents), averaged per test item, minus the one trained on the real documents alone, with its t CI."""
+    sets = [ev.tasks.get(augmented(r.id) if mode else r.id, {}).get(task, {}).get(score) for r in rows]
+    real = ev.tasks.get("real", {}).get(task, {}).get(score)
+    if not real or not all(v and len(v) == len(real) for v in sets):
+        return None, None, None
+    found = t_interval(list(np.asarray(sets, dtype=float).mean(axis=0) - np.asarray(real, dtype=float)))
+    return found.value, found.low, found.high
 
 
 def _item_score(ev: Evidence, task: str, score: str) -> str:

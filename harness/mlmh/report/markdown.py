@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from mlmh.findings.answer import ROLE_LABEL, answer_lines, comparison_sections, plateau_of
-from mlmh.findings.verdicts import MEMORISED, memorisation_check, memorisation_family, memorisation_set
+from mlmh.findings.verdicts import (MEMORISED, describe_ci, memorisation_check, memorisation_family, memorisation_set,
+                                    number)
 from mlmh.machine.escape import markdown_cell
 from mlmh.results import (best_conditions, format_number, format_score, higher_is_better, main_metrics, metric_names,
                           model_label, roles)
 from mlmh.storage.rundir import RunDir
-from mlmh.types import RunResults, Score
+from mlmh.types import ConditionResult, RunResults, Score
 
 if TYPE_CHECKING:
     from mlmh.report.plots import FigureStore
@@ -154,19 +155,57 @@ def _loss(value: float | None) -> str:
     return "-" if value is None else format_number(value)  # None: not logged at that step, or a NaN loss
 
 
-def downstream_table(results: RunResults) -> list[str]:
+def downstream_table(results: RunResults, mode: str = "synthetic") -> list[str]:
+    """Each condition's downstream scores, trained on its synthetic set instead of the real documents (``mode``
+    "synthetic") or added to them ("augmented"), under the real documents' own."""
+    def of(row: ConditionResult) -> Mapping[str, Mapping[str, float | None]]:
+        return row.downstream if mode == "synthetic" else row.downstream_augmented
+
     columns: dict[tuple[str, str], None] = {}
-    for scores in [results.baseline] + [r.downstream for r in results.conditions]:
+    for scores in [results.baseline] + [of(r) for r in results.conditions]:
         for task, values in scores.items():
             for metric in values:
                 columns.setdefault((task, metric))
-    if not columns:
+    if not columns or not any(of(r) for r in results.conditions) and mode != "synthetic":
         return []
     cols = list(columns)
     rows = [["real train split (baseline)", "", ""] + [_cell(results.baseline, c) for c in cols]]
     for row in results.conditions:
-        rows.append([row.model, row.masking, row.sampler] + [_cell(row.downstream, c) for c in cols])
+        rows.append([row.model, row.masking, row.sampler] + [_cell(of(row), c) for c in cols])
     return _table(["train data", "masking", "sampler", *[f"{t} {m}" for t, m in cols]], rows)
+
+
+def downstream_power(results: RunResults) -> list[str]:
+    """Per task: whether its model learns from the real documents, and the smallest difference its test detects."""
+    lines = []
+    for test in results.downstream_tests:
+        gains = "; ".join(f"{number(c.value, 3)} against {what} ({describe_ci(c.ci_low, c.ci_high, 3)})"
+                          for c, what in ((test.real_vs_none, "no training data"),
+                                          (test.real_vs_constant, "the best constant predictor")) if c is not None)
+        learns = ("it learns" if test.learns else f"**it cannot judge synthetic text**: {test.reason}"
+                  if test.learns is False else "whether it learns is unknown")
+        mdd = (f" Minimum detectable difference between two training sets: **{test.mdd:.3f} {test.score}** "
+               f"({test.power:.0%} power, two-sided {1 - test.confidence:.0%}, per-item sd {test.sd or 0:.3f} of "
+               f"{test.sd_of}, {test.items} test items)." if test.mdd is not None else "")
+        lines.append(f"- **{test.task}** ({test.score} per test item, {test.items} items): trained on the real "
+                     f"documents it scores {gains}; {learns}.{mdd}")
+    return lines
+
+
+def downstream_contrast_table(results: RunResults) -> list[str]:
+    """Per condition and task, its synthetic set instead of and added to the real documents, each minus the real
+    documents alone and minus no training data, paired over test items with its t CI."""
+    rows = []
+    for row in results.conditions:
+        for mode, tasks in row.downstream_contrasts.items():
+            for task, scores in tasks.items():
+                for score, against in scores.items():
+                    cells = [f"{number(c.value, 3)} ({describe_ci(c.ci_low, c.ci_high, 3)})" if c else "n/a"
+                             for c in (against.get("vs_real"), against.get("vs_none"))]
+                    rows.append([row.model, row.masking, row.sampler, "instead of real" if mode == "synthetic"
+                                 else "added to real", f"{task} {score}", *cells])
+    return _table(["model", "masking", "sampler", "synthetic set", "score", "minus real only", "minus no data"],
+                  rows) if rows else []
 
 
 def _cell(scores: Mapping[str, Mapping[str, float | None]], column: tuple[str, str]) -> str:
@@ -315,8 +354,21 @@ def render_markdown(results: RunResults, plots: Sequence[str | Path]) -> str:
     lines += training_section(results)
     down = downstream_table(results)
     if down:
-        lines += ["## Downstream tasks", "", "Trained on the regenerated seen (train) documents, tested on the real "
-                  "test split.", ""] + down + [""]
+        lines += ["## Downstream tasks", "", "Trained on the regenerated seen (train) documents instead of the real ones "
+                  "(the paper's protocol), tested on the dataset's whole real test split.", ""] + down + [""]
+        power = downstream_power(results)
+        if power:
+            lines += ["### What the downstream test can tell", ""] + power + [""]
+        added = downstream_table(results, "augmented")
+        if added:
+            lines += ["### Added to the real documents (augmentation)", "", "Trained on the real seen documents and "
+                      "their regenerations together (Kumar et al. 2020, SSMBA), tested on the same split.", ""]
+            lines += added + [""]
+        contrasts = downstream_contrast_table(results)
+        if contrasts:
+            lines += ["### Synthetic sets against the real documents and no data", "", "Paired over test items: the "
+                      "model trained on the synthetic set minus the one trained on the real documents alone, and minus "
+                      "one with no training data; Student's t 95% CI.", ""] + contrasts + [""]
     correlations = correlation_table(results)
     if correlations:
         lines += ["## Quality vs downstream correlations", "", "Across conditions; bootstrap CIs over conditions.", ""]

@@ -1,15 +1,17 @@
-"""The downstream stage: each task trained on the real train documents (the baseline) and on each condition's
-synthetic corpus (its regenerations of those documents), and tested on the real test split; every task's results
-per input are cached."""
+"""The downstream stage: each task trained on the real train documents (the baseline), on each condition's synthetic
+corpus (its regenerations of those documents, instead of them: the paper's protocol) and on the real documents and
+the synthetic together (augmentation, as Kumar et al. 2020 and SSMBA measure it), and tested on the whole real test
+split; every task's results per input are cached."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from mlmh.config.plan import RunPlan
-from mlmh.data.synthetic import synthetic_corpus
+from mlmh.data.synthetic import augmented_corpus, synthetic_corpus
 from mlmh.events import Progress, StageStarted
+from mlmh.findings.downstream import augmented
 from mlmh.plugins.contracts import task_problem
 from mlmh.run.caching import result_key, say_cached
 from mlmh.run.context import RunContext
@@ -24,20 +26,22 @@ REAL_TRAIN = "real train split"  # what the downstream baseline trains on
 class TaskScores:
     """What the downstream stage makes."""
 
-    conditions: Mapping[str, dict[str, dict[str, float]]]  # condition -> task -> score -> value
+    conditions: Mapping[str, dict[str, dict[str, float]]]  # condition -> task -> score -> value (synthetic instead of real)
     baseline: Mapping[str, dict[str, float | None]]  # task -> its scores on the real train split
-    # "real" | "chance" | "constant" | condition -> task -> score -> per-test-item values (of the tasks that report them)
+    # "real" | "chance" | "constant" | condition | augmented(condition) -> task -> score -> per-test-item values (of the
+    # tasks that report them: mlmh.findings.downstream)
     items: Mapping[str, dict[str, dict[str, list[float]]]]
+    augmented: Mapping[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # real + synthetic
 
 
 def run_tasks(plan: RunPlan, data: RunData, train: Corpus, generations: Mapping[str, list[Generation]],
               cache: SampleCache, ctx: RunContext) -> TaskScores:
-    """Run the plan's tasks on ``train`` (the real train documents) and on each running condition's synthetic
-    corpus, testing on the data's test split; a task that fails is named and the others go on."""
+    """Run the plan's tasks on ``train`` (the real train documents), on each running condition's synthetic corpus and
+    on both together, testing on the data's whole test split; a task that fails is named and the others go on."""
     lookup = ResultLookup(cache, TaskResult)
     tasks = plan.tasks
     running = ctx.running(plan.conditions)
-    total = len(tasks) * (len(running) + 1)
+    total = len(tasks) * (2 * len(running) + 1)
     out = TaskScores(conditions={}, baseline={}, items={})
     ctx.bus.emit(StageStarted(stage="downstream", total=total, description="downstream tasks"))
     if not tasks:
@@ -55,21 +59,22 @@ def run_tasks(plan: RunPlan, data: RunData, train: Corpus, generations: Mapping[
         done += 1
         ctx.bus.emit(Progress(stage="downstream", completed=done, total=total, info={"task": task.name}))
     scores: dict[str, dict[str, dict[str, float]]] = {}
+    added: dict[str, dict[str, dict[str, float]]] = {}
     for condition in running:
         # only regenerations of seen (train) documents become training data; never a test document
         gens = {g.doc_id: g for g in generations[condition.id] if data.role_of.get(g.doc_id) == "seen"}
-        synthetic = synthetic_corpus(train, gens)
-        by_task = {}
-        for task in tasks:
-            ctx.check_cancel()
-            by_task[task.name] = _task_scores(plan, task, synthetic, data.test, condition.seed, condition.id, lookup,
-                                              items, ctx)
-            done += 1
-            ctx.bus.emit(Progress(stage="downstream", completed=done, total=total,
-                                  info={"task": task.name, "condition": condition.id}))
-        scores[condition.id] = by_task
+        for who, corpus, into in ((condition.id, synthetic_corpus(train, gens), scores),
+                                  (augmented(condition.id), augmented_corpus(train, gens), added)):
+            by_task = {}
+            for task in tasks:
+                ctx.check_cancel()
+                by_task[task.name] = _task_scores(plan, task, corpus, data.test, condition.seed, who, lookup, items, ctx)
+                done += 1
+                ctx.bus.emit(Progress(stage="downstream", completed=done, total=total,
+                                      info={"task": task.name, "condition": who}))
+            into[condition.id] = by_task
     say_cached(lookup, "downstream", ctx)
-    return TaskScores(conditions=scores, baseline=baseline, items=items)
+    return TaskScores(conditions=scores, baseline=baseline, items=items, augmented=added)
 
 
 def _task_scores(plan: RunPlan, task: Any, train: Corpus, test: Corpus, seed: int, what: str, lookup: ResultLookup,

@@ -19,6 +19,8 @@ from mlmh.findings.claims import run_cells
 from mlmh.findings.comparisons import compare
 from mlmh.findings.crossover import summarise
 from mlmh.findings.decide import run_findings
+from mlmh.findings.downstream import condition_contrasts
+from mlmh.findings.downstream import tests as downstream_tests
 from mlmh.findings.memorization import gap
 from mlmh.findings.paper_claims import baseline_arm
 from mlmh.implementation import library_versions
@@ -84,6 +86,7 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
         n_samples=sum(len(docs) for docs in masked.documents.values()),  # per condition, every set
         baseline=dict(tasks.baseline),
         correlations=list(correlations),
+        downstream_tests=downstream_tests(tasks.items, [c.id for c in plan.conditions]),
         models={spec: ModelRecord.of(m.identity, m.component.model_kind, m.training, m.component.short_spec)
                 for spec, m in models.items()},
         notes=list(ctx.log.notes),
@@ -122,6 +125,8 @@ def _condition_result(condition: Condition, headline: str, scores: Scores, tasks
         control_gap=_control_gaps(seen, control) if seen is not None and control is not None else {},
         metrics=quality[headline].metrics if headline in quality else {},
         downstream=tasks.conditions.get(condition.id, {}),
+        downstream_augmented=tasks.augmented.get(condition.id, {}),
+        downstream_contrasts=condition_contrasts(tasks.items, condition.id),
         generation=GenerationCosts.of(generations.get(condition.id, [])),
         failed=log.failed.get(condition.id))
 

@@ -12,8 +12,8 @@ from typing import Any, Iterator, Sequence, TypeVar, cast
 
 from mlmh.errors import MlmhError
 # the results' blocks besides conditions and findings, typed where RunResults is and importable from here
-from mlmh.types.result_blocks import (FLAT, Block, Comparisons, ConfigRecord, Correlation, Crossover, DatasetInfo,
-                                      DocumentSet, HumanRatings, HumanScore, ModelRecord, RunError, Score, SweepPoint,
+from mlmh.types.result_blocks import (FLAT, Block, Comparisons, ConfigRecord, Contrast, Correlation, Crossover,
+                                      DatasetInfo, DocumentSet, DownstreamTest, HumanRatings, HumanScore, ModelRecord, RunError, Score, SweepPoint,
                                       Versions)
 
 T = TypeVar("T")
@@ -390,7 +390,11 @@ class ConditionResult:
     # seen - control of the quality above the filler, and of the verbatim recall: what memorisation is judged on
     control_gap: dict[str, Score] = field(default_factory=dict)
     metrics: dict[str, Score] = field(default_factory=dict)  # the headline set's (RunResults.headline)
-    downstream: dict[str, dict[str, float]] = field(default_factory=dict)
+    downstream: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> score, trained on the synthetic set
+    # task -> score, trained on the real documents and the synthetic set together (augmentation)
+    downstream_augmented: dict[str, dict[str, float]] = field(default_factory=dict)
+    # "synthetic" | "augmented" -> task -> score -> "vs_real" | "vs_none" -> the paired difference over test items
+    downstream_contrasts: dict[str, dict[str, dict[str, dict[str, Contrast]]]] = field(default_factory=dict)
     generation: GenerationCosts = field(default_factory=GenerationCosts)
     failed: str | None = None  # the component failure that left this condition without results
 
@@ -404,6 +408,11 @@ class ConditionResult:
                    gap_above_filler=_scores(data.get("gap_above_filler")), control_gap=_scores(data.get("control_gap")),
                    metrics=_scores(data.get("metrics")),
                    downstream=data.get("downstream") or {},
+                   downstream_augmented=data.get("downstream_augmented") or {},
+                   downstream_contrasts={mode: {task: {score: {k: Contrast.from_dict(v) for k, v in against.items()}
+                                                       for score, against in scores.items()}
+                                                for task, scores in tasks.items()}
+                                         for mode, tasks in (data.get("downstream_contrasts") or {}).items()},
                    generation=GenerationCosts.from_dict(data.get("generation") or {}),
                    failed=data.get("failed"))
 
@@ -425,6 +434,12 @@ class ConditionResult:
             out["control_gap"] = {k: v.to_dict() for k, v in self.control_gap.items()}
         out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
         out["downstream"] = self.downstream
+        if self.downstream_augmented:
+            out["downstream_augmented"] = self.downstream_augmented
+        if self.downstream_contrasts:
+            out["downstream_contrasts"] = {
+                mode: {task: {score: {k: v.to_dict() for k, v in against.items()} for score, against in scores.items()}
+                       for task, scores in tasks.items()} for mode, tasks in self.downstream_contrasts.items()}
         out["generation"] = self.generation.to_dict()
         if self.failed:
             out["failed"] = self.failed
@@ -519,6 +534,8 @@ class RunResults:
     n_samples: int = 0  # documents regenerated per condition (seen + unseen)
     baseline: dict[str, dict[str, float | None]] = field(default_factory=dict)  # task -> score -> value (real train split)
     correlations: list[Correlation] = field(default_factory=list)
+    # per downstream task: whether its model learns from the real documents and the difference its test detects
+    downstream_tests: list[DownstreamTest] = field(default_factory=list)
     models: dict[str, ModelRecord] = field(default_factory=dict)  # spec -> identity, kind, training card facts
     findings: list[Finding] = field(default_factory=list)  # claims tested by the run (mlmh.findings.decide)
     comparisons: Comparisons | None = None  # None only until decided (mlmh.findings.comparisons.judged)
@@ -549,6 +566,7 @@ class RunResults:
             headline=given.get("headline", "seen" if version == 1 else "unseen"), filler_word=given.get("filler_word"),
             n_samples=given.get("n_samples", 0), baseline=given.get("baseline", {}),
             correlations=[Correlation.from_dict(c) for c in given.get("correlations", [])],
+            downstream_tests=[DownstreamTest.from_dict(t) for t in given.get("downstream_tests", [])],
             models={spec: ModelRecord.from_dict(m) for spec, m in given.get("models", {}).items()},
             findings=[Finding.from_dict(f) for f in given.get("findings", [])],
             comparisons=Comparisons.from_dict(given["comparisons"]) if "comparisons" in given else None,
@@ -563,6 +581,8 @@ class RunResults:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name in ("comparisons", "human", "crossover") and value is None:
+                continue
+            if f.name == "downstream_tests" and not value:  # a run without downstream tasks, or written before them
                 continue
             out[f.name] = to_dict(value)
         return out

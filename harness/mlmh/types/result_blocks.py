@@ -267,6 +267,43 @@ class Correlation(Block):
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
+@dataclass
+class Contrast(Block):
+    """A paired difference over a downstream task's test items (one training set's model minus another's, per item,
+    averaged) with its Student's t 95% CI (:func:`mlmh.stats.t_interval`) and the number of items."""
+
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    items: int = 0
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class DownstreamTest(Block):
+    """What one downstream task's test can tell (:mod:`mlmh.findings.downstream`), on the score it reports per test
+    item: whether its model trained on the real documents learns (beats no training data and the best constant
+    predictor beyond their CIs, and scores differently on different training sets), and how small a difference
+    between two training sets its test detects (``mdd``: at ``power``, two-sided ``1 - confidence``, from the per-item
+    ``sd`` of the paired differences at its ``items`` test items). ``reason`` says why it does not learn, in words."""
+
+    task: str = ""
+    score: str = ""
+    items: int = 0
+    learns: bool | None = None
+    reason: str = ""
+    real_vs_none: Contrast | None = nested(Contrast)
+    real_vs_constant: Contrast | None = nested(Contrast)
+    training_sets: int = 0  # the real documents and each synthetic set it was trained on
+    varies: bool | None = None  # whether its per-item scores differ between those training sets
+    sd: float | None = None
+    sd_of: str = ""  # which paired differences ``sd`` is of
+    mdd: float | None = None
+    power: float = 0.8
+    confidence: float = 0.95
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
 @dataclass(frozen=True)
 class RunError(Block):
     """A component that failed during a run, by name; the rest of the run completed."""
