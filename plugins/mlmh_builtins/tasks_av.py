@@ -20,7 +20,7 @@ import numpy as np
 from mlmh import hookimpl
 from mlmh.components import InputsOnly, Task
 from mlmh.params import Param
-from mlmh.types import Corpus, Document, Pair, TaskResult
+from mlmh.types import Corpus, Pair, TaskResult
 
 #: (name, TfidfVectorizer keyword arguments): every view yields one cosine similarity per pair.
 VIEWS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -95,28 +95,6 @@ class PairFeatures:
         return np.column_stack(columns)
 
 
-def author_pairs(corpus: Corpus, split: str, most: int, seed: int) -> list[Pair]:
-    """Every pair of two different texts of ``split`` whose authors are known, labelled same-author when the authors
-    match: the training documents' pairs beyond the few a release lists (as PAN 2020's winning verifier re-sampled
-    its training pairs from the author-labelled texts, Boenninghoff et al. 2020), at most ``most`` of them (a seeded
-    sample). A text and its own regeneration (one ``meta["origin"]``, an augmented corpus) are never paired."""
-    documents: dict[str, Document] = {}
-    for document in corpus.split(split):
-        if document.author is not None:
-            documents.setdefault(document.text, document)  # a text in several pairs counts once
-    kept = list(documents.values())
-    pairs = [Pair(f"{a.id}|{b.id}", a.id, b.id, a.author == b.author, split)
-             for i, a in enumerate(kept) for b in kept[i + 1:] if _origin(a) != _origin(b)]
-    if len(pairs) > most:
-        chosen = np.random.default_rng(seed).choice(len(pairs), most, replace=False)
-        pairs = [pairs[i] for i in sorted(chosen)]
-    return pairs
-
-
-def _origin(document: Document) -> str:
-    return str(document.meta.get("origin", document.id))
-
-
 def usable_pairs(corpus: Corpus, split: str) -> tuple[list[Pair], dict[str, str], int]:
     """Pairs of ``split`` whose two documents exist, the texts they need, and how many were missing."""
     texts = {d.id: d.text for d in corpus.documents}
@@ -132,10 +110,6 @@ class AuthorshipVerification(InputsOnly, Task):
     parameters = (
         Param("C", float, 1.0, "inverse regularisation strength of the logistic regression", min=1e-6),
         Param("margin", float, 0.05, "probabilities within this distance of 0.5 are non-answers (PAN's c@1)", min=0.0, max=0.5),
-        Param("train_pairs", str, "authors", "authors: every pair of two training texts whose authors are known (the "
-              "listed pairs where too few authors are known); given: the training pairs the files list",
-              choices=("authors", "given")),
-        Param("max_train_pairs", int, 20000, "at most this many training pairs (a seeded sample)", min=2),
     )
 
     def run(self, train: Corpus, test: Corpus, *, seed: int = 0) -> TaskResult:
@@ -148,24 +122,13 @@ class AuthorshipVerification(InputsOnly, Task):
         info: dict[str, Any] = {"views": [name for name, _ in VIEWS], "margin": self.params["margin"]}
         if train_missing or test_missing:
             info["pairs_without_documents"] = {"train": train_missing, "test": test_missing}
-        listed_pairs, source = train_pairs, "given"
-        if self.params["train_pairs"] == "authors":
-            by_author = author_pairs(train, "train", self.params["max_train_pairs"], seed)
-            if _class_problem(by_author, "training") is None:
-                train_pairs, source = by_author, "authors"
-        info["training_pairs"] = {"listed": len(listed_pairs), "used": len(train_pairs), "from": source}
         failure = _class_problem(train_pairs, "training") or _class_problem(test_pairs, "test")
         if failure:
             return TaskResult(self.name, {}, len(train_pairs), len(test_pairs), info, error=failure)
         used = sorted({d for p in train_pairs for d in (p.a, p.b)})
         features = PairFeatures({d: train_texts[d] for d in used})
         model = make_pipeline(StandardScaler(), LogisticRegression(C=self.params["C"], max_iter=2000, random_state=seed))
-        labels = np.array([p.same for p in train_pairs])
-        # the listed pairs' share of same-author pairs is the data's own prior (a release balances its pairs); pairs of
-        # every two texts are mostly different-author, so they are weighted to that prior
-        prior = float(np.mean([p.same for p in listed_pairs])) if _class_problem(listed_pairs, "") is None else 0.5
-        weights = np.where(labels, prior / labels.mean(), (1 - prior) / (1 - labels.mean()))
-        model.fit(features(train_pairs, train_texts), labels, logisticregression__sample_weight=weights)
+        model.fit(features(train_pairs, train_texts), np.array([p.same for p in train_pairs]))
         probability = model.predict_proba(features(test_pairs, test_texts))[:, 1]
         truth = np.array([p.same for p in test_pairs])
         scores = pan_scores(truth, probability, self.params["margin"])
@@ -175,7 +138,8 @@ class AuthorshipVerification(InputsOnly, Task):
         answers = np.where(np.abs(probability - 0.5) <= self.params["margin"], 0.5, probability)
         info["per_item"] = {"brier": [float(x) for x in 1.0 - (answers - truth) ** 2]}
         info["chance"] = {"auc": 0.5, "c@1": float(max(truth.mean(), 1 - truth.mean())), "brier": 0.75}
-        # the best constant predictor: the listed training pairs' share of same-author pairs for every test pair
+        # the best constant predictor: the training pairs' share of same-author pairs for every test pair
+        prior = float(np.mean([p.same for p in train_pairs]))
         constant = 0.5 if abs(prior - 0.5) <= self.params["margin"] else prior
         info["constant"] = {"brier": [float(x) for x in 1.0 - (constant - truth) ** 2]}
         return TaskResult(self.name, scores, len(train_pairs), len(test_pairs), info)

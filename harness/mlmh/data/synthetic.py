@@ -113,7 +113,7 @@ SYNTHETIC_ID = "{id}~synthetic"
 
 def augmented_corpus(corpus: Corpus, generations: dict[str, Generation]) -> Corpus:
     """``corpus``'s train documents and, beside each that has a generation, its rewrite (:func:`synthetic_document`)
-    under a new id (``meta["origin"]`` names the real one, so a task never pairs a text with its own regeneration);
+    under a new id (``meta["origin"]`` names the real one);
     each train pair also comes a second time between the rewrites (a document without one keeps its real text
     there), so the corpus holds the real training data and the synthetic together. Other splits stay as they are."""
     documents = list(corpus.documents)
