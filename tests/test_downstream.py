@@ -168,6 +168,28 @@ def test_a_classifier_that_answers_the_majority_label_decides_neither_synthetic_
     assert test.varies is False and test.learns is False and ONE_LABEL in test.reason
 
 
+def test_claim_five_sets_the_augmented_model_beside_the_real_one():
+    from test_findings import findings_of, kinds
+
+    rows = kinds(30.0, 20.0, maskings=("random:ratio=0.8",))
+    rng = np.random.default_rng(7)
+    real = 0.9 + rng.normal(0, 0.02, 50)
+    tasks = {"real": {"av": {"brier": list(real)}}, "chance": {"av": {"brier": [0.75] * 50}},
+             "constant": {"av": {"brier": [0.75] * 50}}}
+    for r in rows:
+        r.downstream = {"av": {"brier": 0.85}}
+        tasks[r.id] = {"av": {"brier": list(real - 0.05 + rng.normal(0, 0.02, 50))}}
+        tasks[augmented(r.id)] = {"av": {"brier": list(real + 0.02 + rng.normal(0, 0.02, 50))}}
+    _, found = findings_of(rows, tasks=tasks)
+    five = found["paper-5"]
+    parts = {p["label"]: p for p in five.parts}
+    assert parts["instead of the real documents, minus the real documents"]["statistic"] == pytest.approx(-0.05, abs=0.01)
+    added = parts["added to the real documents, minus the real documents alone"]
+    assert added["statistic"] == pytest.approx(0.02, abs=0.01) and added["verdict"] == "holds"
+    assert "added to the real documents it scores +0.01" in five.statement and "this test detects" in five.statement
+    assert five.extra["mdd"] == pytest.approx(downstream_test(tasks, "av", "brier", [r.id for r in rows]).mdd)
+
+
 # -- both ways end to end ----------------------------------------------------------------------------------------
 PRESET = '''
 description = "downstream two ways: two tiny models, one masking, the verifier"
@@ -177,7 +199,7 @@ maskings = ["random:ratio=0.5"]
 samplers = ["one-shot", "clm-infill"]
 metrics = ["bleu"]
 tasks = ["authorship-verification"]
-limit = 8
+limit = 32
 batch_size = 4
 '''
 
@@ -206,7 +228,7 @@ def test_synthetic_sets_instead_of_and_added_to_the_real_documents_end_to_end(tm
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "### Added to the real documents (augmentation)" in report and "Minimum detectable difference" in report
     five = next(f for f in data["findings"] if f["claim"] == "paper-5")
-    if five["verdict"] == NOT_COMPARABLE:  # the verifier of 8 documents may not learn; then it says why
+    if five["verdict"] == NOT_COMPARABLE:  # a verifier of 32 documents may not learn; then it says why
         assert "cannot tell useful synthetic text from useless" in five["statement"]
     else:
         labels = [p["label"] for p in five["parts"]]
