@@ -106,7 +106,8 @@ def test_changed_samples_are_scored_again(tmp_path):
 def test_a_second_run_trains_no_task_again(tmp_path):
     first = run(tmp_path, "a", tasks=("kept-label-task",))
     trained = runner_fakes.KeptLabelTask.calls
-    assert trained == len(first["conditions"]) + 1  # every synthetic corpus and the real train split
+    # every synthetic corpus instead of and added to the real documents, and the real train split
+    assert trained == 2 * len(first["conditions"]) + 1
     events = []
     second = run(tmp_path, "b", tasks=("kept-label-task",), listener=events.append)
     assert runner_fakes.KeptLabelTask.calls == trained and same(first, second)
