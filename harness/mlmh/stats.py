@@ -21,6 +21,7 @@ seeded percentile bootstrap of :func:`resample_ci` (Efron & Tibshirani 1993), th
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -106,36 +107,51 @@ def detectable_difference(sd: float, n: int, *, power: float = 0.8,
     return float((critical(n - 1, confidence) + t.ppf(power, n - 1)) * sd / math.sqrt(n))
 
 
-#: draws of the multivariate t behind :func:`max_t_critical` (its 95% quantile to about +-0.01 at 16-32 documents)
-MAX_T_DRAWS = 40_000
+#: simulated samples behind :func:`max_t_critical` (its 95% quantile to about +-0.03 at 16-32 documents)
+MAX_T_DRAWS = 10_000
 #: how a family of contrasts over the same documents gets its simultaneous intervals (recorded beside a claim)
-MAX_T_METHOD = "max-T over the contrasts' estimated correlation (multivariate t), simultaneous"
+MAX_T_METHOD = "max-T over the contrasts' estimated correlation, simultaneous"
 
 
-def max_t_critical(correlation: np.ndarray, df: float, confidence: float = DEFAULT_CONFIDENCE, *,
+def max_t_critical(correlation: np.ndarray, df: int, confidence: float = DEFAULT_CONFIDENCE, *,
                    draws: int = MAX_T_DRAWS, seed: int = 0) -> float:
-    """The critical value ``c`` with P(max_k |T_k| <= c) = ``confidence`` for T multivariate t on ``df`` degrees of
-    freedom with correlation matrix ``correlation``, by seeded simulation (Hothorn, Bretz & Westfall 2008: single-step
-    max-T simultaneous intervals): between Student's ``critical(df)`` (one contrast, or all perfectly correlated) and
-    Bonferroni's ``critical(df, family=k)`` (k independent contrasts), never above Bonferroni's. One contrast gets
-    Student's quantile exactly."""
+    """The critical value ``c`` with P(max_k |t_k| <= c) = ``confidence`` for the Student t statistics of k contrasts
+    with correlation matrix ``correlation``, each studentised by its own standard deviation over the same ``df`` + 1
+    documents, by seeded simulation of normal documents (single-step max-T simultaneous intervals, Hothorn, Bretz &
+    Westfall 2008, with each contrast's own variance in place of their common one: the multivariate t of a common
+    denominator covered 92.6% for a nominal 95% in 1,000 simulations of 4 contrasts of correlation 0.5 at 16
+    documents). Between Student's ``critical(df)`` (one contrast, or all perfectly
+    correlated) and Bonferroni's ``critical(df, family=k)``, never above it; one contrast gets Student's exactly."""
     matrix = np.atleast_2d(np.asarray(correlation, dtype=float))
     k = matrix.shape[0]
     if k <= 1:
         return critical(df, confidence)
-    largest = _max_t_draws(matrix, df, seed, draws)
+    largest = _max_t_draws(matrix, int(df) + 1, seed, draws)
     return float(min(np.quantile(largest, confidence), critical(df, confidence, family=k)))
 
 
-def _max_t_draws(correlation: np.ndarray, df: float, seed: int, draws: int = MAX_T_DRAWS) -> np.ndarray:
-    """max_k |T_k| of ``draws`` seeded multivariate t draws with ``correlation`` (which may be singular, as one
-    estimated from fewer documents than contrasts is) on ``df`` degrees of freedom."""
+def _max_t_draws(correlation: np.ndarray, documents: int, seed: int, draws: int = MAX_T_DRAWS) -> np.ndarray:
+    """max_k |t_k| of ``draws`` seeded samples of ``documents`` normal documents with ``correlation`` between the k
+    contrasts (which may be singular, as one estimated from fewer documents than contrasts is), each t_k its
+    contrast's mean over its own standard error."""
     values, vectors = np.linalg.eigh((correlation + correlation.T) / 2.0)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    rng = np.random.default_rng(seed)
-    normal = rng.standard_normal((draws, correlation.shape[0])) @ root.T
-    scale = np.sqrt(rng.chisquare(df, draws) / df) if math.isfinite(df) else np.ones(draws)
-    return np.abs(normal).max(axis=1) / scale
+    root = (vectors * np.sqrt(np.clip(values, 0.0, None))).astype(np.float32)
+    base = _base_draws(correlation.shape[0], documents, seed, draws)
+    sample = (base.reshape(-1, base.shape[-1]) @ root.T).reshape(base.shape)
+    total = sample.sum(axis=1)
+    variance = (np.einsum("dnk,dnk->dk", sample, sample) - total * total / documents) / (documents - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(total) / np.sqrt(documents * np.clip(variance, 0.0, None))
+    return np.nan_to_num(t, nan=0.0, posinf=np.inf).max(axis=1)
+
+
+@lru_cache(maxsize=3)
+def _base_draws(k: int, documents: int, seed: int, draws: int) -> np.ndarray:
+    """The independent normals behind :func:`_max_t_draws` (draws x documents x k, float32), once per shape: they do
+    not depend on the correlation, so families of one size reuse them (mlmh.calibrate decides thousands)."""
+    found = np.random.default_rng(seed).standard_normal((draws, documents, k), dtype=np.float32)
+    found.flags.writeable = False
+    return found
 
 
 def simultaneous(samples: np.ndarray | Sequence[Sequence[float]], *, confidence: float = DEFAULT_CONFIDENCE,
@@ -158,19 +174,27 @@ def simultaneous(samples: np.ndarray | Sequence[Sequence[float]], *, confidence:
     largest: np.ndarray | None = None
     c = critical(df, level)
     if len(spread) > 1:
-        correlation = np.corrcoef(data[spread])
-        largest = _max_t_draws(correlation, df, seed)
+        # sample correlations spread the eigenvalues (more apparent dependence, a smaller c): shrunk toward
+        # independence by k / (n + k), the direction that widens (coverage 94.6-96.3% for a nominal 95% with 4-24
+        # contrasts at 16-32 documents in 400-1,000 simulations, against 94.0-95.0% unshrunk)
+        shrink = len(spread) / (n + len(spread))
+        correlation = (1.0 - shrink) * np.corrcoef(data[spread]) + shrink * np.eye(len(spread))
+        largest = _max_t_draws(correlation, n, seed)
         c = float(min(np.quantile(largest, level), critical(df, level, family=len(spread))))
     out = []
     for i in range(k):
         mean = float(means[i])
         if i not in spread:
-            out.append(from_estimate(mean, 0.0, df))
+            out.append(Interval(mean, mean, mean, 0.0, df, 1.0 if mean == 0 else 0.0))
             continue
         se = float(sds[i] / math.sqrt(n))
-        found = from_estimate(mean, se, df, level)  # Student's p-value, for one contrast
-        p = found.p if largest is None else float(np.mean(largest >= abs(mean) / se))
-        out.append(Interval(mean, mean - c * se, mean + c * se, se, df, min(1.0, (p or 0.0) * max(1, family))))
+        if largest is None:  # one contrast: Student's p-value
+            from scipy.stats import t
+
+            p = float(2.0 * t.sf(abs(mean) / se, df))
+        else:
+            p = float(np.mean(largest >= abs(mean) / se))
+        out.append(Interval(mean, mean - c * se, mean + c * se, se, df, min(1.0, p * max(1, family))))
     return out
 
 

@@ -52,11 +52,12 @@ def calibrate(preset: str | None, run_dir: str | None, runs: int, documents: int
     rates = sim.calibrate(shape, runs=runs, seed=seed)
     console = Console()
     console.print(escape(f"{shape.describe()}; {runs} simulated runs per row. 'says' is the rate of \"holds\" (of a "
-                         "flag, for memorisation), with its Monte-Carlo 95% CI; under the null it must not exceed the "
-                         "nominal rate."))
-    table = Table()
-    for column in ("rule", "scenario", "says", "95% CI", "nominal"):
-        table.add_column(column, no_wrap=column != "rule")
+                         "flag, for memorisation), with its Monte-Carlo 95% CI; under a null it must not exceed the "
+                         "nominal rate: EXCEEDED where its Monte-Carlo "
+                         f"{sim.MONTE_CARLO_CONFIDENCE:.0%} CI lies wholly above it."))
+    table = Table(pad_edge=False)
+    for column in ("rule", "scenario", "says", "95% CI", "nominal"):  # a rule's name wraps at words, never shorter
+        table.add_column(column, no_wrap=column in ("says", "95% CI"), min_width=23 if column == "rule" else None)
     for found in rates:
         status = "power" if found.nominal is None else f"{found.nominal:.1%}" + (" EXCEEDED" if found.exceeds else "")
         table.add_row(escape(found.rule), escape(found.scenario), f"{found.positive:.1%}",

@@ -45,7 +45,7 @@ from mlmh.findings.verdicts import (DOWNSTREAM, FAILS, HOLDS, INCONCLUSIVE, REWA
                                     combined, correlation_verdict, deletion_bar, describe_ci, not_comparable,
                                     not_tested, number, verdict)
 from mlmh.results import main_metrics
-from mlmh.stats import NO_INTERVAL, Interval, resample_ci, simultaneous, t_interval
+from mlmh.stats import NO_INTERVAL, Interval, critical, resample_ci, simultaneous, t_interval
 from mlmh.types import ConditionResult, Finding, RunResults
 
 SOURCE = "arXiv 2405.12630"
@@ -250,28 +250,40 @@ def _against(found: Interval, direction: int) -> bool:
     return verdict(found.low, found.high, direction) == FAILS
 
 
-def best_against_all(table: Table, direction: int) -> Choice | None:
-    """Selection kept out of the test: with intervals simultaneous over every (arm, other) of ``table`` (max-T over the
-    contrasts' estimated correlation where they share their documents, :func:`family_table`; Hothorn, Bretz &
-    Westfall 2008),
-    the claim "the best arm beats (``direction`` +1) every other" holds when some arm is beyond 0 against every
-    other, and does not hold when every arm is against 0 on some other; so whichever arm the data favour, the
-    verdict keeps its 95%. Reported: the arm whose worst comparison is best, against that comparison."""
+def best_against_all(table: Table, direction: int, *, sets: int = 1) -> Choice | None:
+    """Selection kept out of the test. The intervals of ``table`` are simultaneous over every (arm, other): max-T
+    over the contrasts' estimated correlation where they share their documents (:func:`family_table`; Hothorn, Bretz
+    & Westfall 2008), and each set is one of ``sets`` (Bonferroni between them). The claim "the best arm beats
+    (``direction`` +1) every other" **holds** when some arm beats every other beyond a bound: an intersection-union
+    test per arm (Berger 1982: an arm that does not beat some other fails that comparison's own test), so only the
+    choice among the arms costs confidence, and the bound is the smaller of the simultaneous one and Student's
+    Bonferroni-widened over the arms; it **does not hold** when every arm is against 0 on some other beyond the
+    simultaneous intervals. Either way, whichever arm the data favour, the verdict keeps its 95%. Reported: the arm
+    whose worst comparison is best, against that comparison, with the interval its verdict read."""
     rows = {arm: others for arm, others in table.items() if others}
     if not rows:
         return None
+
+    def holding(found: Interval) -> Interval:
+        """``found`` at the bound "holds" reads: the smaller of its own (simultaneous) and Bonferroni over the arms."""
+        if found.value is None or not found.se or found.df is None or found.low is None:
+            return found
+        half = min(found.value - found.low, critical(found.df, family=len(rows) * sets) * found.se)
+        return found._replace(low=found.value - half, high=found.value + half)
 
     def worst(arm: str, on: Callable[[Interval], float | None], among: Sequence[str] | None = None) -> tuple[float, str]:
         """The other ``arm`` fares worst against, by ``on`` of the interval (turned to ``direction``)."""
         return min((direction * (on(rows[arm][other][0]) or 0.0), other) for other in (among or rows[arm]))
 
-    def near(found: Interval) -> float | None:  # the end of the interval nearer the claimed side's 0
-        return found.low if direction > 0 else found.high
+    def near(found: Interval) -> float | None:  # the end of the holding interval nearer the claimed side's 0
+        held = holding(found)
+        return held.low if direction > 0 else held.high
 
     def far(found: Interval) -> float | None:  # the other end
         return found.high if direction > 0 else found.low
 
-    winners = [arm for arm, others in rows.items() if all(_beyond(found, direction) for found, _, _ in others.values())]
+    winners = [arm for arm, others in rows.items()
+               if all(_beyond(holding(found), direction) for found, _, _ in others.values())]
     losers = [arm for arm, others in rows.items() if any(_against(found, direction) for found, _, _ in others.values())]
     if winners:
         result = HOLDS
@@ -283,7 +295,7 @@ def best_against_all(table: Table, direction: int) -> Choice | None:
         against = [o for o, (found, _, _) in rows[arm].items() if _against(found, direction)]
         other = worst(arm, far, against)[1] if result == FAILS else worst(arm, lambda found: found.value)[1]
     found, documents, conditions = rows[arm][other]
-    return Choice(result, arm, other, found, documents, conditions)
+    return Choice(result, arm, other, holding(found) if result == HOLDS else found, documents, conditions)
 
 
 def _arm(row: ConditionResult) -> str:
@@ -311,7 +323,7 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     metrics = len(paper_metrics(ev.results))
     family = len(pairs) * metrics
     table, rule = family_table(ev, pairs, metric, _pairs_mean, sets=metrics)
-    choice = best_against_all(table, +1)
+    choice = best_against_all(table, +1, sets=metrics)
     if choice is None:
         return not_tested(claim, SOURCE, text, f"no MLM and CLM condition share unseen documents scored with {metric}")
     average, _ = contrast(ev, [arm for arms in pairs.values() for arm in arms], metric, _pairs_mean)
@@ -322,7 +334,9 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
     chosen = (f"{mlm_arms} MLM x {clm_arms} CLM arm(s) x {metrics} metric(s), CIs simultaneous over the {family} ("
               + ("max-T over the pairs' correlation" if rule == "max-T" else "Bonferroni")
               + (", Bonferroni over the metrics" if metrics > 1 and rule == "max-T" else "")
-              + "), so picking the best keeps its 95%")
+              + f"; an MLM arm leads when each of its comparisons clears the smaller of that bound and Student's "
+              f"widened over the {mlm_arms * metrics} arm x metric choices, an intersection-union test), so picking "
+              "the best keeps its 95%")
     beat = {HOLDS: "it leads every CLM arm beyond its CI", FAILS: "every MLM arm trails some CLM arm beyond its CI",
             }.get(choice.verdict, "neither leads every arm of the other kind beyond its CI")
     statement = (f"{text}: the best MLM ({choice.arm}) leads the best CLM ({choice.other}) by {number(found.value)} "
