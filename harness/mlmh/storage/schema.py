@@ -207,7 +207,11 @@ CONDITION = Obj({"id": str, "model": str, "model_kind": str, "masking": str, "sa
                  "masking_ratio": Maybe(NUMBER), "steps": Maybe(int), "seen": ROLE_QUALITY,
                  "unseen": ROLE_QUALITY, "control": ROLE_QUALITY, "gap": SCORES, "gap_above_filler": SCORES,
                  "control_gap": SCORES, "metrics": SCORES,
-                 "downstream": Maybe(MapOf(NUMBERS)), "generation": Maybe(Obj({
+                 "downstream": Maybe(MapOf(NUMBERS)), "downstream_augmented": Maybe(MapOf(NUMBERS)),
+                 # mode -> task -> score -> against -> a paired contrast (mlmh.types.result_blocks.Contrast)
+                 "downstream_contrasts": Maybe(MapOf(MapOf(MapOf(MapOf(Obj({
+                     "value": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "items": int})))))),
+                 "generation": Maybe(Obj({
                      **{k: int for k in ("samples", "forward_passes", "generated_tokens", "tokens_processed",
                                          "truncated_tokens", "truncated_documents")},
                      "seconds": NUMBER, "tokens_per_s": Maybe(NUMBER)})), "failed": Maybe(str)},
@@ -288,6 +292,13 @@ RESULTS = Obj({
     "documents": Maybe(MapOf(Obj({"split": str, "documents": int, "ids": ListOf(str), "groups": int, "cut": int}))),
     "headline": Maybe(str), "filler_word": Maybe(str), "n_samples": Maybe(int),
     "baseline": Maybe(MapOf(NUMBERS)), "correlations": Maybe(ListOf(CORRELATION)),
+    # each a mlmh.types.result_blocks.DownstreamTest
+    "downstream_tests": Maybe(ListOf(Obj({
+        "task": str, "score": str, "items": int, "learns": Maybe(bool), "reason": str, "training_sets": int,
+        "varies": Maybe(bool), "sd": Maybe(NUMBER), "sd_of": str, "mdd": Maybe(NUMBER), "power": NUMBER,
+        "confidence": NUMBER,
+        **{k: Maybe(Obj({"value": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "items": int}))
+           for k in ("real_vs_none", "real_vs_constant")}}))),
     "models": Maybe(MapOf(MODEL)), "findings": Maybe(ListOf(FINDING)), "comparisons": Maybe(COMPARISONS),
     "notes": Maybe(ListOf(str)),
     "errors": Maybe(ListOf(RUN_ERROR)), "started_at": Maybe(str), "timings": Maybe(MapOf(NUMBER)),
