@@ -188,3 +188,26 @@ def test_the_verdict_across_datasets_keeps_its_rate_under_a_null_and_finds_a_rea
     for tau in (1.0, 2.0, 4.0):  # datasets differ, their mean effect is 0: the pooled interval keeps its rate
         assert _simulated(0.0, tau, 1000)[1] <= 0.035, tau
     assert _simulated(2.0, 0.0, 200, seed=1)[0] >= 0.8  # +2 on 32 documents of sd 3, on three datasets
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda d: d.update(claims="none"), "claims"),
+    (lambda d: d["datasets"].append(dict(d["datasets"][0])), "datasets"),
+    (lambda d: d["claims"][0]["datasets"]["pan"].update(verdict="maybe"), "verdict"),
+])
+def test_a_bad_study_file_is_one_line_naming_the_file_and_the_key(tmp_path, edit, key):
+    import mlmh
+    from mlmh.errors import DataError
+    from mlmh.report.study import render_study
+    from mlmh.storage.study import write_study
+
+    runs = {"pan": _results("pan", 1.0, 0.5, HOLDS), "mpst": _results("mpst", 3.0, 0.8, HOLDS)}
+    study = summarise("paper", [StudyDataset(label, label, None, label) for label in runs], runs)
+    write_study(tmp_path, study, render_study(study))
+    data = json.loads((tmp_path / "study.json").read_text(encoding="utf-8"))
+    edit(data)
+    (tmp_path / "study.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        mlmh.load_study(tmp_path)
+    assert str(tmp_path / "study.json") in str(info.value) and key in str(info.value)
+    assert "\n" not in str(info.value)

@@ -359,16 +359,15 @@ def study(preset: str = "paper", data: Sequence[str] = (), *, output_path: str |
 
 def _same_experiment(run_dir: "RunDir", preset: str, wanted: dict[str, Any]) -> None:
     """Refuse in one line a study's run folder that holds a run of another experiment than ``preset`` with ``wanted``
-    (another preset, dataset, files, limit...: :meth:`mlmh.types.runconfig.RunConfig.experiment`), naming the keys."""
+    (another preset, dataset, files, limit...: :meth:`mlmh.types.runconfig.RunConfig.changed`), naming the keys."""
     from mlmh.config.presets import resolve, saved
 
-    there, here = saved(run_dir).experiment(), resolve(preset, wanted).experiment()
-    for config in (there, here):  # the same files, however the path was written
-        config["data"] = str(Path(config["data"]).expanduser().resolve()) if config.get("data") else None
-    differ = sorted(key for key in {*there, *here} if there.get(key) != here.get(key))
+    there, here = saved(run_dir), resolve(preset, wanted)
+    differ = there.changed(here)
     if differ:
+        before, after = there.experiment(), here.experiment()
         raise SpecError(f"{run_dir.path} holds a run of another experiment (it differs in {', '.join(differ)}: "
-                        + "; ".join(f"{k} {there.get(k)!r} there, {here.get(k)!r} here" for k in differ[:2])
+                        + "; ".join(f"{k} {before.get(k)!r} there, {after.get(k)!r} here" for k in differ[:2])
                         + "); choose another --output-path")
 
 

@@ -38,7 +38,8 @@ def parse_inputs(values: Sequence[str]) -> list[StudyInput]:
             raise SpecError(f"--data {value}: no files after '='; write {name} for its bundled sample")
         if any(i.label == name for i in found):
             raise SpecError(f"--data {value}: dataset {name} is named twice; a study runs each dataset once")
-        found.append(StudyInput(name, name, data.strip() or None))
+        # the files by their absolute path: the same files however the command named them, run after run
+        found.append(StudyInput(name, name, str(Path(data.strip()).expanduser().resolve()) if data.strip() else None))
     if len(found) < 2:
         raise SpecError("a study needs at least two datasets: --data pan --data mpst=DIR ...")
     return found

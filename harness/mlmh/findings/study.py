@@ -4,7 +4,7 @@ downstream scores per training set) with one column per dataset. Pure: results i
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from mlmh.findings.answer import brief_label, precise
 from mlmh.findings.paper_claims import SOURCE, paper_metrics
@@ -28,10 +28,10 @@ def summarise(preset: str, datasets: list[StudyDataset], results: Mapping[str, R
                         downstream=_downstream(results), failed=dict(failed or {}))
 
 
-def _claim_ids(runs: object) -> list[str]:
+def _claim_ids(runs: Iterable[RunResults]) -> list[str]:
     """The paper's claims any run decided or listed, in the order the first run that has each listed it."""
     ids: list[str] = []
-    for results in runs:  # type: ignore[attr-defined]  # an iterable of RunResults
+    for results in runs:
         ids += [f.claim for f in results.findings if f.source == SOURCE and f.claim not in ids]
     return ids
 

@@ -178,11 +178,8 @@ class Runner:
         record = {"config": config.to_dict(), "experiment": config.experiment()}
         if self.resume:
             self.run_dir.resume()
-            before = saved(self.run_dir)
-            if before.experiment() != config.experiment():
-                after = config.experiment()
-                changed = sorted(k for k in set(before.experiment()) | set(after)
-                                 if before.experiment().get(k) != after.get(k))
+            changed = saved(self.run_dir).changed(config)
+            if changed:
                 raise SpecError(f"--resume: the configuration differs from the run in {self.out} "
                                 f"(changed: {', '.join(changed)}); resume with `{self.resume_hint()}` alone, "
                                 "or start a new run")

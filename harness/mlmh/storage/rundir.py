@@ -165,7 +165,7 @@ def _read_text(path: Path) -> str:
         raise DataError(f"{path}:{line}: not valid UTF-8 (byte {exc.start})") from None
 
 
-def _read_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | None = None) -> Any:
+def read_checked_json(path: Path, what: str, shape: Any, wrap: Callable[[dict], Any] | None = None) -> Any:
     """``path``'s JSON, checked against ``shape`` (:func:`mlmh.storage.schema.checked`); a DataError naming the file and
     the key when it is not."""
     return schema.checked(path, what, _read_text(path), shape, wrap)
@@ -514,14 +514,14 @@ class RunDir:
         """config.json as the run saved it (``{"config": ..., "experiment": ...}``), checked."""
         if not self.config.is_file():
             raise SpecError(f"--resume: {self.path} holds no interrupted run (no {CONFIG})")
-        return _read_json(self.config, "run configuration", schema.CONFIG, wrap=lambda d: d if "config" in d else {"config": d})
+        return read_checked_json(self.config, "run configuration", schema.CONFIG, wrap=lambda d: d if "config" in d else {"config": d})
 
     def read_results_data(self) -> dict[str, Any]:
         """results.json as checked JSON (what :meth:`read_results` types)."""
         if not os.path.lexists(self.results):  # anything else there is named by the input rule (a FIFO, a device)
             raise SpecError(f"{self.results} does not exist: pass a run directory written by mlmh eval, or its "
                             f"{RESULTS}")
-        return _read_json(self.results, f"results file ({RESULTS} of mlmh eval)", schema.RESULTS)
+        return read_checked_json(self.results, f"results file ({RESULTS} of mlmh eval)", schema.RESULTS)
 
     def read_results(self) -> Any:
         """The typed results (RunResults) of the run as results.json holds them: the one parse of the file. A
@@ -570,7 +570,7 @@ class RunDir:
         """The items of human_key.json (item id -> condition, document, text digest), checked."""
         if not self.human_key.is_file():
             raise SpecError(f"{self.human_key} does not exist: run `mlmh human export {self.path}` first")
-        return _read_json(self.human_key, "human evaluation key", schema.HUMAN_KEY)["items"]
+        return read_checked_json(self.human_key, "human evaluation key", schema.HUMAN_KEY)["items"]
 
     # -- writes -------------------------------------------------------------------------------------
     def _target(self, path: Path) -> Path:

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from mlmh.errors import DataError
 from mlmh.types import RESULTS_SCHEMA, VERDICTS
+from mlmh.types.study import STUDY_SCHEMA
 from mlmh.types.runconfig import run_options
 
 #: how deep a file read back may nest objects and lists (results.json's deepest block is 6 levels)
@@ -203,14 +204,15 @@ ROLE_QUALITY = Maybe(Obj({"documents": int, "scored": int, "metrics": SCORES, "v
                           "filler": SCORES, "deletion": SCORES, "above_filler": SCORES,
                           "above_deletion": SCORES, "nothing_masked": int, "truncated_documents": int}))
 NUMBERS = MapOf(Maybe(NUMBER))
+#: a paired difference over a downstream task's test items (mlmh.types.result_blocks.Contrast)
+CONTRAST = Obj({"value": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "items": int})
 CONDITION = Obj({"id": str, "model": str, "model_kind": str, "masking": str, "sampler": str, "seed": int,
                  "masking_ratio": Maybe(NUMBER), "steps": Maybe(int), "seen": ROLE_QUALITY,
                  "unseen": ROLE_QUALITY, "control": ROLE_QUALITY, "gap": SCORES, "gap_above_filler": SCORES,
                  "control_gap": SCORES, "metrics": SCORES,
                  "downstream": Maybe(MapOf(NUMBERS)), "downstream_augmented": Maybe(MapOf(NUMBERS)),
                  # mode -> task -> score -> against -> a paired contrast (mlmh.types.result_blocks.Contrast)
-                 "downstream_contrasts": Maybe(MapOf(MapOf(MapOf(MapOf(Obj({
-                     "value": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "items": int})))))),
+                 "downstream_contrasts": Maybe(MapOf(MapOf(MapOf(MapOf(CONTRAST))))),
                  "generation": Maybe(Obj({
                      **{k: int for k in ("samples", "forward_passes", "generated_tokens", "tokens_processed",
                                          "truncated_tokens", "truncated_documents")},
@@ -297,8 +299,7 @@ RESULTS = Obj({
         "task": str, "score": str, "items": int, "learns": Maybe(bool), "reason": str, "training_sets": int,
         "varies": Maybe(bool), "sd": Maybe(NUMBER), "sd_of": str, "mdd": Maybe(NUMBER), "power": NUMBER,
         "confidence": NUMBER,
-        **{k: Maybe(Obj({"value": Maybe(NUMBER), "ci_low": Maybe(NUMBER), "ci_high": Maybe(NUMBER), "items": int}))
-           for k in ("real_vs_none", "real_vs_constant")}}))),
+        **{k: Maybe(CONTRAST) for k in ("real_vs_none", "real_vs_constant")}}))),
     "models": Maybe(MapOf(MODEL)), "findings": Maybe(ListOf(FINDING)), "comparisons": Maybe(COMPARISONS),
     "notes": Maybe(ListOf(str)),
     "errors": Maybe(ListOf(RUN_ERROR)), "started_at": Maybe(str), "timings": Maybe(MapOf(NUMBER)),
@@ -333,3 +334,20 @@ GENERATION = Obj({
               "masked_words", "output_words"))
 SAMPLE = Obj({"condition": str, "role": Maybe(str), "generation": GENERATION, "metrics": Maybe(NUMBERS)},
              required=("condition", "generation"))
+
+
+#: a study's study.json (mlmh.types.study.StudyResults, written by mlmh.api.study)
+STUDY_CELL = Obj({"row": str, "dataset": str, "value": Maybe(NUMBER), "low": Maybe(NUMBER), "high": Maybe(NUMBER),
+                  "unit": str, "task": str}, required=("row", "dataset"))
+STUDY = Obj({
+    "schema_version": OneOf((STUDY_SCHEMA,), " (another mlmh wrote it: run the study again)"), "preset": str,
+    "datasets": ListOf(Obj({"label": str, "dataset": str, "data": Maybe(str), "run": str, "documents": int,
+                            "seconds": NUMBER}, required=("label", "dataset", "run")), unique="label"),
+    "claims": ListOf(Obj({
+        "claim": str, "text": str, "across": str, "statement": str, "pooled": Maybe(MapOf(NUMBER)), "pooled_what": str,
+        "datasets": MapOf(Obj({"verdict": VERDICT, "value": Maybe(NUMBER), "low": Maybe(NUMBER), "high": Maybe(NUMBER),
+                               "estimate": Maybe(Obj({"what": str, "value": Maybe(NUMBER), "se": Maybe(NUMBER),
+                                                      "df": Maybe(NUMBER)}))}, required=("verdict",)))},
+        required=("claim", "text", "datasets", "across", "statement"))),
+    "quality": ListOf(STUDY_CELL), "downstream": ListOf(STUDY_CELL), "failed": MapOf(str)},
+    required=("schema_version", "preset", "datasets", "claims"))

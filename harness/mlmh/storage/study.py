@@ -3,7 +3,7 @@ its runs are normal run folders beside them (:mod:`mlmh.storage.rundir`)."""
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
 from mlmh.errors import DataError
@@ -16,24 +16,27 @@ STUDIES_ROOT = "studies"
 
 
 def write_study(out: Path, study: StudyResults, report: str) -> None:
-    """study.json and the ``report`` as study.md, each written whole (a reader never sees half a file)."""
+    """study.json (strict JSON, as every run file) and the ``report`` as study.md, each written whole (a reader never
+    sees half a file)."""
+    from mlmh.plugins.contracts import strict_json
     from mlmh.storage.rundir import write_text_atomic
 
-    write_text_atomic(out / STUDY, json.dumps(study.to_dict(), indent=2, allow_nan=False) + "\n")
+    write_text_atomic(out / STUDY, strict_json(study.to_dict(), indent=2, ensure_ascii=False) + "\n")
     write_text_atomic(out / STUDY_REPORT, report)
 
 
 def read_study(path: str | Path) -> StudyResults:
-    """A study folder's (or its study.json's) results; a missing or bad file is one line naming it."""
+    """A study folder's (or its study.json's) results, read by the input rule and checked by key against
+    :data:`mlmh.storage.schema.STUDY`, as every file mlmh reads back; a missing or bad file is one line naming it."""
+    from mlmh.storage import schema
+    from mlmh.storage.rundir import read_checked_json
+
     path = Path(path)
     file = path / STUDY if path.is_dir() else path
-    if not file.is_file() or file.is_symlink():
+    if not os.path.lexists(file):
         raise DataError(f"{file}: no study here (a study folder holds {STUDY}, which mlmh study writes)")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{file}: not a study file ({exc})") from None
-    return StudyResults.from_dict(data, str(file))
+    return StudyResults.from_dict(read_checked_json(file, f"study file ({STUDY} of mlmh study)", schema.STUDY),
+                                  str(file))
 
 
 def study_runs(root: str | Path = STUDIES_ROOT) -> list[Path]:

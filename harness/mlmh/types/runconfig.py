@@ -123,6 +123,11 @@ class RunConfig:
                 out.pop(key)
         return out
 
+    def changed(self, other: "RunConfig") -> list[str]:
+        """The keys that decide results (:meth:`experiment`) on which ``other`` differs from this configuration."""
+        mine, theirs = self.experiment(), other.experiment()
+        return sorted(key for key in {*mine, *theirs} if mine.get(key) != theirs.get(key))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
         """The configuration a run saved (``config.json``), for ``--resume``."""
