@@ -5,11 +5,13 @@ The prose is what every test machine already holds offline: the package descript
 descriptions of the installed Python distributions (author = their author, tags = their ``Topic ::``
 classifiers). Each builder is deterministic on one machine and takes a size argument.
 
-Another kind of prose, on which no setting of the project was chosen, is the running-prose docstrings of the Python
-standard library's own source (author = the top-level module or package, ``email``, ``http``, ``asyncio``): the
-held-out corpus (``pan-stdlib``) that the paper preset's verdicts are judged out of sample on.
+Two other kinds of prose are the held-out corpora. The running-prose docstrings of the Python standard library's own
+source (author = the top-level module or package, ``email``, ``http``, ``asyncio``: ``pan-stdlib``) judged the
+recipe chosen on the package descriptions out of sample, and so became a development corpus once it fell short
+there. The DESCRIPTION sections of the installed manual pages (author = the Debian package that installed the page:
+``pan-man``) are held out of every setting chosen on either.
 
-By hand: ``python tests/realdata.py pan|pan-stdlib|mpst|mimic|text-jsonl|... OUTDIR [SIZE]``.
+By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|mpst|mimic|text-jsonl|... OUTDIR [SIZE]``.
 """
 
 from __future__ import annotations
@@ -187,6 +189,97 @@ def stdlib_prose(root: Path | None = None) -> list[Prose]:
     return kept
 
 
+MAN_ROOT = Path("/usr/share/man")
+DPKG_INFO = Path("/var/lib/dpkg/info")
+#: the manual's sections of commands, file formats and administration: prose about programs, not library calls
+MAN_SECTIONS = ("man1", "man5", "man8")
+#: roff escapes that stand for a character, and the escapes that only change the font or spacing
+_ROFF_CHARS = {r"\-": "-", r"\(em": "-", r"\(en": "-", r"\(lq": '"', r"\(rq": '"', r"\(aq": "'", r"\(oq": "'",
+               r"\(cq": "'", r"\e": "\\", r"\ ": " ", r"\~": " ", r"\(co": "(c)", r"\*(lq": '"', r"\*(rq": '"',
+               r"\(bu": "*", r"\(dq": '"'}
+_ROFF_DROP = re.compile(r"\\f(\(..|\[[^]]*\]|.)|\\s[-+]?\d|\\[&|^%:c]|\\\*\(?\w+")
+#: a request that ends running prose (a tagged or indented list, an example, a table, a relative indent)
+_ROFF_BLOCK = re.compile(r"^\.(TP|IP|HP|RS|nf|EX|TS|in|ta|SS|SH|Bl|Bd|It|TQ|UR|MT|de)\b")
+#: font requests whose arguments are text, alternating fonts as they go
+_ROFF_FONT = re.compile(r"^\.(B|I|SM|SB|BR|RB|IR|RI|BI|IB)\s+(.*)$")
+
+
+def man_packages(info: Path = DPKG_INFO) -> dict[str, str]:
+    """Manual page path -> the Debian package that installed it, from dpkg's file lists."""
+    owner = {}
+    for listing in sorted(info.glob("*.list")):
+        package = listing.stem.split(":")[0]
+        for line in listing.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(str(MAN_ROOT) + "/man") and line.endswith(".gz"):
+                owner[line] = package
+    return owner
+
+
+def roff_description(source: str) -> str:
+    """The running prose a manual page's DESCRIPTION section opens with, as text: its paragraphs up to the first
+    list, example or table (or one that would pass MAX_WORDS words), fonts and escapes resolved; "" where none."""
+    lines = source.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(r'^\.SH\s+"?DESCRIPTION"?\s*$', line)), None)
+    if start is None:
+        return ""
+    paragraphs: list[list[str]] = [[]]
+    for line in lines[start + 1:]:
+        if line.startswith(('.\\"', "'\\\"", '\\"')):
+            continue
+        if _ROFF_BLOCK.match(line):
+            break
+        if re.match(r"^\.(PP|P|LP|sp|br)\b", line) or not line.strip():
+            paragraphs.append([])
+            continue
+        font = _ROFF_FONT.match(line)
+        if font:
+            words = [quoted or bare for quoted, bare in re.findall(r'"([^"]*)"|(\S+)', font.group(2))]
+            line = " ".join(words) if font.group(1) in ("B", "I", "SM", "SB") else "".join(words)  # BR etc. alternate
+        elif line.startswith((".", "'")):
+            continue
+        paragraphs[-1].append(line)
+    kept: list[str] = []
+    for lines_ in paragraphs:
+        paragraph = _ROFF_DROP.sub("", " ".join(lines_))
+        for escape, char in _ROFF_CHARS.items():
+            paragraph = paragraph.replace(escape, char)
+        paragraph = " ".join(paragraph.split())
+        if not paragraph:
+            continue
+        if "\\" in paragraph or not (paragraph[0].isalnum() and paragraph[-1] in ".!?"):  # "prog copies ..."
+            break
+        if len(" ".join(kept + [paragraph]).split()) > MAX_WORDS:
+            break
+        kept.append(paragraph)
+    return " ".join(kept)
+
+
+def man_prose(root: Path = MAN_ROOT, info: Path = DPKG_INFO) -> list[Prose]:
+    """The DESCRIPTION sections of the installed manual pages of commands, file formats and administration (English
+    only, read with gzip, nothing run): author = the Debian package that installed the page, tags = (the section,
+    the page), family = the author and the page's name (a page installed twice counts once); near-duplicates dropped."""
+    import gzip
+
+    owner = man_packages(info)
+    found = []
+    for section in MAN_SECTIONS:
+        for path in sorted((root / section).glob("*.gz")):
+            package = owner.get(str(path))
+            if package is None or path.is_symlink():
+                continue
+            try:
+                text = roff_description(gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace"))
+            except (OSError, EOFError):
+                continue
+            if len(text.split()) >= MIN_WORDS:
+                page = path.name.removesuffix(".gz")
+                found.append(Prose(page, package, text, (section, page), "man-page", f"{package}:{page.split('.')[0]}"))
+    kept = _distinct(found)
+    if len(kept) < 8:
+        raise RuntimeError(f"only {len(kept)} manual pages with a DESCRIPTION of running prose found under {root}")
+    return kept
+
+
 def round_robin(prose: list[Prose]) -> list[Prose]:
     """One text of each author in turn, so the first rows mix authors and their tags."""
     groups = list(_by_author(prose).values())
@@ -351,7 +444,14 @@ def text_corpus(tmp_path: Path, fmt: str, n: int = 48) -> Path:
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(TEXT_FORMATS)}")
 
 
-BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "mpst": mpst_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
+def pan_man_dir(tmp_path: Path, n_authors: int = 60) -> Path:
+    """:func:`pan_dir` from :func:`man_prose` into ``tmp_path / "pan-man"``: official-format PAN of a third kind of
+    real prose (the manual pages' descriptions), held out of every setting chosen on the package descriptions and on
+    the standard library's docstrings."""
+    return pan_dir(tmp_path, n_authors, man_prose(), "pan-man")
+
+
+BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "pan-man": pan_man_dir, "mpst": mpst_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in BUILDERS:

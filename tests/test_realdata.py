@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from realdata import MAX_WORDS, MIN_WORDS, docstring_prose, pan_dir, pan_stdlib_dir, real_prose, stdlib_prose, word_runs
+from realdata import (MAN_ROOT, MAX_WORDS, MIN_WORDS, docstring_prose, man_prose, pan_dir, pan_man_dir, pan_stdlib_dir,
+                      real_prose, roff_description, stdlib_prose, word_runs)
 
 
 def test_no_two_texts_share_a_long_run_or_a_source_package():
@@ -55,6 +56,34 @@ def test_stdlib_docstrings_give_a_held_out_corpus_of_distinct_prose(tmp_path):
     assert len({a for row in truth for a in row["authors"]}) == 60
     assert {row["same"] for row in truth} == {True, False}
     assert len({text for row in pairs for text in row["pair"]}) >= 150
+
+
+def test_a_manual_page_gives_its_description_as_plain_prose_up_to_its_first_list():
+    page = "\n".join([
+        '.\\" a comment the reader skips', ".TH PROG 1", ".SH NAME", "prog \\- does a thing", ".SH DESCRIPTION",
+        ".B prog", "copies each", ".IR file ,", "in turn, to the standard output \\(em or to", '.BR \\-o "\'s file."',
+        ".PP", "It reads \\fBno\\fR configuration at all.", ".TP", ".B \\-o", "An option, not prose.",
+        ".SH OPTIONS", "Never read."])
+    assert roff_description(page) == ("prog copies each file, in turn, to the standard output - or to -o's file. "
+                                      "It reads no configuration at all.")
+    assert roff_description(".TH X 1\n.SH NAME\nx\n") == ""
+
+
+@pytest.mark.skipif(not (MAN_ROOT / "man1").is_dir(), reason="this machine has no manual pages")
+def test_manual_pages_give_a_third_corpus_of_distinct_prose(tmp_path):
+    """The second held-out corpus (pan-man): the manual pages' descriptions, authors the Debian packages that
+    installed them, 40-160 words of running prose, no two texts sharing a long run or a page name within an author."""
+    prose = man_prose()
+    for item in prose:
+        assert MIN_WORDS <= len(item.text.split()) <= MAX_WORDS, item.name
+        assert "\\f" not in item.text and not item.text.startswith("."), item.name
+    assert_distinct(prose)
+    out = pan_man_dir(tmp_path, 60)
+    truth = [json.loads(line) for line in (out / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
+    pairs = [json.loads(line) for line in (out / "pairs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert out.name == "pan-man" and len({a for row in truth for a in row["authors"]}) == 60
+    assert {row["same"] for row in truth} == {True, False}
+    assert len({text for row in pairs for text in row["pair"]}) >= 120
 
 
 def test_docstring_prose_stops_at_code():
