@@ -148,10 +148,14 @@ def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_it_in_hardware(tmp
         (tmp_path / "cpuinfo").write_text(f"model name\t: x\nflags\t\t: {flags}\n", encoding="utf-8")
         assert devices.native_bf16(tmp_path / "cpuinfo") is expected
     assert not devices.native_bf16(tmp_path / "absent")
-    monkeypatch.setattr(metrics_ppl, "native_bf16", lambda: False)
+    monkeypatch.setattr(devices, "native_bf16", lambda cpuinfo=None: False)
     assert metrics_ppl.resolve_precision("auto") == "float32" and metrics_ppl.resolve_precision("bf16") == "bf16"
-    monkeypatch.setattr(metrics_ppl, "native_bf16", lambda: True)
+    monkeypatch.setattr(devices, "native_bf16", lambda cpuinfo=None: True)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
     assert metrics_ppl.resolve_precision("auto") == "bf16" and metrics_ppl.resolve_precision("float32") == "float32"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # bf16 units, but oneDNN held below them: emulated, slower
+    assert metrics_ppl.resolve_precision("auto") == "float32"
 
 
 def test_scoring_runs_on_the_threads_asked_and_gives_the_others_back(converted_tiny):

@@ -32,7 +32,7 @@ from mlmh import bounds
 from mlmh import hookimpl
 from mlmh.components import Metric, ScoringItem
 from mlmh.errors import ModelError, SpecError
-from mlmh.machine.devices import PRECISIONS, cores, native_bf16, torch_threads
+from mlmh.machine.devices import PRECISIONS, cores, cpu_bf16, torch_threads
 from mlmh.params import Param
 from mlmh.stats import method_info, resample_ci
 from mlmh.types import MetricResult
@@ -56,10 +56,11 @@ _SCORED_LOCK = threading.Lock()
 
 
 def resolve_precision(precision: str) -> str:
-    """``float32`` or ``bf16`` for scoring on this CPU: ``auto`` is bf16 where the CPU multiplies bf16 in hardware."""
+    """``float32`` or ``bf16`` for scoring on this CPU: ``auto`` is bf16 where the CPU multiplies bf16 in hardware and
+    oneDNN is not capped below its bf16 kernels (the same rule as training's, :func:`mlmh.machine.devices.cpu_bf16`)."""
     if precision != "auto":
         return precision
-    return "bf16" if native_bf16() else "float32"
+    return "bf16" if cpu_bf16() else "float32"
 
 
 def check_reference_lm(path: str, *, download: bool = True, what: str = "gen-ppl") -> Any:

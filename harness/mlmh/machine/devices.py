@@ -160,9 +160,10 @@ BF16_ISAS = ("ALL", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "
 
 
 def cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo"), environ: Any = None) -> bool:
-    """Whether training on this CPU multiplies in bf16 hardware: :func:`native_bf16`, and oneDNN (which runs CPU
-    autocast's bf16 matrix products) not held by ``ONEDNN_MAX_CPU_ISA`` below its bf16 kernels (the AVX2 cap that
-    docs/PERFORMANCE.md measures an AVX2 machine's kernels with: there bf16 would be emulated, slower than float32)."""
+    """Whether bf16 matrix products on this CPU (training's autocast, the judge's weights) run in bf16 hardware:
+    :func:`native_bf16`, and oneDNN (which runs them) not held by ``ONEDNN_MAX_CPU_ISA`` below its bf16 kernels
+    (the AVX2 cap that docs/PERFORMANCE.md measures an AVX2 machine's kernels with: there bf16 would be emulated,
+    slower than float32)."""
     env = os.environ if environ is None else environ
     cap = (env.get("ONEDNN_MAX_CPU_ISA") or env.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
     if cap and cap not in BF16_ISAS:
