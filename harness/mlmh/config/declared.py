@@ -8,57 +8,87 @@ component takes part exactly as a builtin does, and no core module names a built
 
 Where two components declare the same default, the first in registration order wins (builtins, then plugins by
 distribution name), as for names; a plugin takes a builtin's default over by replacing that component.
+
+What a verdict reads of them (the main results with their labels, units and roles, which of them reward deletion,
+the models a sweep varies, the fluency judge) is recorded in results.json when a run runs (:func:`record`,
+``RunResults.declared``, docs/RESULTS.md), and each question below that a verdict asks takes the run's
+``results``: :func:`of` is the one rule that answers it, from the run's record where it has one, so the same file
+gives the same verdicts whatever plugins are installed later; a file written before they were recorded, or no
+``results``, is answered by the installed components.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mlmh.components import BenchCase, Headline
 from mlmh.errors import SpecError
 from mlmh.registry import get_registry
+from mlmh.types import Declared, DeclaredResult, RunResults
+
+#: the fields of a main result's declaration, which results.json's record of it keeps (DeclaredResult)
+HEADLINE_FIELDS = tuple(f.name for f in dataclasses.fields(Headline))
+
+
+# -- what a run records, and what a verdict reads ------------------------------------------------------
+def record() -> Declared:
+    """The installed components' declarations that verdicts read, as results.json records them."""
+    registry = get_registry()
+    found: dict[str, Headline] = {}  # a result declared twice (a metric subclassing another) counts as first declared
+    for metric in registry.all("metric"):
+        for declared in metric.headlines:
+            found.setdefault(declared.result, declared)
+    ranked = sorted(found.values(), key=lambda h: h.rank)  # ties in registration order
+    fluency = next((metric.fluency for metric in registry.all("metric") if metric.fluency), None)
+    return Declared(headlines=[DeclaredResult(**{k: getattr(h, k) for k in HEADLINE_FIELDS}) for h in ranked],
+                    swept_models={model.name: model.model_kind for model in registry.all("model") if model.swept},
+                    fluency=list(fluency) if fluency else None)
+
+
+def of(results: RunResults | None = None) -> Declared:
+    """The declarations a verdict on ``results`` reads: those the run recorded, else (a file written before runs
+    recorded them, or no run) the installed components'."""
+    recorded = results.declared if results is not None else None
+    return recorded if recorded is not None else record()
 
 
 # -- metrics -----------------------------------------------------------------------------------------
-def headlines() -> list[Headline]:
-    """Every registered metric's main results, in rank order (ties in registration order); a result declared twice
-    (a metric subclassing another keeps its declarations) counts once, as first declared."""
-    declared: dict[str, Headline] = {}
-    for metric in get_registry().all("metric"):
-        for headline in metric.headlines:
-            declared.setdefault(headline.result, headline)
-    return sorted(declared.values(), key=lambda headline: headline.rank)
+def headlines(results: RunResults | None = None) -> list[Headline]:
+    """Every main result, in rank order (:func:`of`)."""
+    return [Headline(**{k: getattr(h, k) for k in HEADLINE_FIELDS}) for h in of(results).headlines]
 
 
-def main_results() -> list[str]:
+def main_results(results: RunResults | None = None) -> list[str]:
     """The results comparison tables lead with, in their order."""
-    return [headline.result for headline in headlines()]
+    return [headline.result for headline in headlines(results)]
 
 
-def findings_results() -> list[str]:
+def findings_results(results: RunResults | None = None) -> list[str]:
     """The main results the papers' claims are tested on, in table order."""
-    return [headline.result for headline in headlines() if headline.findings]
+    return [headline.result for headline in headlines(results) if headline.findings]
 
 
-def sweep_results() -> list[str]:
+def sweep_results(results: RunResults | None = None) -> list[str]:
     """The main results a data-constrained sweep compares the models on, in table order."""
-    return [headline.result for headline in headlines() if headline.sweep]
+    return [headline.result for headline in headlines(results) if headline.sweep]
 
 
-def baseline_results() -> list[str]:
+def baseline_results(results: RunResults | None = None) -> list[str]:
     """The main results the best condition is set against the filler and deletion baselines on, in table order."""
-    return [headline.result for headline in headlines() if headline.baselines]
+    return [headline.result for headline in headlines(results) if headline.baselines]
 
 
-def headline(result: str) -> Headline | None:
+def headline(result: str, results: RunResults | None = None) -> Headline | None:
     """The declaration of a main result, or None for a result no metric declares main."""
-    return next((h for h in headlines() if h.result == result), None)
+    return next((h for h in headlines(results) if h.result == result), None)
 
 
-def fluency_results() -> tuple[str, str] | None:
+def fluency_results(results: RunResults | None = None) -> tuple[str, str] | None:
     """(the result a fluency judge scores regenerations with, the one it scores the originals with), or None
-    when no registered metric judges fluency."""
-    return next((metric.fluency for metric in get_registry().all("metric") if metric.fluency), None)
+    when no metric judges fluency."""
+    fluency = of(results).fluency
+    return (fluency[0], fluency[1]) if fluency and len(fluency) == 2 else None
 
 
 # -- samplers ----------------------------------------------------------------------------------------
@@ -94,9 +124,9 @@ def default_models() -> dict[str, str]:
     return out
 
 
-def swept_models() -> dict[str, str]:
+def swept_models(results: RunResults | None = None) -> dict[str, str]:
     """Name -> model kind of every model a data-constrained sweep expands, in registration order."""
-    return {model.name: model.model_kind for model in get_registry().all("model") if model.swept}
+    return dict(of(results).swept_models)
 
 
 # -- datasets ----------------------------------------------------------------------------------------

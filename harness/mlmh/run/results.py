@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from mlmh import __version__
 from mlmh.calibrate import annotate_null_rates
+from mlmh.config.declared import record
 from mlmh.config.plan import Condition, RunPlan
 from mlmh.data.splits import group_key
 from mlmh.events import EventBus, RunEvent
@@ -93,6 +94,7 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
         errors=list(ctx.log.errors),
         started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         timings=dict(ctx.log.timings),  # as written: the report stage that writes it is timed after
+        declared=record(),  # what the verdicts read of the components' declarations, so a later reading agrees
     )
     per_document = _unseen_per_document(plan.conditions, scores, generations, data) if headline == "unseen" else {}
     results.findings = _findings(plan, results, per_document, generations, data, tasks, ctx)

@@ -281,6 +281,11 @@ COMPARISONS = Obj({
         required=("metric", "statement"))),
     "correlations": ListOf(Obj({"metric": str, "task": str, "score": str, "statement": str}, required=("statement",))),
     "plateaus": ListOf(Obj({"model": str, "statement": str}, required=("model", "statement")))})
+#: the components' declarations a run's verdicts read, as it recorded them (mlmh.types.result_blocks.Declared)
+DECLARED = Obj({"headlines": ListOf(Obj({"result": str, "rank": int, "label": str, "unit": str, "findings": bool,
+                                         "sweep": bool, "baselines": bool, "rewards_deletion": bool},
+                                        required=("result",)), unique="result"),
+                "swept_models": MapOf(str), "fluency": Maybe(ListOf(str))})
 #: results.json as the report, the CLI summary and the TUI read it (docs/RESULTS.md); null means absent
 #: where RunResults.from_dict treats it so, except for ``config``, which every reader looks into (its typed keys:
 #: mlmh.types.result_blocks.ConfigRecord)
@@ -303,7 +308,7 @@ RESULTS = Obj({
     "models": Maybe(MapOf(MODEL)), "findings": Maybe(ListOf(FINDING)), "comparisons": Maybe(COMPARISONS),
     "notes": Maybe(ListOf(str)),
     "errors": Maybe(ListOf(RUN_ERROR)), "started_at": Maybe(str), "timings": Maybe(MapOf(NUMBER)),
-    "human": Maybe(HUMAN), "crossover": Maybe(CROSSOVER)}, required=("conditions",))
+    "human": Maybe(HUMAN), "crossover": Maybe(CROSSOVER), "declared": Maybe(DECLARED)}, required=("conditions",))
 #: the JSON shape of a run option's value, by how the option is written (mlmh.types.runconfig.SHAPES)
 OPTION_SHAPES = {"spec": str, "path": Maybe(str), "text": str, "specs": ListOf(str), "seeds": ListOf(int),
                  "limit": NUMBER, "share": NUMBER, "count": int, "flag": bool}

@@ -13,8 +13,8 @@ from typing import Any, Iterator, Sequence, TypeVar, cast
 from mlmh.errors import MlmhError
 # the results' blocks besides conditions and findings, typed where RunResults is and importable from here
 from mlmh.types.result_blocks import (FLAT, Block, Comparisons, ConfigRecord, Contrast, Correlation, Crossover,
-                                      DatasetInfo, DocumentSet, DownstreamTest, HumanRatings, HumanScore, ModelRecord, RunError, Score, SweepPoint,
-                                      Versions)
+                                      DatasetInfo, Declared, DeclaredResult, DocumentSet, DownstreamTest, HumanRatings,
+                                      HumanScore, ModelRecord, RunError, Score, SweepPoint, Versions)
 
 T = TypeVar("T")
 
@@ -545,6 +545,9 @@ class RunResults:
     timings: dict[str, float] = field(default_factory=dict)
     human: HumanRatings | None = None
     crossover: Crossover | None = None  # a data-constrained sweep's points and crossovers (mlmh.findings.crossover)
+    # the components' declarations the verdicts read, as the run recorded them (mlmh.config.declared.record); None in
+    # a file written before runs recorded them, whose verdicts read the installed plugins' (mlmh.config.declared.of)
+    declared: Declared | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResults":
@@ -574,13 +577,14 @@ class RunResults:
             errors=[RunError.from_dict(e) for e in given.get("errors", [])], started_at=given.get("started_at", ""),
             timings=given.get("timings", {}),
             human=HumanRatings.from_dict(given["human"]) if "human" in given else None,
-            crossover=Crossover.from_dict(given["crossover"]) if "crossover" in given else None)
+            crossover=Crossover.from_dict(given["crossover"]) if "crossover" in given else None,
+            declared=Declared.from_dict(given["declared"]) if "declared" in given else None)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("comparisons", "human", "crossover") and value is None:
+            if f.name in ("comparisons", "human", "crossover", "declared") and value is None:
                 continue
             if f.name == "downstream_tests" and not value:  # a run without downstream tasks, or written before them
                 continue

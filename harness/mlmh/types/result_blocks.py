@@ -304,6 +304,35 @@ class DownstreamTest(Block):
     extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
 
 
+@dataclass
+class DeclaredResult(Block):
+    """A main result as a metric declared it when the run ran (:class:`mlmh.components.Headline`): its rank, label
+    and unit, and which rules read it (the papers' claims, a sweep, the baselines, and whether it rewards deletion)."""
+
+    result: str = ""
+    rank: int = 0
+    label: str = ""
+    unit: str = ""
+    findings: bool = False
+    sweep: bool = False
+    baselines: bool = False
+    rewards_deletion: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
+@dataclass
+class Declared(Block):
+    """What the registered components declared about themselves that the run's verdicts read, recorded when it ran
+    (:func:`mlmh.config.declared.record`), so the same results.json gives the same verdicts whatever plugins are
+    installed when it is read again: the main results (in rank order), the models a sweep varies (name -> model
+    kind) and the fluency judge's pair of results."""
+
+    headlines: list[DeclaredResult] = nested(DeclaredResult, "list")
+    swept_models: dict[str, str] = field(default_factory=dict)
+    fluency: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, metadata=FLAT)
+
+
 @dataclass(frozen=True)
 class RunError(Block):
     """A component that failed during a run, by name; the rest of the run completed."""
