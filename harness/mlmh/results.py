@@ -66,15 +66,15 @@ def metric_names(results: RunResults, role: str | None = None) -> list[str]:
     return list(names)
 
 
-def pick_main(names: Iterable[str], limit: int = 6) -> list[str]:
-    """The metrics to show first: the main results the metrics declare (:class:`mlmh.components.Headline`), in
-    their order, when present; else the first few."""
+def pick_main(names: Iterable[str], limit: int = 6, results: RunResults | None = None) -> list[str]:
+    """The metrics to show first: the main results the metrics declare (:class:`mlmh.components.Headline`; as
+    ``results`` recorded them where it did), in their order, when present; else the first few."""
     names = list(names)
-    return [m for m in main_results() if m in names] or names[:limit]
+    return [m for m in main_results(results) if m in names] or names[:limit]
 
 
 def main_metrics(results: RunResults, role: str | None = None) -> list[str]:
-    return pick_main(metric_names(results, role))
+    return pick_main(metric_names(results, role), results=results)
 
 
 def higher_is_better(results: RunResults | Iterable[ConditionResult], metric: str) -> bool:

@@ -227,7 +227,7 @@ def baselines(results: RunResults) -> list[BaselineVerdict]:
     if not metrics or not results.filler_word:
         return []
     out = []
-    declared = tuple(baseline_results())
+    declared = tuple(baseline_results(results))
     for metric in metrics[:1] + [m for m in metrics[1:] if m.startswith(declared)]:
         by_masking: dict[str, list[ConditionResult]] = defaultdict(list)
         for row in results.conditions:
@@ -248,7 +248,7 @@ def baselines(results: RunResults) -> list[BaselineVerdict]:
                 line += f", deleting the masked words {format_score(deletion)}"
                 beats_deletion = not (sign * (deletion.value - value) >= 0)
                 if not beats_deletion:
-                    bar = deletion_bar(block, metric)
+                    bar = deletion_bar(block, metric, results)
                     line += " — no better than deletion" + (
                         f", but {metric} {REWARDS_DELETION}, so deletion is no bar on it (models are held to it on "
                         f"{bar})" if bar != metric else "")

@@ -73,13 +73,15 @@ def summarise(results: Any, per_document: dict[str, dict[str, dict[str, float | 
         return None
     points = [p for u in sorted(series) for kind in ("mlm", "clm") if kind in series[u]
               for _, p in sorted(series[u][kind].points.items())]
-    metrics = [m for m in sweep_results() if any(m in p.unseen for p in points)]  # on unseen documents, if scored
+    # the declared sweep results the run scored on unseen documents
+    metrics = [m for m in sweep_results(results) if any(m in p.unseen for p in points)]
     found = []
     for u, pair in sorted(sweeps.items()):
         mlm, clm = pair["mlm"], pair["clm"]
         epochs = sorted(set(mlm.points) & set(clm.points))
         found.append(_loss_crossover(u, epochs, mlm, clm, seed, n_resamples))
-        found.extend(_quality_crossover(u, epochs, mlm, clm, metric, seed, n_resamples) for metric in metrics)
+        found.extend(_quality_crossover(u, epochs, mlm, clm, metric, seed, n_resamples, _label(metric, results))
+                     for metric in metrics)
     return Crossover(points=points, metrics=metrics, crossovers=found, answer=answer(found), comparability=COMPARABILITY)
 
 
@@ -90,7 +92,7 @@ COMPARABILITY = ("validation losses are nats per token on the same validation bl
 
 def _series(results: Any, per_document: dict[str, dict[str, dict[str, float | None]]]) -> dict[int, dict[str, Series]]:
     out: dict[int, dict[str, Series]] = {}
-    swept = swept_models()  # name -> its kind: the sweep's objectives
+    swept = swept_models(results)  # name -> its kind: the sweep's objectives, as the run recorded them
     for spec, entry in results.models.items():
         name, params = parse_spec(spec)
         training = entry.training
@@ -142,11 +144,11 @@ def _loss_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, seed:
     size = len(mlm.blocks[epochs[0]]) if paired else 0
     return _crossover(u, LOSS, epochs, mlm, at, [_difference(m, c) for m, c in losses],
                       differences if paired and size >= 2 else None, size, lower_is_better=True, seed=seed,
-                      n_resamples=n, paired_over="validation blocks")
+                      n_resamples=n, paired_over="validation blocks", what=_label(LOSS))
 
 
 def _quality_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, metric: str, seed: int,
-                       n: int) -> dict[str, Any]:
+                       n: int, what: str) -> dict[str, Any]:
     values = [(_value(mlm.points[e], metric), _value(clm.points[e], metric)) for e in epochs]
     ahead = [m is not None and c is not None and m > c for m, c in values]
     at = crossover_epoch(epochs, ahead)
@@ -159,7 +161,7 @@ def _quality_crossover(u: int, epochs: list[float], mlm: Series, clm: Series, me
 
     return _crossover(u, metric, epochs, mlm, at, [_difference(m, c) for m, c in values],
                       differences if len(docs) >= 2 else None, len(docs), lower_is_better=False, seed=seed,
-                      n_resamples=n, paired_over="unseen documents (per-document values)")
+                      n_resamples=n, paired_over="unseen documents (per-document values)", what=what)
 
 
 def _difference(mlm: float | None, clm: float | None) -> float | None:
@@ -173,9 +175,10 @@ def _value(point: SweepPoint, metric: str) -> float | None:
 
 def _crossover(u: int, measure: str, epochs: list[float], mlm: Series, at: float | None, gaps: list[float | None],
                differences: Any, size: int, *, lower_is_better: bool, seed: int, n_resamples: int,
-               paired_over: str) -> dict[str, Any]:
+               paired_over: str, what: str) -> dict[str, Any]:
     """One crossover finding: where, the MLM - CLM difference per epoch with its paired CI, and the bootstrap
-    distribution of the crossover epoch itself (every epoch resampled with the same items)."""
+    distribution of the crossover epoch itself (every epoch resampled with the same items); ``what`` names the
+    measure in its statement (:func:`_label`)."""
     per_epoch = [{"epochs": e, "difference": g} for e, g in zip(epochs, gaps)]
     out: dict[str, Any] = {"unique_tokens": u, "measure": measure, "epochs": at,
                            "approx_train_flops": mlm.points[at].approx_train_flops if at is not None else None,
@@ -190,14 +193,15 @@ def _crossover(u: int, measure: str, epochs: list[float], mlm: Series, at: float
         where = [crossover_epoch(epochs, row) for row in ahead]
         out["epochs_ci"] = list(percentile_interval([w for w in where if w is not None]))
         out["no_crossover_share"] = round(sum(w is None for w in where) / len(where), 4)
-    out["statement"] = _statement(out)
+    out["statement"] = _statement(out, what)
     return out
 
 
-def _label(measure: str) -> str:
+def _label(measure: str, results: Any = None) -> str:
+    """How a sentence names ``measure``: by its declared label, as ``results`` recorded it where it did."""
     if measure == LOSS:
         return "validation loss"
-    declared = headline(measure)
+    declared = headline(measure, results)
     return f"unseen {declared.label if declared and declared.label else measure}"
 
 
@@ -205,10 +209,9 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}g}"
 
 
-def _statement(found: dict[str, Any]) -> str:
+def _statement(found: dict[str, Any], what: str) -> str:
     swept = found["swept_epochs"]
     span = f"{swept[0]:g}-{swept[-1]:g} epochs"
-    what = _label(found["measure"])
     if found["epochs"] is None:
         tail = (f"; a crossover appears in {(1 - found['no_crossover_share']) * 100:.0f}% of bootstrap resamples"
                 if "no_crossover_share" in found else "")

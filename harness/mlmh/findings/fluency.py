@@ -36,9 +36,9 @@ class Judge:
     floor: str
 
 
-def declared_judge() -> Judge | None:
-    """The fluency judge a registered metric declares, or None."""
-    declared = fluency_results()
+def declared_judge(results: RunResults | None = None) -> Judge | None:
+    """The fluency judge a metric declares (as ``results`` recorded it, where it did), or None."""
+    declared = fluency_results(results)
     return Judge(*declared) if declared else None
 
 
@@ -49,7 +49,7 @@ def judged(results: RunResults, judge: Judge) -> bool:
 
 def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:
     """The fluency check as a rule over a run's :class:`~mlmh.findings.paper_claims.Evidence`, where the run has gen-ppl."""
-    judge = declared_judge()
+    judge = declared_judge(results)
     if judge is None:
         return []
     overlap = [m for m in paper_metrics(results) if m not in (judge.judged, judge.floor)]

@@ -38,7 +38,7 @@ def model_line(model: str, record: ModelRecord | None) -> str:
     return f"{model}: held-out accuracy {accuracy:.3f} {against}" + (f"; trained {spent_text}" if spent_text else "")
 
 
-def above_baselines(rows: Sequence[ConditionResult], metric: str) -> str:
+def above_baselines(rows: Sequence[ConditionResult], metric: str, results: RunResults | None = None) -> str:
     """How far ``rows`` (one model's compared conditions) score above the filler and deletion on unseen ``metric``,
     per document with the paired CI, as a range over the conditions and the weakest margin whose CI reaches 0
     (deletion on :func:`mlmh.findings.verdicts.deletion_bar`'s result); "" where the run kept no paired difference
@@ -51,7 +51,7 @@ def above_baselines(rows: Sequence[ConditionResult], metric: str) -> str:
         if block is None or metric not in block.above_filler:
             continue
         filler.append((row.masking, block.above_filler[metric]))
-        bar = deletion_bar(block, metric)
+        bar = deletion_bar(block, metric, results)
         if bar in block.above_deletion:
             deletion.append((row.masking, block.above_deletion[bar]))
             bars.add(bar)
@@ -96,7 +96,8 @@ def rests_on(results: RunResults, finding: Finding) -> list[str]:
     lines = []
     for model in dict.fromkeys(row.model for row in compared):
         line = model_line(model, model_record_of(results, model))
-        margin = above_baselines([r for r in compared if r.model == model], metric) if isinstance(metric, str) else ""
+        margin = (above_baselines([r for r in compared if r.model == model], metric, results) if isinstance(metric, str)
+                  else "")
         lines.append(f"{line}; {margin}" if margin else line)
     return lines
 

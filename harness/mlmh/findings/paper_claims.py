@@ -196,9 +196,10 @@ def _random(row: ConditionResult) -> bool:
     return row.masking_ratio is not None and row.masking.split(":")[0] == "random"
 
 
-def _unit(metric: str) -> str:
-    """How a difference in ``metric`` is counted: in its declared unit ("bleu points"), else in the metric."""
-    declared = headline(metric)
+def _unit(metric: str, results: RunResults | None = None) -> str:
+    """How a difference in ``metric`` is counted: in its declared unit ("bleu points", as ``results`` recorded it),
+    else in the metric."""
+    declared = headline(metric, results)
     return f"{metric} {declared.unit}" if declared and declared.unit else metric
 
 
@@ -339,13 +340,14 @@ def mlm_beats_clm(ev: Evidence, metric: str) -> Finding:
               "the best keeps its 95%")
     beat = {HOLDS: "it leads every CLM arm beyond its CI", FAILS: "every MLM arm trails some CLM arm beyond its CI",
             }.get(choice.verdict, "neither leads every arm of the other kind beyond its CI")
+    unit = _unit(metric, ev.results)
     statement = (f"{text}: the best MLM ({choice.arm}) leads the best CLM ({choice.other}) by {number(found.value)} "
-                 f"{_unit(metric)} per unseen document ({describe_ci(found.low, found.high)}, {choice.documents} "
+                 f"{unit} per unseen document ({describe_ci(found.low, found.high)}, {choice.documents} "
                  f"documents, averaged over {settings} masking setting(s)){direction}; {beat} ({chosen}). So the "
                  f"claim {_said(choice.verdict)}." + _deletion_elsewhere(ev, choice.conditions, metric))
     parts = [_part(f"{m} vs {c}", iv.value, iv.low, iv.high, +1, documents=n)
              for m, others in table.items() for c, (iv, n, _) in others.items()]
-    return _finding(claim, text, choice.verdict, statement, found.value, found.low, found.high, _unit(metric),
+    return _finding(claim, text, choice.verdict, statement, found.value, found.low, found.high, unit,
                     choice.documents, choice.conditions, ev, parts, metric=metric, selection=chosen, family=family,
                     simultaneous=rule, estimate=_estimate(average, "every MLM arm minus every CLM arm, per unseen document, averaged"))
 
@@ -358,7 +360,8 @@ def _deletion_elsewhere(ev: Evidence, arms: Sequence[str], metric: str) -> str:
         block = row.unseen
         if row.id not in arms or block is None:
             continue
-        bar, score, deletion = deletion_bar(block, metric), block.metrics.get(metric), block.deletion.get(metric)
+        bar = deletion_bar(block, metric, ev.results)
+        score, deletion = block.metrics.get(metric), block.deletion.get(metric)
         if bar == metric or score is None or deletion is None or score.value is None or deletion.value is None:
             continue
         bars.add(bar)
@@ -413,10 +416,11 @@ def lower_ratio_better(ev: Evidence, metric: str, *, beyond_baselines: bool = Tr
     swept = sorted({r for _, _, x in slopes for r in x})
     what = (f"unseen {metric} above the stronger of the filler and deletion of each masking" if relative else
             f"raw unseen {metric} (which the trivial filler loses too as masking rises)")
-    statement = (f"{text}: {what} changes by {number(value)} {_unit(metric)} per +0.1 of masking ratio "
+    unit = _unit(metric, ev.results)
+    statement = (f"{text}: {what} changes by {number(value)} {unit} per +0.1 of masking ratio "
                  f"({describe_ci(low, high)}, {n} documents; ratios {', '.join(f'{r:g}' for r in swept)}; mean over "
                  f"{len(parts)} model x sampler series). So the claim {_said(result)}.")
-    return _finding(claim, text, result, statement, value, low, high, f"{_unit(metric)} per +0.1 masking ratio", n,
+    return _finding(claim, text, result, statement, value, low, high, f"{unit} per +0.1 masking ratio", n,
                     [a for a in arms if a in baselines], ev, parts, metric=metric, above_baseline=relative,
                     estimate=_estimate(found, "the slope, averaged over the model x sampler series"))
 
@@ -469,8 +473,8 @@ def punctuation_extremes(ev: Evidence, metric: str) -> Finding:
                  "part every arm of the kind is set against every other masking, with CIs simultaneous over those "
                  "comparisons, so the arm shown is chosen without bending its 95%; the maskings hide different shares "
                  "of the words, as in the paper).")
-    return _finding(claim, text, result, statement, None, None, None, _unit(metric), min(p["documents"] for p in parts),
-                    arms, ev, parts, metric=metric)
+    return _finding(claim, text, result, statement, None, None, None, _unit(metric, ev.results),
+                    min(p["documents"] for p in parts), arms, ev, parts, metric=metric)
 
 
 # -- claim 4 ---------------------------------------------------------------------------------------------
@@ -608,7 +612,7 @@ def paper_metrics(results: RunResults) -> list[str]:
     """The metrics claim 1 is tested on: the paper's quality metrics (the main results declared ``findings``: BLEU,
     ROUGE-L, METEOR, BERTScore F1) the run scored on unseen documents, else the first."""
     names = main_metrics(results, "unseen")
-    return [m for m in findings_results() if m in names] or names[:1]
+    return [m for m in findings_results(results) if m in names] or names[:1]
 
 
 def rules(results: RunResults) -> list[Callable[[Evidence], Finding]]:

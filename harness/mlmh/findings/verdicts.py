@@ -148,7 +148,7 @@ def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = N
     block = getattr(row, role, None)
     if block is not None:
         for name, on, baselines in (("the filler", metric, block.filler),
-                                    ("deletion", deletion_bar(block, metric), block.deletion)):
+                                    ("deletion", deletion_bar(block, metric, results), block.deletion)):
             score, baseline = block.metrics.get(on), baselines.get(on)
             if score is None or score.value is None or baseline is None or baseline.value is None:
                 continue
@@ -167,16 +167,17 @@ def caveats_of(results: RunResults, row: ConditionResult, metric: str | None = N
 REWARDS_DELETION = "rewards output shorter than the reference"
 
 
-def deletion_bar(block: RoleQuality, metric: str) -> str:
+def deletion_bar(block: RoleQuality, metric: str, results: RunResults | None = None) -> str:
     """The result a condition is held to the deletion baseline on for ``metric``: ``metric`` itself, unless it
     rewards deletion (:attr:`mlmh.components.Headline.rewards_deletion`: ROUGE and BERTScore F1 score words merely
     dropped at precision 1, so deletion outscores every fill that is not mostly right, a learned model's too) and
     the document set was scored on a main result that does not, such as BLEU with its brevity penalty: a model that
-    wins by deleting is caught there. The filler keeps the document's length, and bars it on ``metric`` itself."""
-    declared = headline(metric)
+    wins by deleting is caught there. The filler keeps the document's length, and bars it on ``metric`` itself.
+    Which results reward deletion is read as ``results`` recorded it (:mod:`mlmh.config.declared`)."""
+    declared = headline(metric, results)
     if declared is None or not declared.rewards_deletion:
         return metric
-    fair = [h.result for h in headlines() if not h.rewards_deletion and h.result in block.metrics
+    fair = [h.result for h in headlines(results) if not h.rewards_deletion and h.result in block.metrics
             and h.result in block.deletion]
     return fair[0] if fair else metric
 
