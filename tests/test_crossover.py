@@ -108,7 +108,7 @@ def test_no_crossover_within_the_sweep():
     block = summarise(results, docs, n_resamples=200)
     loss = by_measure(block)["validation_loss"]
     assert loss["epochs"] is None and loss["approx_train_flops"] is None and loss["no_crossover_share"] == 1.0
-    assert "no crossover on validation loss within the sweep (1-8 epochs)" in block.answer
+    assert "no crossover on validation loss beyond its CI within the sweep (1-8 epochs)" in block.answer
 
 
 def test_a_crossover_within_the_noise_has_a_ci_that_says_so():
@@ -117,6 +117,16 @@ def test_a_crossover_within_the_noise_has_a_ci_that_says_so():
     last = loss["per_epoch"][-1]
     assert last["ci_low"] < 0 < last["ci_high"]  # the difference's CI straddles 0
     assert 0 < loss["no_crossover_share"] < 1  # and in some resamples there is no crossover at all
+    # so no crossover is stated, whatever the point estimates say
+    assert loss["epochs"] is None and loss["approx_train_flops"] is None
+
+
+def test_a_crossover_of_the_point_estimates_alone_is_not_stated():
+    # ahead by 0.02 nats at the last two epochs, inside noise of sd 0.3 per block: the point estimates cross
+    results, docs = sweep([4.6, 4.6, 4.48, 4.48], [4.5, 4.5, 4.5, 4.5], [0.6] * 4, [0.6] * 4, noise=0.3, seed=2)
+    loss = by_measure(summarise(results, docs, n_resamples=300))["validation_loss"]
+    assert loss["ahead_from"] is not None and loss["per_epoch"][-1]["ci_high"] > 0
+    assert loss["epochs"] is None and "but not beyond its CI" in loss["statement"]
 
 
 def test_a_run_that_is_no_sweep_has_no_block_and_reads_back():

@@ -40,7 +40,8 @@ LOSS = "validation_loss"
 
 def crossover_epoch(epochs: Sequence[float], ahead: Sequence[bool]) -> float | None:
     """The first epoch count from which the MLM is ahead at that and every later epoch; None if it is not
-    ahead at the last one (no crossover within the sweep)."""
+    ahead at the last one (no crossover within the sweep). A crossover is stated where ``ahead`` means "beyond its
+    CI" (:func:`_crossover`)."""
     found = None
     for e, a in zip(epochs, ahead):
         if not a:
@@ -178,17 +179,29 @@ def _crossover(u: int, measure: str, epochs: list[float], mlm: Series, at: float
                paired_over: str, what: str) -> dict[str, Any]:
     """One crossover finding: where, the MLM - CLM difference per epoch with its paired CI, and the bootstrap
     distribution of the crossover epoch itself (every epoch resampled with the same items); ``what`` names the
-    measure in its statement (:func:`_label`)."""
+    measure in its statement (:func:`_label`).
+
+    The crossover stated (``epochs``) is where the MLM is ahead **beyond its paired 95% CI** at that epoch count and
+    every later one: each epoch is tested in turn from the last back and the run stops at the first that is not
+    beyond, a fixed-sequence test (Maurer, Hothorn & Lehmacher 1995) that keeps the chance of stating a crossover where
+    there is none at the one-sided 2.5% of one interval. ``ahead_from`` is the point estimates' crossover
+    (:func:`crossover_epoch`), which a sweep where both objectives are equal shows about half the time (mlmh
+    calibrate: 52% on validation loss, 42% on unseen BLEU at the crossover preset's five epochs); without a CI no
+    crossover is stated."""
     per_epoch = [{"epochs": e, "difference": g} for e, g in zip(epochs, gaps)]
-    out: dict[str, Any] = {"unique_tokens": u, "measure": measure, "epochs": at,
-                           "approx_train_flops": mlm.points[at].approx_train_flops if at is not None else None,
-                           "swept_epochs": epochs, "paired_over": paired_over, "n": size, "per_epoch": per_epoch,
-                           "lower_is_better": lower_is_better}
+    out: dict[str, Any] = {"unique_tokens": u, "measure": measure, "epochs": None, "approx_train_flops": None,
+                           "ahead_from": at, "swept_epochs": epochs, "paired_over": paired_over, "n": size,
+                           "per_epoch": per_epoch, "lower_is_better": lower_is_better}
     if differences is not None:
         draws = np.random.default_rng(seed).integers(0, size, size=(n_resamples, size))
         resampled = differences(draws)
         for i, entry in enumerate(per_epoch):
             entry["ci_low"], entry["ci_high"] = percentile_interval(resampled[:, i])
+        beyond = [(p["ci_high"] is not None and p["ci_high"] < 0) if lower_is_better else
+                  (p["ci_low"] is not None and p["ci_low"] > 0) for p in per_epoch]
+        out["epochs"] = crossover_epoch(epochs, beyond) if beyond and beyond[-1] else None
+        if out["epochs"] is not None:
+            out["approx_train_flops"] = mlm.points[out["epochs"]].approx_train_flops
         ahead = resampled < 0 if lower_is_better else resampled > 0
         where = [crossover_epoch(epochs, row) for row in ahead]
         out["epochs_ci"] = list(percentile_interval([w for w in where if w is not None]))
@@ -215,14 +228,21 @@ def _statement(found: dict[str, Any], what: str) -> str:
     if found["epochs"] is None:
         tail = (f"; a crossover appears in {(1 - found['no_crossover_share']) * 100:.0f}% of bootstrap resamples"
                 if "no_crossover_share" in found else "")
-        return f"U={found['unique_tokens']:,}: no crossover on {what} within the sweep ({span}){tail}"
+        point = found.get("ahead_from")
+        if point is not None:
+            last = found["per_epoch"][-1]
+            ci = (f" [{_num(last['ci_low'])}, {_num(last['ci_high'])}]" if last.get("ci_low") is not None
+                  else ", without a CI")
+            tail = (f"; the point estimates put the MLM ahead from {point:g} epochs, but not beyond its CI "
+                    f"(MLM - CLM {_num(last['difference'])}{ci} at {last['epochs']:g} epochs)") + tail
+        return f"U={found['unique_tokens']:,}: no crossover on {what} beyond its CI within the sweep ({span}){tail}"
     entry = next(p for p in found["per_epoch"] if p["epochs"] == found["epochs"])
     ci = (f" [{_num(entry['ci_low'])}, {_num(entry['ci_high'])}]" if entry.get("ci_low") is not None else "")
     at = ("from the first swept epoch" if found["epochs"] == swept[0] else f"from {found['epochs']:g} epochs")
     flops = f" ({found['approx_train_flops']:.2g} FLOPs)" if found.get("approx_train_flops") else ""
     where = f", crossover epoch 95% CI {_num(found['epochs_ci'][0])}-{_num(found['epochs_ci'][1])}" if found.get("epochs_ci", [None])[0] is not None else ""
     return (f"U={found['unique_tokens']:,}: the MLM's {what} is {'below' if found['lower_is_better'] else 'above'} "
-            f"the CLM's {at}{flops} and stays so (MLM - CLM {_num(entry['difference'])}{ci}{where})")
+            f"the CLM's beyond its CI {at}{flops} and stays so (MLM - CLM {_num(entry['difference'])}{ci}{where})")
 
 
 def answer(found: Sequence[dict[str, Any]]) -> str:

@@ -254,7 +254,8 @@ SWEEP_POINT = Obj({"unique_tokens": NUMBER, "epochs": NUMBER, "objective": str, 
                    "validation_loss": Maybe(NUMBER), "approx_train_flops": Maybe(NUMBER),
                    "train_seconds": Maybe(NUMBER), "unseen": SCORE_MAP, "filler": SCORE_MAP, "deletion": SCORE_MAP},
                   required=("unique_tokens", "epochs", "objective", "unseen", "filler", "deletion"))
-SWEEP_CROSSOVER = Obj({"unique_tokens": NUMBER, "measure": str, "epochs": Maybe(NUMBER), "swept_epochs": ListOf(NUMBER),
+SWEEP_CROSSOVER = Obj({"unique_tokens": NUMBER, "measure": str, "epochs": Maybe(NUMBER), "ahead_from": Maybe(NUMBER),
+                       "swept_epochs": ListOf(NUMBER),
                        "approx_train_flops": Maybe(NUMBER), "per_epoch": ListOf(Obj(
                            {"epochs": NUMBER, "difference": Maybe(NUMBER), "ci_low": Maybe(NUMBER),
                             "ci_high": Maybe(NUMBER)}, required=("epochs",))),
