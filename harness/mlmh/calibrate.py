@@ -11,9 +11,25 @@ quality; under the **effect** the claim's arms differ by :data:`EFFECT` points. 
 results are read. A rule's false rate is judged against its nominal rate with a Monte-Carlo CI (Wilson): a rule whose
 CI lies wholly above its nominal rate is miscalibrated.
 
-Simulated here: claims (1), (2) as the paper states it and beyond the baselines, (3), (5), and the memorisation rule
-(the comparisons' MLM-against-CLM verdict on unseen documents is claim (1)'s). One metric is simulated; a run that
-tests claim (1) on several metrics widens each interval further (its family counts them), so its rate is lower.
+Simulated here: claims (1), (2) as the paper states it and beyond the baselines, (3), (4), (5), Li et al.'s claims (a)
+at inference masking 0.5 and 0.8, (b) for Gibbs and mask-predict and (c), the crossover epoch of a sweep on validation
+loss and on unseen quality, and the memorisation rule (the comparisons' MLM-against-CLM verdict on unseen documents is
+claim (1)'s). One metric is simulated; a run that tests claim (1) on several metrics widens each interval further (its
+family counts them), so its rate is lower.
+
+- Claim (4) reads each condition's seen quality and downstream score through the run's correlation stage
+  (:func:`mlmh.findings.correlation.correlate`), drawn with Spearman's rho :data:`~mlmh.findings.correlation.STRONG`
+  between them under its null (a strong correlation it must not call weak) and 0 under its effect.
+- Li et al.'s claims read per-document hits and positions of masked-word accuracy and stutter
+  (:func:`simulated_cells`): the masked words of a masking shared by its arms, each arm's rate per document
+  ``level + document + shift + noise`` in points and its hits binomial over the masked words; the effects are +2
+  accuracy points per +0.1 of fixed training mask ratio (a), stutter 3 points lower at a series' most forward passes
+  than at one (b), adaptive Gibbs 3 accuracy points above Gibbs (c). A claim is simulated where its own rule tests the
+  structure's arms.
+- The crossover reads a sweep (:func:`simulated_sweep`): per unique-token budget, epochs and objective, per-block
+  validation losses and per-document unseen quality, blocks and documents shared by every model; its null puts MLM
+  and CLM level at every epoch, its effect 3 points (0.06 nats) behind below the middle epoch count and ahead from it.
+  A plan reads no data, so a preset's sweep is given :data:`VALIDATION_BLOCKS` blocks; a run's own count otherwise.
 """
 
 from __future__ import annotations
@@ -59,8 +75,9 @@ class Structure:
     seen: int = 32
     control: int = 0
     test_items: int = 60  # downstream test items (claim 5)
-    tasks: bool = True  # whether the run trains a downstream model (claim 5)
+    tasks: bool = True  # whether the run trains a downstream model (claims 4 and 5)
     label: str = ""
+    blocks: int = 0  # validation blocks of a sweep's models (the crossover's loss is paired over them)
 
     def kinds(self, kind: str) -> int:
         return len({(a.model, a.sampler) for a in self.arms if a.kind == kind})
@@ -69,7 +86,7 @@ class Structure:
         maskings = len({a.masking for a in self.arms})
         return (f"{self.label + ': ' if self.label else ''}{self.kinds('mlm')} MLM arm(s), {self.kinds('clm')} CLM "
                 f"arm(s), {maskings} masking(s), {self.documents} unseen / {self.seen} seen / {self.control} control "
-                "documents")
+                "documents" + (f", a sweep paired over {self.blocks} validation blocks" if self.blocks else ""))
 
 
 def structure(mlm: int = 1, clm: int = 1, maskings: Sequence[str] = ("random:ratio=0.15", "random:ratio=0.5"),
@@ -96,7 +113,8 @@ def of_plan(plan: Any, label: str = "") -> Structure:
     limit = plan.config.limit or 32
     control = plan.config.control or 0
     held = int(control) if control >= 1 else int(round(control * limit * 3))
-    return Structure(arms, limit, limit, held, tasks=bool(plan.tasks), label=label)
+    return Structure(arms, limit, limit, held, tasks=bool(plan.tasks), label=label,
+                     blocks=VALIDATION_BLOCKS if _sweep(arms) else 0)
 
 
 def of_results(results: RunResults, label: str = "") -> Structure:
@@ -104,8 +122,11 @@ def of_results(results: RunResults, label: str = "") -> Structure:
     arms = tuple(dict.fromkeys(Arm(r.model, r.model_kind, r.sampler, r.masking, r.masking_ratio)
                                for r in results.conditions))
     size = {role: block.documents for role, block in results.documents.items()}
+    blocks = max((len(m.training.get("validation_block_losses") or ()) for m in results.models.values()
+                  if m.training), default=0)
     return Structure(arms, size.get("unseen", 32), size.get("seen", 32), size.get("control", 0),
-                     tasks=any(r.downstream for r in results.conditions), label=label)
+                     tasks=any(r.downstream for r in results.conditions), label=label,
+                     blocks=(blocks or VALIDATION_BLOCKS) if _sweep(arms) else 0)
 
 
 # -- one simulated run --------------------------------------------------------------------------------------
@@ -119,6 +140,10 @@ class Scenario:
     arm: Callable[[Arm], float] = lambda a: 0.0
     seen: float = 0.0
     synthetic: float = 0.0
+    correlation: float | None = None  # Spearman's rho of seen quality with downstream score across conditions
+    accuracy: Callable[[Arm], float] = lambda a: 0.0  # masked-word accuracy shift, in points (Li et al. a, c)
+    stutter: Callable[[Arm], float] = lambda a: 0.0  # stutter shift, in points (Li et al. b)
+    crossover: Callable[[float], float] = lambda epochs: 0.0  # MLM minus CLM quality at an epoch count, in points
 
 
 def simulated(shape: Structure, scenario: Scenario, rng: np.random.Generator) -> tuple[RunResults, dict, dict]:
@@ -171,7 +196,151 @@ def simulated(shape: Structure, scenario: Scenario, rng: np.random.Generator) ->
         documents["control"] = DocumentSet(split="train", documents=shape.control)
     results = RunResults(run_id="calibrate", config=ConfigRecord(preset="calibrate"), conditions=rows, models=models,
                          headline="unseen", filler_word="the", documents=documents, dataset=DatasetInfo(grouped=True))
+    if scenario.correlation is not None:
+        results.correlations = _correlations(shape, scenario.correlation, rng)
     return results, per_document, tasks
+
+
+def _correlations(shape: Structure, rho: float, rng: np.random.Generator) -> list[Any]:
+    """Claim (4)'s evidence: each condition's seen quality and downstream score, drawn with Spearman's rho ``rho``
+    between them (a Gaussian copula: Pearson's r = 2 sin(pi rho / 6)), through the run's own correlation stage."""
+    from mlmh.findings.correlation import correlate
+
+    r = 2.0 * np.sin(np.pi * rho / 6.0)
+    latent = rng.multivariate_normal([0.0, 0.0], [[1.0, r], [r, 1.0]], len(shape.arms))
+    rows = [{"condition": f"c{i}", "metrics": {_METRIC: 50.0 + DOCUMENT_SD * float(x)},
+             "downstream": {"task": {"score": 0.7 + 0.05 * float(y)}}} for i, (x, y) in enumerate(latent)]
+    return correlate(rows, seed=0)
+
+
+# -- Li et al.'s claims: per-document counts of masked-word accuracy and stutter ----------------------------
+#: masked-word accuracy and stutter, in percentage points: the level, the document's own (shared by every arm) and
+#: each arm's noise per document; each document's rate is then drawn word by word (binomial over its masked words)
+ACCURACY_LEVEL, STUTTER_LEVEL, STUTTER_SD = 30.0, 8.0, 2.0
+WORDS = (60, 120)  # words per unseen document, uniform: a masking of ratio r masks r of them
+
+
+@lru_cache(maxsize=512)
+def _component(kind: str, spec: str) -> tuple[str, tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """(name, parameters that differ from the defaults, all parameters) of a component spec, as a run's cells read
+    them (:func:`mlmh.findings.claims.run_cells`); the spec's own where the component is not installed."""
+    from mlmh.findings.claims import _changed
+    from mlmh.params import parse_spec
+    from mlmh.registry import get_registry
+
+    try:
+        built = get_registry().build(kind, spec)
+        return built.name, tuple(sorted(_changed(built).items())), tuple(sorted(built.params.items()))
+    except Exception:  # noqa: BLE001 - a plugin of a finished run no longer installed: the spec says what it can
+        name, raw = parse_spec(spec)
+        params = tuple(sorted((k, _number(v)) for k, v in raw.items()))
+        return name, params, params
+
+
+def _number(value: str) -> Any:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _passes(sampler: str) -> int:
+    """Forward passes per document of a sampler: its steps, one more where it starts from a one-shot fill."""
+    name, _, full = _component("sampler", sampler)
+    params = dict(full)
+    if name == "one-shot":
+        return 1
+    return max(1, int(params.get("steps") or 1)) + (params.get("init") == "one-shot")
+
+
+def simulated_cells(shape: Structure, scenario: Scenario, rng: np.random.Generator) -> list[Any]:
+    """The cells (:class:`mlmh.findings.claims.Cell`) of one simulated run: per arm and unseen document the hits and
+    positions of masked-word accuracy and of stutter. The masked words of a masking are the same for every arm (as a
+    run's are), each arm's rate per document is ``level + document + shift + noise`` and its hits binomial over them."""
+    from mlmh.findings.claims import ACCURACY, STUTTER, Cell
+
+    docs = [f"d{i}" for i in range(shape.documents)]
+    words = rng.integers(WORDS[0], WORDS[1] + 1, len(docs))
+    own = {ACCURACY: rng.normal(0.0, DOCUMENT_SD, len(docs)), STUTTER: rng.normal(0.0, STUTTER_SD, len(docs))}
+    positions = {m: np.maximum(1, np.round((_ratio(m) or 0.3) * words)).astype(int)
+                 for m in dict.fromkeys(a.masking for a in shape.arms)}
+    cells = []
+    for i, arm in enumerate(shape.arms):
+        model, model_changed, model_full = _component("model", arm.model)
+        masking, masking_changed, _ = _component("masking", arm.masking)
+        sampler, sampler_changed, _ = _component("sampler", arm.sampler)
+        schedule = {k: v for k, v in model_full if k in ("mask_schedule", "mask_ratio")}
+        cell = Cell([f"c{i}"], model, {**dict(model_changed), **schedule}, masking, dict(masking_changed), sampler,
+                    dict(sampler_changed))
+        n = positions[arm.masking]
+        for measure, level, noise, shift in ((ACCURACY, ACCURACY_LEVEL, NOISE_SD, scenario.accuracy(arm)),
+                                             (STUTTER, STUTTER_LEVEL, STUTTER_SD, scenario.stutter(arm))):
+            rate_ = np.clip((level + own[measure] + shift + rng.normal(0.0, noise, len(docs))) / 100.0, 0.0, 1.0)
+            hits = rng.binomial(n, rate_)
+            cell.counts[measure] = {d: (float(h), float(t)) for d, h, t in zip(docs, hits, n)}
+        cell.passes = {d: _passes(arm.sampler) for d in docs}
+        cells.append(cell)
+    return cells
+
+
+# -- the crossover: a sweep of epochs at a budget of unique tokens ------------------------------------------
+#: validation blocks a sweep's loss is paired over where the structure does not say (a plan reads no data)
+VALIDATION_BLOCKS = 32
+#: validation loss per block: its own difficulty (shared by every model) and each model's noise, in nats per token;
+#: a quality point of the crossover scenario is LOSS_PER_POINT nats (lower is better)
+BLOCK_SD, BLOCK_NOISE_SD, LOSS_PER_POINT = 0.3, 0.05, 0.02
+_SWEPT_METRIC = "bleu"  # the crossover compares the sweep's declared results (mlmh.config.declared.sweep_results)
+
+
+def _sweep(arms: Sequence[Arm]) -> dict[int, dict[str, dict[float, Arm]]]:
+    """U -> objective -> epochs -> arm: the sweep points of ``arms`` (the models a sweep expands, with epochs)."""
+    from mlmh.config.declared import swept_models
+
+    swept = swept_models()
+    out: dict[int, dict[str, dict[float, Arm]]] = {}
+    for arm in arms:
+        name, _, full = _component("model", arm.model)
+        params = dict(full)
+        if name in swept and float(params.get("epochs") or 0) > 0:
+            u = int(float(params.get("unique_tokens") or 0))
+            out.setdefault(u, {}).setdefault(swept[name], {}).setdefault(float(params["epochs"]), arm)
+    return {u: kinds for u, kinds in out.items()
+            if len(set(kinds.get("mlm", {})) & set(kinds.get("clm", {}))) >= 2}
+
+
+def simulated_sweep(shape: Structure, scenario: Scenario, rng: np.random.Generator) -> tuple[RunResults, dict]:
+    """(results, per-document unseen scores) of one simulated sweep: per U, epochs and objective a model with
+    per-block validation losses (``base + block + noise``, the MLM ``LOSS_PER_POINT`` nats lower per point of
+    ``scenario.crossover(epochs)``) and per-document unseen quality (``base + document + noise``, the MLM that many
+    points higher), blocks and documents shared by every model, as :func:`mlmh.findings.crossover.summarise` reads
+    a finished sweep."""
+    docs = [f"d{i}" for i in range(shape.documents)]
+    blocks = shape.blocks or VALIDATION_BLOCKS
+    models: dict[str, ModelRecord] = {}
+    rows: list[ConditionResult] = []
+    per_document: dict[str, dict[str, dict[str, float]]] = {}
+    for u, kinds in _sweep(shape.arms).items():
+        difficulty = rng.normal(0.0, DOCUMENT_SD, len(docs))
+        hardness = rng.normal(0.0, BLOCK_SD, blocks)
+        tokens = rng.integers(400, 513, blocks)
+        for kind, points in kinds.items():
+            for epochs, arm in points.items():
+                lead = scenario.crossover(epochs) if kind == "mlm" else 0.0
+                loss = 4.0 + hardness - LOSS_PER_POINT * lead + rng.normal(0.0, BLOCK_NOISE_SD, blocks)
+                models[arm.model] = ModelRecord(identity=arm.model, model_kind=kind, label=arm.model, training={
+                    "validation_loss": float((loss * tokens).sum() / tokens.sum()),
+                    "validation_block_losses": [[float(v * t), int(t)] for v, t in zip(loss, tokens)]})
+                values = 50.0 + difficulty + lead + rng.normal(0.0, NOISE_SD, len(docs))
+                cid = f"c{len(rows)}"
+                per_document[cid] = {_SWEPT_METRIC: dict(zip(docs, map(float, values)))}
+                unseen = RoleQuality(documents=len(docs), scored=len(docs),
+                                     metrics={_SWEPT_METRIC: Score(float(values.mean()))})
+                rows.append(ConditionResult(id=cid, model=arm.model, model_kind=kind, masking=arm.masking,
+                                            sampler=arm.sampler, seed=0, masking_ratio=arm.ratio, unseen=unseen,
+                                            metrics=unseen.metrics))
+    results = RunResults(run_id="calibrate", config=ConfigRecord(preset="calibrate"), conditions=rows, models=models,
+                         headline="unseen", documents={"unseen": DocumentSet(split="test", documents=len(docs))})
+    return results, per_document
 
 
 # -- the rules --------------------------------------------------------------------------------------------
@@ -241,14 +410,112 @@ def rules_for(shape: Structure) -> list[Rule]:
     if shape.tasks and max(ratios, default=0.0) >= 0.5:
         out.append(Rule("claim (5) useful at high masking", "paper-5", HOLDS, NOMINAL_HOLDS,
                         Scenario("synthetic +0.1", synthetic=0.1)))
+    from mlmh.findings.correlation import MIN_CONDITIONS, STRONG
+
+    if shape.tasks and len(shape.arms) >= MIN_CONDITIONS:
+        out.append(Rule("claim (4) no strong correlation", "paper-4", HOLDS, NOMINAL_HOLDS,
+                        Scenario("rho 0", correlation=0.0), (Scenario(f"rho {STRONG:g}", correlation=STRONG),)))
     if shape.control:
         out.append(Rule("memorisation (Holm over the run's conditions)", "memorisation", "memorised", NOMINAL_FLAG,
                         Scenario("seen +3", seen=EFFECT)))
-    return out
+    return out + _li_rules(shape) + _crossover_rules(shape)
 
 
-def outcome(rule: Rule, results: RunResults, per_document: dict, tasks: dict) -> str:
+#: Li et al.'s claims as simulated: claim id -> (rule name, the effect that makes it true)
+def _li_effects(shape: Structure) -> dict[str, tuple[str, Scenario]]:
+    return {
+        "a@0.5": ("Li (a) more training masking better, at 0.5",
+                  Scenario("+2 per +0.1 training ratio", accuracy=_more_masking)),
+        "a@0.8": ("Li (a) more training masking better, at 0.8",
+                  Scenario("+2 per +0.1 training ratio", accuracy=_more_masking)),
+        "b:gibbs": ("Li (b) stutter falls with Gibbs steps", Scenario("-3 at most steps", stutter=_refined(shape))),
+        "b:mask-predict": ("Li (b) stutter falls with mask-predict steps",
+                           Scenario("-3 at most steps", stutter=_refined(shape))),
+        "c": ("Li (c) adaptive Gibbs beats Gibbs", Scenario("adaptive +3", accuracy=_adaptive)),
+    }
+
+
+def _li_rules(shape: Structure) -> list[Rule]:
+    """Li et al.'s claims (:data:`mlmh.findings.claims.CLAIMS`) that ``shape``'s arms test: those the claim's own
+    rule does not answer "not tested" on a simulated run of them."""
+    from mlmh.findings import claims as gmlm
+
+    if not any(_component("model", a.model)[0] == "trained-mlm" for a in shape.arms):
+        return []
+    cells = simulated_cells(shape, Scenario("null"), np.random.default_rng(0))
+    effects = _li_effects(shape)
+    return [Rule(effects[claim.id][0], f"li-{claim.id}", HOLDS, NOMINAL_HOLDS, effects[claim.id][1])
+            for claim in gmlm.CLAIMS if claim.id in effects and claim.rule(claim, cells, 0).tested]
+
+
+def _more_masking(arm: Arm) -> float:
+    """Masked-word accuracy 2 points higher per +0.1 of a fixed training mask ratio."""
+    _, _, full = _component("model", arm.model)
+    params = dict(full)
+    return 20.0 * float(params.get("mask_ratio") or 0.0) if params.get("mask_schedule") == "fixed" else 0.0
+
+
+def _adaptive(arm: Arm) -> float:
+    return EFFECT if _component("sampler", arm.sampler)[0] == "adaptive-gibbs" else 0.0
+
+
+def _refined(shape: Structure) -> Callable[[Arm], float]:
+    """Stutter falling linearly in forward passes, by 3 points from the fewest to the most of a refinement series
+    (one model, masking and sampler; a one-shot fill is T = 1 of a Gibbs series started from it)."""
+    most: dict[tuple[str, str, str], int] = {}
+    for arm in shape.arms:
+        key = (arm.model, arm.masking, _component("sampler", arm.sampler)[0])
+        most[key] = max(most.get(key, 1), _passes(arm.sampler))
+
+    def shift(arm: Arm) -> float:
+        top = most.get((arm.model, arm.masking, _component("sampler", arm.sampler)[0]), 1)
+        return -EFFECT * (_passes(arm.sampler) - 1) / (top - 1) if top > 1 else 0.0
+    return shift
+
+
+def _crossover_rules(shape: Structure) -> list[Rule]:
+    """The crossover epoch of a sweep (:mod:`mlmh.findings.crossover`) on validation loss and on unseen quality: a
+    crossover stated where MLM and CLM are equal at every epoch is false; the effect puts the MLM 3 points (0.06
+    nats) behind below the middle epoch count and as far ahead from it on."""
+    sweep = _sweep(shape.arms)
+    if not sweep:
+        return []
+    epochs = sorted({e for kinds in sweep.values() for e in set(kinds["mlm"]) & set(kinds["clm"])})
+    middle = epochs[len(epochs) // 2]
+    effect = Scenario(f"MLM -3 below {middle:g} epochs, +3 from it", crossover=lambda e: EFFECT if e >= middle else -EFFECT)
+    return [Rule(f"crossover epoch on {what}", f"crossover:{measure}", "crossover", NOMINAL_HOLDS, effect)
+            for measure, what in (("validation_loss", "validation loss"), (_SWEPT_METRIC, f"unseen {_SWEPT_METRIC}"))]
+
+
+def simulate(rule: Rule, shape: Structure, scenario: Scenario, rng: np.random.Generator) -> str:
+    """What ``rule`` says of one run of ``shape`` simulated under ``scenario``."""
+    if rule.claim.startswith("crossover:"):
+        from mlmh.findings.crossover import summarise
+
+        block = summarise(*simulated_sweep(shape, scenario, rng))
+        measure = rule.claim.partition(":")[2]
+        found = [f for f in (block.crossovers if block else []) if f["measure"] == measure]
+        return "crossover" if any(_stated_crossover(f) is not None for f in found) else "none"
+    if rule.claim.startswith("li-"):
+        results, _, _ = simulated(shape, Scenario("null"), rng)
+        return outcome(rule, results, {}, {}, simulated_cells(shape, scenario, rng))
+    return outcome(rule, *simulated(shape, scenario, rng))
+
+
+def _stated_crossover(found: dict[str, Any]) -> float | None:
+    """The crossover epoch a crossover finding states (beyond its CI: ``ahead_from`` is the point estimates')."""
+    return found.get("epochs")
+
+
+def outcome(rule: Rule, results: RunResults, per_document: dict, tasks: dict, cells: Sequence[Any] = ()) -> str:
     """What ``rule`` says of one simulated run: a finding's verdict, or "memorised" where any condition is flagged."""
+    if rule.claim.startswith("li-"):
+        from mlmh.findings import claims as gmlm
+        from mlmh.findings.decide import _gmlm_rule, decide
+        from mlmh.findings.paper_claims import Evidence
+
+        claim = next(c for c in gmlm.CLAIMS if c.id == rule.claim.removeprefix("li-"))
+        return decide(_gmlm_rule(claim, cells), Evidence(results, per_document, tasks)).verdict
     if rule.claim == "memorisation":
         from mlmh.findings.verdicts import memorisation_check
 
@@ -270,6 +537,7 @@ def _claim_rule(claim: str) -> Callable[[Any], Any]:
             "paper-2:raw": partial(paper.lower_ratio_better, metric=_METRIC, beyond_baselines=False),
             "paper-2": partial(paper.lower_ratio_better, metric=_METRIC),
             "paper-3": partial(paper.punctuation_extremes, metric=_METRIC),
+            "paper-4": partial(paper.no_strong_correlation, metric=_METRIC),
             "paper-5": partial(paper.useful_at_high_masking, metric=_METRIC)}[claim]
 
 
@@ -310,7 +578,7 @@ def _wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
 def rate(rule: Rule, shape: Structure, scenario: Scenario, runs: int, seed: int, *, null: bool) -> Rate:
     """``runs`` simulated runs of ``shape`` under ``scenario`` through ``rule``."""
     rng = np.random.default_rng(seed)
-    said = Counter(outcome(rule, *simulated(shape, scenario, rng)) for _ in range(runs))
+    said = Counter(simulate(rule, shape, scenario, rng) for _ in range(runs))
     low, high = _wilson(said[rule.positive], runs)
     return Rate(rule.name, scenario.name, runs, dict(said), said[rule.positive] / runs, low, high,
                 rule.nominal if null else None, _wilson(said[rule.positive], runs, MONTE_CARLO_CONFIDENCE)[0])
@@ -333,7 +601,8 @@ def shrink(shape: Structure, documents: int) -> Structure:
 
 
 __all__ = ["Arm", "DEFAULT_RUNS", "EFFECT", "NOMINAL_FLAG", "NOMINAL_HOLDS", "Rate", "Rule", "Scenario", "Structure",
-           "annotate_null_rates", "calibrate", "of_plan", "of_results", "rate", "rules_for", "shrink", "simulated", "structure"]
+           "VALIDATION_BLOCKS", "annotate_null_rates", "calibrate", "of_plan", "of_results", "rate", "rules_for", "shrink",
+           "simulate", "simulated", "simulated_cells", "simulated_sweep", "structure"]
 
 
 def annotate_null_rates(results: RunResults, findings: Sequence[Any], *, runs: int = DEFAULT_RUNS, seed: int = 0) -> None:
@@ -344,6 +613,7 @@ def annotate_null_rates(results: RunResults, findings: Sequence[Any], *, runs: i
     simulated_rules = {rule.claim: rule for rule in rules_for(shape)}
     for finding in findings:
         claim = f"paper-1:{_METRIC}" if finding.claim.startswith("paper-1:") else finding.claim
+        claim = claim if claim in simulated_rules else f"li-{claim}"  # Li et al.'s claims go by their own ids
         rule = simulated_rules.get(claim)
         if rule is None or finding.verdict not in (HOLDS, FAILS, "inconclusive"):
             continue

@@ -28,6 +28,7 @@ def calibrate(preset: str | None, run_dir: str | None, runs: int, documents: int
     Examples:
       mlmh calibrate --preset pan
       mlmh calibrate --preset paper --runs 100
+      mlmh calibrate --preset crossover            # the crossover epoch of a sweep
       mlmh calibrate --run runs/20260101-120000-pan
     """
     from rich.console import Console
@@ -52,7 +53,8 @@ def calibrate(preset: str | None, run_dir: str | None, runs: int, documents: int
     rates = sim.calibrate(shape, runs=runs, seed=seed)
     console = Console()
     console.print(escape(f"{shape.describe()}; {runs} simulated runs per row. 'says' is the rate of \"holds\" (of a "
-                         "flag, for memorisation), with its Monte-Carlo 95% CI; under a null it must not exceed the "
+                         "flag, for memorisation; of a stated crossover, for a sweep), with its Monte-Carlo 95% CI; "
+                         "under a null it must not exceed the "
                          "nominal rate: EXCEEDED where its Monte-Carlo "
                          f"{sim.MONTE_CARLO_CONFIDENCE:.0%} CI lies wholly above it."))
     table = Table(pad_edge=False)
@@ -65,7 +67,8 @@ def calibrate(preset: str | None, run_dir: str | None, runs: int, documents: int
     console.print(table)
     if not rates:
         console.print("No rule of mlmh can be tested on this structure (it needs MLM and CLM arms, two random "
-                      "masking ratios, punctuation masking, a ratio of 0.5 or more, or control documents).")
+                      "masking ratios, punctuation masking, a ratio of 0.5 or more, downstream tasks, control "
+                      "documents, the conditions of one of Li et al.'s claims, or a sweep of epochs).")
     bad = [r for r in rates if r.exceeds]
     for r in bad:
         console.print(escape(f"{r.rule}: says it {r.positive:.1%} of the time under the null, above its nominal "
