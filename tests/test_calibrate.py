@@ -64,10 +64,15 @@ def test_every_rule_of_the_pan_demo_holds_its_nominal_rate_and_finds_its_effect(
 
     shape = sim.of_plan(build_plan(resolve("pan")), label="pan")
     assert (shape.kinds("mlm"), shape.kinds("clm"), shape.documents) == (4, 1, 16)
-    rates = sim.calibrate(shape, runs=100, seed=3)
-    assert {r.rule for r in rates} >= {"claim (1) MLM beats CLM", "claim (2) as the paper states it",
-                                       "claim (2) beyond the baselines", "claim (5) useful at high masking",
-                                       "claim (4) no strong correlation", "Li (b) stutter falls with mask-predict steps"}
+    rules = {rule.name: rule for rule in sim.rules_for(shape)}
+    assert set(rules) >= {"claim (1) MLM beats CLM", "claim (2) as the paper states it",
+                          "claim (2) beyond the baselines", "claim (5) useful at high masking",
+                          "claim (4) no strong correlation", "Li (b) stutter falls with mask-predict steps"}
+    # claim (4) and Li et al.'s claims have their own simulations below; the paper's claims are simulated here
+    rates = [rate for i, name in enumerate(("claim (1) MLM beats CLM", "claim (2) as the paper states it",
+                                             "claim (2) beyond the baselines", "claim (5) useful at high masking"))
+             for rate in (sim.rate(rules[name], shape, rules[name].null, 100, 3 + 2 * i, null=True),
+                          sim.rate(rules[name], shape, rules[name].effect, 100, 4 + 2 * i, null=False))]
     assert not [r for r in rates if r.exceeds]
     power = {r.rule: r.positive for r in rates if r.nominal is None}
     assert power["claim (1) MLM beats CLM"] >= 0.8 and power["claim (2) beyond the baselines"] >= 0.8
