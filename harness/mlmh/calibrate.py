@@ -246,11 +246,13 @@ def _number(value: str) -> Any:
 
 def _passes(sampler: str) -> int:
     """Forward passes per document of a sampler: its steps, one more where it starts from a one-shot fill."""
+    from mlmh.findings.claims import ONE_SHOT
+
     name, _, full = _component("sampler", sampler)
     params = dict(full)
-    if name == "one-shot":
+    if name == ONE_SHOT:
         return 1
-    return max(1, int(params.get("steps") or 1)) + (params.get("init") == "one-shot")
+    return max(1, int(params.get("steps") or 1)) + (params.get("init") == ONE_SHOT)
 
 
 def simulated_cells(shape: Structure, scenario: Scenario, rng: np.random.Generator) -> list[Any]:
@@ -289,7 +291,14 @@ VALIDATION_BLOCKS = 32
 #: validation loss per block: its own difficulty (shared by every model) and each model's noise, in nats per token;
 #: a quality point of the crossover scenario is LOSS_PER_POINT nats (lower is better)
 BLOCK_SD, BLOCK_NOISE_SD, LOSS_PER_POINT = 0.3, 0.05, 0.02
-_SWEPT_METRIC = "bleu"  # the crossover compares the sweep's declared results (mlmh.config.declared.sweep_results)
+
+
+def _swept_metric() -> str | None:
+    """The quality a sweep's crossover is simulated on: the first main result a metric declares for sweeps
+    (:func:`mlmh.config.declared.sweep_results`), or None where none does (the crossover then reads the loss alone)."""
+    from mlmh.config.declared import sweep_results
+
+    return next(iter(sweep_results()), None)
 
 
 def _sweep(arms: Sequence[Arm]) -> dict[int, dict[str, dict[float, Arm]]]:
@@ -319,6 +328,7 @@ def simulated_sweep(shape: Structure, scenario: Scenario, rng: np.random.Generat
     models: dict[str, ModelRecord] = {}
     rows: list[ConditionResult] = []
     per_document: dict[str, dict[str, dict[str, float]]] = {}
+    metric = _swept_metric()
     for u, kinds in _sweep(shape.arms).items():
         difficulty = rng.normal(0.0, DOCUMENT_SD, len(docs))
         hardness = rng.normal(0.0, BLOCK_SD, blocks)
@@ -332,9 +342,9 @@ def simulated_sweep(shape: Structure, scenario: Scenario, rng: np.random.Generat
                     "validation_block_losses": [[float(v * t), int(t)] for v, t in zip(loss, tokens)]})
                 values = 50.0 + difficulty + lead + rng.normal(0.0, NOISE_SD, len(docs))
                 cid = f"c{len(rows)}"
-                per_document[cid] = {_SWEPT_METRIC: dict(zip(docs, map(float, values)))}
+                per_document[cid] = {metric: dict(zip(docs, map(float, values)))} if metric else {}
                 unseen = RoleQuality(documents=len(docs), scored=len(docs),
-                                     metrics={_SWEPT_METRIC: Score(float(values.mean()))})
+                                     metrics={metric: Score(float(values.mean()))} if metric else {})
                 rows.append(ConditionResult(id=cid, model=arm.model, model_kind=kind, masking=arm.masking,
                                             sampler=arm.sampler, seed=0, masking_ratio=arm.ratio, unseen=unseen,
                                             metrics=unseen.metrics))
@@ -440,7 +450,7 @@ def _li_rules(shape: Structure) -> list[Rule]:
     rule does not answer "not tested" on a simulated run of them."""
     from mlmh.findings import claims as gmlm
 
-    if not any(_component("model", a.model)[0] == "trained-mlm" for a in shape.arms):
+    if not any(_component("model", a.model)[0] == gmlm.TRAINED_MLM for a in shape.arms):
         return []
     cells = simulated_cells(shape, Scenario("null"), np.random.default_rng(0))
     effects = _li_effects(shape)
@@ -456,7 +466,9 @@ def _more_masking(arm: Arm) -> float:
 
 
 def _adaptive(arm: Arm) -> float:
-    return EFFECT if _component("sampler", arm.sampler)[0] == "adaptive-gibbs" else 0.0
+    from mlmh.findings.claims import ADAPTIVE_GIBBS
+
+    return EFFECT if _component("sampler", arm.sampler)[0] == ADAPTIVE_GIBBS else 0.0
 
 
 def _refined(shape: Structure) -> Callable[[Arm], float]:
@@ -483,8 +495,10 @@ def _crossover_rules(shape: Structure) -> list[Rule]:
     epochs = sorted({e for kinds in sweep.values() for e in set(kinds["mlm"]) & set(kinds["clm"])})
     middle = epochs[len(epochs) // 2]
     effect = Scenario(f"MLM -3 below {middle:g} epochs, +3 from it", crossover=lambda e: EFFECT if e >= middle else -EFFECT)
+    metric = _swept_metric()
+    measures = [("validation_loss", "validation loss")] + ([(metric, f"unseen {metric}")] if metric else [])
     return [Rule(f"crossover epoch on {what}", f"crossover:{measure}", "crossover", NOMINAL_HOLDS, effect)
-            for measure, what in (("validation_loss", "validation loss"), (_SWEPT_METRIC, f"unseen {_SWEPT_METRIC}"))]
+            for measure, what in measures]
 
 
 def simulate(rule: Rule, shape: Structure, scenario: Scenario, rng: np.random.Generator) -> str:

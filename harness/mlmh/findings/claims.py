@@ -32,6 +32,8 @@ from mlmh.stats import t_interval
 from mlmh.types import Finding
 
 SOURCE = "Li et al., ICML 2024"
+#: the methods Li et al.'s claims are about, by name: the claims state which model and samplers they test
+TRAINED_MLM, ONE_SHOT, ADAPTIVE_GIBBS = "trained-mlm", "one-shot", "adaptive-gibbs"
 ACCURACY, STUTTER = "masked-word accuracy", "stutter"
 
 
@@ -150,7 +152,7 @@ def _skip(claim: Claim, reason: str) -> Finding:
 
 def _more_masking(claim: Claim, cells: list[Cell], seed: int) -> Finding:
     """(a) masked-word accuracy rises with the fixed training mask ratio, at inference masking ``arg``."""
-    at = [c for c in cells if c.ratio == claim.arg and c.model == "trained-mlm"]
+    at = [c for c in cells if c.ratio == claim.arg and c.model == TRAINED_MLM]
     refiners = [c for c in at if c.sampler == "mask-predict"]
     if not refiners:
         return _skip(claim, f"the run has no trained-mlm model with mask-predict at random:ratio={claim.arg}")
@@ -188,9 +190,9 @@ def _series(cells: list[Cell], family: str) -> dict[tuple[str, str, str], list[C
         params = dict(c.sampler_params)
         params.pop("steps", None)
         where = (c.model_label, _label(c.masking, c.masking_params))
-        if family == "gibbs" and c.sampler == "one-shot" and not params:
+        if family == "gibbs" and c.sampler == ONE_SHOT and not params:
             starts[where] = c
-        elif family == "gibbs" and c.sampler == "gibbs" and params.get("init") == "one-shot":
+        elif family == "gibbs" and c.sampler == "gibbs" and params.get("init") == ONE_SHOT:
             params.pop("init")  # other settings (e.g. burnin) stay in the key: one series per setting
             out.setdefault((*where, _label("gibbs", params)), []).append(c)
         elif family != "gibbs" and c.sampler == family and not params:
@@ -224,7 +226,7 @@ def _stutter_falls(claim: Claim, cells: list[Cell], seed: int) -> Finding:
 def _adaptive_vs_gibbs(claim: Claim, cells: list[Cell], seed: int) -> Finding:
     """(c) adaptive-gibbs minus gibbs of the same settings, model and masking, at equal forward passes."""
     pairs = []
-    for a in (c for c in cells if c.sampler == "adaptive-gibbs"):
+    for a in (c for c in cells if c.sampler == ADAPTIVE_GIBBS):
         own = {k: v for k, v in a.sampler_params.items() if k not in ("pick", "memory")}
         for g in cells:
             if (g.sampler == "gibbs" and g.sampler_params == own and g.model_label == a.model_label
