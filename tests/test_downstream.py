@@ -85,9 +85,34 @@ def test_the_tag_classifier_learns_on_real_prose(tmp_path):
     corpus = get_registry().build("dataset", "mpst").load(str(mpst_csv(tmp_path, 200)))
     result = TextClassification().run(corpus, corpus, seed=0)
     assert result.error is None and result.n_test == len(corpus.split("test"))
-    found = downstream_test(items_of(result, task="text-classification"), "text-classification", "samples_f1", [])
+    found = downstream_test(items_of(result, task="text-classification"), "text-classification", "lrap", [])
     assert found.learns, found.reason
     assert found.real_vs_constant.ci_low > 0
+
+
+def test_the_tag_classifier_learns_from_the_paper_presets_train_documents(tmp_path):
+    """The paper preset on official-format MPST of real prose (tests/realdata.py mpst, 300 rows: Debian package
+    descriptions tagged with their section and priority): the downstream model trained on the run's seen documents
+    (limit = 32) and tested on the whole test split beats no training data and the constant class-prior predictor
+    beyond their CIs on the score the findings read (the tag ranking's LRAP), as the gate of claims 4 and 5 asks.
+    The thresholded one-vs-rest model before it answered "optional" for every text: exactly the constant."""
+    from mlmh.config.plan import build_plan
+    from mlmh.config.presets import resolve
+    from mlmh.data.selection import select_documents, subcorpus
+    from mlmh.findings.downstream import item_score
+
+    plan = build_plan(resolve("paper", {"dataset": "mpst", "data": str(mpst_csv(tmp_path, 300))}))
+    corpus = plan.load_corpus()  # as a run loads it: validation and control splits set
+    train = subcorpus(corpus, select_documents(corpus, plan.config.limit, "train"))
+    task = next(t for t in plan.tasks if t.name == "text-classification")
+    result = task.run(train, corpus, seed=0)
+    assert result.error is None and result.n_train == plan.config.limit == 32
+    assert result.n_test == len(corpus.split("test")) >= 50
+    items = items_of(result, task=task.name)
+    assert item_score(items, task.name) == "lrap"
+    found = downstream_test(items, task.name, "lrap", [])
+    assert found.learns, found.reason
+    assert found.real_vs_constant.ci_low > 0 and found.real_vs_none.ci_low > 0 and found.mdd is not None
 
 
 @pytest.mark.slow
@@ -136,7 +161,7 @@ def test_a_classifier_that_answers_the_majority_label_decides_neither_synthetic_
                  for i, p in enumerate(prose)]
     real = Corpus("text", documents, "docstrings")
     task = TextClassification()
-    task.params = {**task.params, "C": 0.01}  # too little to learn from: the prior decides every text
+    task.params = {**task.params, "C": 0.01, "class_weight": "none"}  # the prior decides every text
     baseline = task.run(real, real, seed=0)
     assert baseline.info["per_item"]["samples_f1"] == baseline.info["constant"]["samples_f1"]
     items = items_of(baseline, task="text-classification")

@@ -67,11 +67,21 @@ def test_text_classification_baseline_beats_chance(samples):
     assert len(items) == result.n_test and np.mean(items) == pytest.approx(result.scores["samples_f1"])
     constant = result.info["constant"]["samples_f1"]  # the training tags' prior for every text, through the same rule
     assert len(constant) == len(items) and np.mean(items) > np.mean(constant) + 0.1
-    # a model that learned nothing (every training text given the same tags) predicts what the constant does
+    assert list(result.info["per_item"]) == ["lrap", "samples_f1"]  # the ranking first: what the findings read
+    lrap = result.info["per_item"]["lrap"]
+    assert np.mean(lrap) == pytest.approx(result.scores["lrap"]) and np.mean(lrap) > np.mean(result.info["constant"]["lrap"]) + 0.1
+    # a model that learned nothing (every training text the same) does no better than the constant on the ranking the
+    # findings read: class-weighted, every tag is as likely as every other and its ranking arbitrary (far below the
+    # prior's); unweighted, it ranks and predicts exactly what the constant does
     same = dataclasses.replace(corpus, documents=[dataclasses.replace(d, text="one text for all") if d.split == "train"
                                                   else d for d in corpus.documents])
     blind = task.run(same, corpus, seed=0)
-    assert blind.error is None and blind.info["per_item"]["samples_f1"] == blind.info["constant"]["samples_f1"]
+    assert blind.error is None
+    assert np.mean(blind.info["per_item"]["lrap"]) < np.mean(blind.info["constant"]["lrap"])
+    unweighted = TextClassification()
+    unweighted.params = {**unweighted.params, "class_weight": "none"}
+    blind = unweighted.run(same, corpus, seed=0)
+    assert blind.error is None and blind.info["per_item"] == blind.info["constant"]
 
 
 def test_ner_baseline_on_discharge_summaries(samples):
