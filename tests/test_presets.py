@@ -48,6 +48,30 @@ def test_a_task_the_user_names_runs_though_the_dataset_declares_another():
     assert [t.name for t in plan.tasks] == ["ner"]
 
 
+def test_the_paper_preset_masks_as_the_paper_did_on_each_dataset():
+    """Random ratios, stopwords and punctuation everywhere; named entities on the clinical notes only
+    ([datasets.mimic]); a --masking the user names replaces both."""
+    shared = ["random:ratio=0.15", "random:ratio=0.3", "random:ratio=0.5", "stopwords", "punctuation"]
+    assert resolve("paper").maskings == shared == resolve("paper", {"dataset": "mpst"}).maskings
+    assert resolve("paper", {"dataset": "mimic"}).maskings == [*shared, "ner"]
+    assert resolve("paper", {"dataset": "mimic", "maskings": ["stopwords"]}).maskings == ["stopwords"]
+    plan = build_plan(resolve("paper", {"dataset": "mimic"}))
+    assert len(plan.models) * len(plan.maskings) >= 30  # claim (4): conditions enough for rho's CI
+
+
+def test_per_dataset_settings_apply_to_their_dataset_and_are_checked_on_every_one(tmp_path):
+    table = GOOD + '[datasets.mpst]\nmaskings = ["stopwords"]\nlimit = 3\n'
+    assert resolve(write(tmp_path, table)).maskings == ["random:ratio=0.3"]
+    mpst = resolve(write(tmp_path, table), {"dataset": "mpst"})
+    assert mpst.maskings == ["stopwords"] and mpst.limit == 3
+    with pytest.raises(SpecError, match=r"\[datasets.mpst\]: unknown key 'data'"):
+        resolve(write(tmp_path, GOOD + '[datasets.mpst]\ndata = "/x"\n'))
+    with pytest.raises(SpecError, match=r"\[datasets.mpts\]: unknown dataset 'mpts'; did you mean 'mpst'"):
+        resolve(write(tmp_path, GOOD + '[datasets.mpts]\nlimit = 3\n'))
+    with pytest.raises(SpecError, match=r"exp.toml: key 'datasets' must hold one table per dataset"):
+        resolve(write(tmp_path, GOOD + 'datasets = 3\n'))
+
+
 def write(tmp_path, text, name="exp.toml"):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

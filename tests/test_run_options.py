@@ -28,7 +28,7 @@ FLAGGED = {key: declared for key, declared in run_options().items() if declared.
 def test_every_run_option_is_a_field_a_preset_key_and_an_eval_option():
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     assert set(run_options()) <= fields and {"preset", "source", "overridden"} == fields - set(run_options())
-    assert presets.KEYS == set(run_options()) | {"cost"}
+    assert presets.KEYS == set(run_options()) | {"cost", "datasets"}
     assert all(declared.shape in SHAPES for declared in run_options().values())
     flags = {p.name: p for p in eval_command.params if isinstance(p, click.Option)}
     assert set(flags) - EVAL_ONLY == set(FLAGGED)  # every flagged option, and no undeclared one

@@ -24,6 +24,13 @@ Preset keys (all optional except ``dataset`` and ``models``/``maskings``/``sampl
     batch_size  = 8
     log_samples = false
     cost        = {cold_cpu_s = 402, warm_cpu_s = 10, measured = "where"}   # what a run costs (mlmh ls presets)
+
+    [datasets.mimic]                 # settings for one dataset, over the keys above when the run is on it
+    maskings    = ["random:ratio=0.3", "ner"]
+
+A ``[datasets.NAME]`` table holds run options (not ``dataset`` or ``data``) that replace the preset's own when the run's
+dataset, the preset's or ``--dataset``'s, is NAME; what the command line names replaces both. The paper masked entities
+on its clinical notes only: one preset says so without a second file.
 """
 
 from __future__ import annotations
@@ -42,8 +49,10 @@ from mlmh.types.runconfig import RunConfig, RunOption, run_options
 
 #: list keys holding component specs, with the registry kind of each
 COMPONENT_LISTS = {key: declared.component for key, declared in run_options().items() if declared.shape == "specs"}
-#: a preset's keys: the run options, and its declared cost
-KEYS = {*run_options(), "cost"}
+#: a preset's keys: the run options, its declared cost, and its per-dataset settings
+KEYS = {*run_options(), "cost", "datasets"}
+#: run options a ``[datasets.NAME]`` table cannot hold: the dataset it is chosen by, and the files of one corpus
+NOT_PER_DATASET = ("dataset", "data")
 #: a preset's declared cost: CPU seconds of a cold run (models trained, nothing cached), of a warm rerun, and where
 #: and how they were measured; declared once, in the preset, and shown by ``mlmh ls presets`` and ``eval --help``
 COST_KEYS = ("cold_cpu_s", "warm_cpu_s", "measured")
@@ -82,7 +91,9 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     for key in table:
         if key not in KEYS:
             raise SpecError(f"{source}: " + unknown_message("key", key, KEYS))
-    merged = {**table}
+    merged = {key: value for key, value in table.items() if key != "datasets"}
+    dataset = (overrides or {}).get("dataset") or table.get("dataset")
+    merged.update(for_dataset(table, dataset if isinstance(dataset, str) else None, source))
     for key, value in (overrides or {}).items():
         if key not in KEYS:
             raise SpecError(unknown_message("override", key, KEYS))
@@ -93,6 +104,26 @@ def from_table(table: dict[str, Any], *, name: str, source: str, overrides: dict
     config.overridden = sorted(k for k, v in (overrides or {}).items() if v is not None)
     describe_cost(table, source)
     return config
+
+
+def for_dataset(table: dict[str, Any], dataset: str | None, source: str) -> dict[str, Any]:
+    """The run options a preset's ``[datasets.NAME]`` table sets for ``dataset`` (none for another dataset); every
+    table is checked, whichever dataset runs, so a typo in one fails on every dataset."""
+    tables = table.get("datasets", {})
+    if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
+        raise SpecError(f"{source}: key 'datasets' must hold one table per dataset ([datasets.NAME]), got {tables!r}")
+    allowed = [key for key in run_options() if key not in NOT_PER_DATASET]
+    if tables:
+        from mlmh.registry import get_registry
+
+        names = get_registry().names("dataset")
+    for name, settings in tables.items():
+        if name not in names:
+            raise SpecError(f"{source}: [datasets.{name}]: " + unknown_message("dataset", name, names))
+        for key in settings:
+            if key not in allowed:
+                raise SpecError(f"{source}: [datasets.{name}]: " + unknown_message("key", key, allowed))
+    return dict(tables.get(dataset, {})) if dataset else {}
 
 
 def saved(run: RunDir) -> RunConfig:
