@@ -150,3 +150,35 @@ def test_calibrate_command_covers_a_sweep():
     assert result.exit_code == 0, result.output
     assert result.output.count("crossover epoch") >= 4 and "a sweep paired over 32 validation blocks" in " ".join(
         result.output.split())  # both measures, under the null and the effect
+
+
+def test_a_runs_null_rates_are_simulated_once_per_structure_and_code(tmp_path, monkeypatch):
+    # on the paper preset's 30 conditions the simulations took about 120 CPU-s, most of a warm rerun: the run cache
+    # keeps each rate under the run's structure and the identity of the rules' code
+    import json
+    import types
+    from pathlib import Path
+
+    from mlmh import implementation
+    from mlmh.storage.cache import SampleCache
+    from mlmh.types import HOLDS, RunResults
+
+    results = RunResults.from_dict(json.loads((Path(__file__).parent / "fixtures" / "results_fixture_run.json").read_text(encoding="utf-8")))
+    simulated = []
+    real_rate = sim.rate
+    monkeypatch.setattr(sim, "rate", lambda *a, **k: simulated.append(a[0].claim) or real_rate(*a, **k))
+
+    def annotate(cache):
+        sim._null_rate.cache_clear()  # another process: only the run cache remembers
+        finding = types.SimpleNamespace(claim="paper-1:bleu", verdict=HOLDS, extra={})
+        sim.annotate_null_rates(results, [finding], runs=20, seed=5, cache=cache)
+        return finding.extra["false_holds"]
+
+    cache = SampleCache(tmp_path / "samples.sqlite")
+    first = annotate(cache)
+    assert simulated == ["paper-1:quality"] and first["runs"] == 20
+    assert annotate(cache) == first and simulated == ["paper-1:quality"]  # read back, not simulated again
+    code = implementation.modules_id
+    monkeypatch.setattr(implementation, "modules_id", lambda names: code(names) + "-changed")
+    assert annotate(cache) == first and len(simulated) == 2  # changed rules simulate again
+    assert annotate(None) == first and len(simulated) == 3  # without a cache, every process simulates

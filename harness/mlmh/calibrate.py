@@ -37,12 +37,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from mlmh.types import (FAILS, HOLDS, ConditionResult, ConfigRecord, DatasetInfo, DocumentSet, ModelRecord,
                         RoleQuality, RunResults, Score)
+
+if TYPE_CHECKING:
+    from mlmh.storage.cache import SampleCache
 
 #: per-document difficulty shared by every arm, and per-arm noise, in BLEU points
 DOCUMENT_SD, NOISE_SD = 5.0, 3.0
@@ -619,10 +622,13 @@ __all__ = ["Arm", "DEFAULT_RUNS", "EFFECT", "NOMINAL_FLAG", "NOMINAL_HOLDS", "Ra
            "simulate", "simulated", "simulated_cells", "simulated_sweep", "structure"]
 
 
-def annotate_null_rates(results: RunResults, findings: Sequence[Any], *, runs: int = DEFAULT_RUNS, seed: int = 0) -> None:
+def annotate_null_rates(results: RunResults, findings: Sequence[Any], *, runs: int = DEFAULT_RUNS, seed: int = 0,
+                        cache: "SampleCache | None" = None) -> None:
     """Keep, on each decided claim a rule here simulates, how often that rule says "holds" under a null of this run's
     own structure (``extra["false_holds"]``: rate, Monte-Carlo CI, runs), so the answer can say it beside the
-    verdict. A claim (1) on another metric is the same rule on the same arms: it gets the first one's rate."""
+    verdict. A claim (1) on another metric is the same rule on the same arms: it gets the first one's rate. With the
+    run ``cache`` a rate is simulated once per structure and code (:func:`null_rate_key`): on the paper preset's 30
+    conditions the simulations cost about 120 CPU-s, most of a warm rerun."""
     shape = of_results(results)
     simulated_rules = {rule.claim: rule for rule in rules_for(shape)}
     for finding in findings:
@@ -631,9 +637,36 @@ def annotate_null_rates(results: RunResults, findings: Sequence[Any], *, runs: i
         rule = simulated_rules.get(claim)
         if rule is None or finding.verdict not in (HOLDS, FAILS, "inconclusive"):
             continue
-        found = _null_rate(shape, claim, runs, seed)
+        found = _stored_null_rate(cache, shape, claim, runs, seed)
         finding.extra["false_holds"] = {"rate": found.positive, "ci_low": found.low, "ci_high": found.high,
                                         "runs": found.runs, "nominal": found.nominal}
+
+
+def null_rate_key(shape: Structure, claim: str, runs: int, seed: int) -> str:
+    """The run cache's key of one rule's null rate: the structure and the runs simulated, and the identity of the code
+    that simulates and decides (this module and the findings modules it reaches), so changed rules simulate again."""
+    import pkgutil
+
+    import mlmh.findings
+    from mlmh.implementation import library_versions, modules_id
+    from mlmh.storage.cache import content_digest, result_key
+
+    rules = [__name__, "mlmh.stats", *(f"mlmh.findings.{m.name}" for m in pkgutil.iter_modules(mlmh.findings.__path__))]
+    return result_key(kind="calibration", spec=claim, code=modules_id(rules), libraries=library_versions(),
+                      inputs="", seed=seed, content=content_digest([shape, runs]))
+
+
+def _stored_null_rate(cache: "SampleCache | None", shape: Structure, claim: str, runs: int, seed: int) -> Rate:
+    """:func:`_null_rate`, read from and kept in the run ``cache`` where there is one."""
+    if cache is None:
+        return _null_rate(shape, claim, runs, seed)
+    key = null_rate_key(shape, claim, runs, seed)
+    stored = cache.get_results(key, Rate)
+    if stored and len(stored) == 1:
+        return stored[0]
+    found = _null_rate(shape, claim, runs, seed)
+    cache.put_results(key, [found])
+    return found
 
 
 @lru_cache(maxsize=64)

@@ -10,6 +10,7 @@ plugin does not. Modules without readable source (compiled, frozen) contribute t
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -17,7 +18,7 @@ import sys
 import types
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 #: engine modules every generation passes through, whatever the sampler imports
 #: (the sampler toolkit too: a builtin or third-party sampler's package does not reach it, being another's)
@@ -32,10 +33,17 @@ def implementation_id(component: Any) -> str:
 
 def engine_id() -> str:
     """The identity of the generation engine itself (batching, word splitting, the model adapters)."""
+    return modules_id(ENGINE_MODULES)
+
+
+def modules_id(names: Sequence[str]) -> str:
+    """``dist==version+hash`` of the source of ``names`` (each imported) and the same-package modules they reach:
+    the identity of code that imports what it uses inside its functions, which no one module's globals show."""
     digest = hashlib.sha256()
-    for name in ENGINE_MODULES:
+    for name in names:
+        importlib.import_module(name)
         digest.update(source_hash(name).encode())
-    return f"{_distribution('mlmh')}+{digest.hexdigest()[:16]}"
+    return f"{_distribution(names[0])}+{digest.hexdigest()[:16]}"
 
 
 #: libraries whose version can change a generation or a score (results.json lists them too)

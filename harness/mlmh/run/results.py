@@ -33,6 +33,7 @@ from mlmh.run.downstream import TaskScores
 from mlmh.run.mask import Masked
 from mlmh.run.models import LoadedModel
 from mlmh.run.score import Scores, per_sample
+from mlmh.storage.cache import SampleCache
 from mlmh.types import (RESULTS_SCHEMA, ConditionResult, ConfigRecord, Correlation, Crossover, DatasetInfo, DocumentSet,
                         Finding, Generation, GenerationCosts, ModelRecord, RoleQuality, RunResults, Score, Versions)
 
@@ -51,8 +52,9 @@ class BuiltResults:
 def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[str, LoadedModel], masked: Masked,
                   generations: Mapping[str, list[Generation]], scores: Scores, tasks: TaskScores,
                   correlations: Sequence[Correlation], log: RunLog, started: float,
-                  versions: Versions) -> BuiltResults:
-    """The run's typed results (results.json is their ``to_dict``); ``log`` is read, not changed."""
+                  versions: Versions, cache: SampleCache | None = None) -> BuiltResults:
+    """The run's typed results (results.json is their ``to_dict``); ``log`` is read, not changed; the run ``cache``
+    keeps the claims' simulated null rates (:func:`mlmh.calibrate.annotate_null_rates`)."""
     said: list[RunEvent] = []
     ctx = RunContext(EventBus(said.append, plugins=False), threading.Event(), log=log.copy())
     headline = data.headline
@@ -97,7 +99,7 @@ def build_results(plan: RunPlan, *, run_id: str, data: RunData, models: Mapping[
         declared=record(),  # what the verdicts read of the components' declarations, so a later reading agrees
     )
     per_document = _unseen_per_document(plan.conditions, scores, generations, data) if headline == "unseen" else {}
-    results.findings = _findings(plan, results, per_document, generations, data, tasks, ctx)
+    results.findings = _findings(plan, results, per_document, generations, data, tasks, ctx, cache)
     results = _finite(results, ctx)
     results.comparisons = compare(results)  # on the finite results, as report.md states them
     results.crossover = _crossover(results, per_document, plan.config.seeds[0], ctx)
@@ -147,7 +149,7 @@ def _gaps(pairs: Sequence[tuple[str, Score | None, Score | None]]) -> dict[str, 
 
 def _findings(plan: RunPlan, results: RunResults, per_document: dict[str, dict[str, dict[str, Any]]],
               generations: Mapping[str, list[Generation]], data: RunData, tasks: TaskScores,
-              ctx: RunContext) -> list[Finding]:
+              ctx: RunContext, cache: SampleCache | None = None) -> list[Finding]:
     """Both papers' claims tested on this run (:mod:`mlmh.findings`), each with its rule's false-"holds" rate under a
     null of this run's structure (:func:`mlmh.calibrate.annotate_null_rates`); a failure is reported by name and
     the rest of the results stand."""
@@ -158,7 +160,7 @@ def _findings(plan: RunPlan, results: RunResults, per_document: dict[str, dict[s
         _step_failed("findings", results, ctx, exc)
         return []
     try:
-        annotate_null_rates(results, found, seed=plan.config.seeds[0])
+        annotate_null_rates(results, found, seed=plan.config.seeds[0], cache=cache)
     except Exception as exc:  # noqa: BLE001 - the findings stand without their simulated error rates
         _step_failed("calibration", results, ctx, exc)
     return found

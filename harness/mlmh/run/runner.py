@@ -111,7 +111,7 @@ class Runner:
                 results = self._results(build_results(
                     plan, run_id=self.out.name, data=data, models=models, masked=masked, generations=generations,
                     scores=scores, tasks=tasks, correlations=correlations, log=ctx.log, started=started,
-                    versions=versions()))
+                    versions=versions(), cache=cache))
                 self._stage("report", lambda: self._write(results, data, generations, scores, cache))
             ctx.bus.emit(RunFinished(output_path=str(self.out), results=results, seconds=time.time() - started))
         return results

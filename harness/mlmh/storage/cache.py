@@ -18,6 +18,10 @@ and test corpora of a task. A component that names no identity (the default for 
 cached, nor is a result with an error. So a run over cached samples scores and trains nothing again,
 and a changed metric, task, library or scoring model computes its results again.
 
+A claim's simulated null rate (:func:`mlmh.calibrate.null_rate_key`) is kept the same way: its key hashes the rule,
+the run's structure, the runs simulated, the seed and the identity of the rules' code (``mlmh.calibrate``, ``mlmh.stats``
+and every module of ``mlmh.findings``), so a warm rerun reads what took it minutes, and a changed rule simulates again.
+
 A figure's key hashes what it plots, the plotting code and the matplotlib version
 (:func:`mlmh.report.plots.figure_key`): a run whose results are those of an earlier run writes the same PNG
 without drawing it again.
