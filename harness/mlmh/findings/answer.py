@@ -10,7 +10,7 @@ from mlmh.findings.grounds import data_line, model_line
 from mlmh.findings.verdicts import memorisation_set
 from mlmh.results import model_record_of, roles
 from mlmh.types import NOT_COMPARABLE, Finding, RunResults
-from mlmh.types.result_blocks import Comparisons
+from mlmh.types.result_blocks import Comparisons, brief_model_name
 
 ROLE_LABEL = {"unseen": "unseen documents (test split: no model trained or was selected on them)",
               "seen": "seen documents (train split: the models learned from them)",
@@ -103,8 +103,7 @@ def brief_label(results: RunResults, model: str) -> str:
     record = model_record_of(results, model)
     if record is None or not record.training:
         return model
-    init = str(record.training.get("init") or "").rstrip("/").rsplit("/", 1)[-1]
-    return f"{record.model_kind} ({init or 'scratch'})"
+    return brief_model_name(record.model_kind, record.training.get("init") or "")
 
 
 def precise(value: float, low: float | None, high: float | None) -> str:

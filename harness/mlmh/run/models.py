@@ -12,6 +12,7 @@ from mlmh.events import Progress, StageStarted
 from mlmh.run.context import RunContext
 from mlmh.training.jobs import train_missing
 from mlmh.types import Corpus
+from mlmh.types.result_blocks import brief_model_name
 
 if TYPE_CHECKING:
     from mlmh.components import Model
@@ -67,13 +68,11 @@ def load_models(plan: RunPlan, corpus: Corpus, ctx: RunContext) -> dict[str, Loa
 
 
 def model_label(model: Model) -> str:
-    """A model in a few words, its kind and where it starts: ``mlm (minilm)``, ``clm (gpt2)``, ``mlm (scratch)``
-    (a trained-* model's random init), or its name when it has no start parameter."""
+    """A model in a few words (:func:`mlmh.types.result_blocks.brief_model_name`): ``mlm (minilm)``, ``clm (gpt2)``,
+    ``mlm (scratch)`` (a trained-* model's random init), or its name when it has no start parameter."""
     params = model.params
-    start = str(params.get("init") or params.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
-    if not start:
-        start = "scratch" if "init" in params else model.name
-    return f"{model.model_kind or model.name} ({start})"
+    start = params.get("init") or params.get("path") or ("" if "init" in params else model.name)
+    return brief_model_name(model.model_kind or model.name, start)
 
 
 def model_labels(models: Sequence[Model]) -> dict[str, str]:

@@ -225,6 +225,12 @@ TRAINING_FACTS = ("objective", "mask_schedule", "mask_ratio", "budget", "budget_
                   "precision", "train_seconds", "train_cpu_seconds", "keep", "unique_tokens", "epochs", "validation_block_losses")
 
 
+def brief_model_name(kind: str, start: str) -> str:
+    """A model in a few words, its kind and where it starts (``mlm (minilm)``, ``clm (scratch)``): the last part of
+    ``start``'s path, "scratch" when it has none. Progress, the answer and the study name models so."""
+    return f"{kind} ({str(start).rstrip('/').rsplit('/', 1)[-1] or 'scratch'})"
+
+
 @dataclass
 class ModelRecord(Block):
     """A model's entry in ``RunResults.models``: its identity, kind, short spec (``label``, as the conditions name
