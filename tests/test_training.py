@@ -263,6 +263,42 @@ def test_frozen_embeddings_stay_as_pretrained_while_the_layers_train(tiny_mlm, t
     assert not torch.equal(layer(parts[0]), layer(start))  # the layers trained either way
 
 
+@pytest.mark.parametrize("start", ["scratch", "pretrained"])
+def test_span_targets_give_a_wordpiece_seq2seq_sentinels_it_trains_and_regenerates_through(tiny_mlm, tmp_path, start):
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from mlmh.adapters.decoding import Seq2SeqAdapter
+    from mlmh.adapters.sentinels import sentinel_ids
+    from mlmh.training.corruption import ADDED_SENTINELS, CORRUPTION_NOTES, SPAN_CORRUPTION
+    from mlmh.training.loop import target_share
+
+    init = dict(init=str(tiny_mlm), freeze_embeddings=True) if start == "pretrained" else {}
+    config = micro("seq2seq", span_targets=True, **init)
+    assert target_share(config) == pytest.approx(0.15 * (1 + 1 / 3))  # the hidden share and a sentinel per span
+    card = train(TEXTS, config, tmp_path, threads=1)
+    assert card["corruption"] == CORRUPTION_NOTES[SPAN_CORRUPTION] and card["config"]["span_targets"] is True
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    sentinels = sentinel_ids(tokenizer)
+    assert len(sentinels) == ADDED_SENTINELS
+    model = AutoModelForSeq2SeqLM.from_pretrained(tmp_path)
+    tables = [model.encoder, model.decoder] if start == "pretrained" else [model]
+    for part in tables:
+        rows = part.get_input_embeddings().weight[sentinels]
+        assert len(torch.unique(rows, dim=0)) == ADDED_SENTINELS  # told apart, frozen or not
+    if start == "pretrained":  # the same rows on both sides
+        assert torch.equal(model.encoder.get_input_embeddings().weight[sentinels],
+                           model.decoder.get_input_embeddings().weight[sentinels])
+    assert Seq2SeqAdapter(model, tokenizer, identity="span").style == "sentinel"  # regenerates as T5 does
+
+
+def test_span_targets_are_the_seq2seq_objectives_and_enter_the_cache_key_only_when_set():
+    with pytest.raises(SpecError, match="span.targets applies to the seq2seq objective only"):
+        make_config("mlm", span_targets=True)
+    assert "span_targets" not in make_config("seq2seq").to_dict()  # the keys of models trained before
+    assert make_config("seq2seq", span_targets=True).to_dict()["span_targets"] is True
+
+
 def test_only_a_pretrained_start_freezes_embeddings_and_the_choice_enters_the_cache_key():
     with pytest.raises(SpecError, match="freeze.embeddings applies to a pretrained start"):
         make_config("mlm", freeze_embeddings=True)

@@ -219,6 +219,15 @@ class TrainedSeq2Seq(TrainedModel):
     name = "trained-seq2seq"
     model_kind = "seq2seq"
     description = "BART-style text-infilling seq2seq trained offline on the run's dataset, matched to trained-mlm"
+    parameters: ClassVar[tuple[Param, ...]] = (
+        *TrainedModel.parameters,
+        Param("span_targets", bool, False, "T5's span corruption (Raffel et al. 2020): the decoder writes only the "
+              "hidden spans, each after a sentinel <extra_id_N> (added to a tokenizer without them), instead of "
+              "rebuilding the whole block as BART does"),
+    )
+
+    def _objective_params(self) -> dict[str, Any]:
+        return {"span_targets": self.params["span_targets"]}
 
 
 @hookimpl

@@ -17,7 +17,7 @@ BUDGETS = ("tokens", "targets", "compute")
 #: the checkpoint kept: the best validation (mlmh.training.stopping), or the weights after the budget
 KEEPS = ("best", "last")
 #: settings added after models were cached: in a config's cache key only when set (:meth:`TrainingConfig.to_dict`)
-LATER_SETTINGS = ("max_passes", "freeze_embeddings")
+LATER_SETTINGS = ("max_passes", "freeze_embeddings", "span_targets")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15  # seq2seq infilling's hidden share, and BERT's MLM ratio
 # The MLM's fixed-schedule default, chosen by measurement on unseen documents of real text the project did not
@@ -119,6 +119,7 @@ class TrainingConfig:
     keep: str = "best"  # "best" validation checkpoint | "last": the weights after the whole budget (epochs)
     max_passes: float = 0.0  # at most this many supervised passes over the train split's targets (0 = no cap)
     freeze_embeddings: bool = False  # a pretrained start's word embeddings (and the output rows tied to them) stay fixed
+    span_targets: bool = False  # seq2seq: T5's span corruption, sentinels added to a tokenizer without them
 
     def to_dict(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self)
@@ -137,7 +138,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
                 unique_tokens: int = 0, keep: str = "best", max_passes: float = 0.0,
-                freeze_embeddings: bool = False, spelled: Callable[[str], str] | None = None,
+                freeze_embeddings: bool = False, span_targets: bool = False, spelled: Callable[[str], str] | None = None,
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
@@ -187,6 +188,8 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     if freeze_embeddings and not init:
         raise SpecError(f"{flag('freeze_embeddings')} applies to a pretrained start (init=...): a model trained from "
                         "scratch has no embeddings worth keeping")
+    if span_targets and objective != "seq2seq":
+        raise SpecError(f"{flag('span_targets')} applies to the seq2seq objective only (its decoder's targets)")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
     ratio = None if objective == "clm" or schedule in ("uniform", "mdlm") else (mask_ratio or default)
     shape = dataclasses.replace(SIZES[size], **shape_overrides) if shape_overrides else SIZES[size]
@@ -195,4 +198,4 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                           epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
                           budget=budget, eval_every=eval_every, patience_tokens=patience_tokens, device=resolved,
                           precision=resolve_precision(precision, resolved), unique_tokens=unique_tokens, keep=keep,
-                          max_passes=max_passes, freeze_embeddings=freeze_embeddings)
+                          max_passes=max_passes, freeze_embeddings=freeze_embeddings, span_targets=span_targets)

@@ -20,7 +20,7 @@ from mlmh.errors import DataError
 from mlmh.storage.modelcache import CARD_NAME, library_versions
 from mlmh.training.config import (EVALUATIONS_PER_BUDGET, FRESH_LEARNING_RATE, HEAD_WARMUP_SHARE, MAX_BUDGET_SCALE,
                                   MIN_EVAL_EVERY, RECIPE_VERSION, VOCABULARY_NOTE, TrainingConfig)
-from mlmh.training.corruption import CORRUPTION_NOTES, corruption_for
+from mlmh.training.corruption import CORRUPTION_NOTES, MEAN_NOISE_SPAN, add_sentinels, corruption_for
 from mlmh.training.data import BatchMaker, Blocks, loss_terms, make_blocks, on_device, supervised_targets
 from mlmh.training.models import build_model, count_parameters, init_source, load_init, shared_tokenizer
 from mlmh.training.stopping import SELECTION, EarlyStopping
@@ -65,7 +65,10 @@ def split_validation(texts: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def target_share(config: TrainingConfig) -> float:
     """Expected share of a block's tokens that the objective supervises: all of them for the CLM and for
-    BART (its decoder reconstructs the block); the MLM's masked share (uniform and mdlm: 1/2 on average)."""
+    BART (its decoder reconstructs the block); the MLM's masked share (uniform and mdlm: 1/2 on average); with span
+    targets the hidden share and a sentinel per span."""
+    if config.objective == "seq2seq" and config.span_targets:
+        return config.mask_ratio * (1 + 1 / MEAN_NOISE_SPAN)  # type: ignore[operator]  # seq2seq always has a ratio
     if config.objective != "mlm":
         return 1.0
     return config.mask_ratio if config.mask_schedule == "fixed" else 0.5  # type: ignore[return-value]  # fixed: a ratio is set
@@ -156,13 +159,15 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
         fresh: frozenset[str] = frozenset()
         if config.init:
             model, tokenizer, fresh = load_init(config.init, config.objective)
-            if config.freeze_embeddings:
-                freeze_word_embeddings(model)
             seq_len = min(shape.seq_len, model_window(model.config, tokenizer))
         else:
             tokenizer = shared_tokenizer(texts, shape.vocab_size)
             model = build_model(config.objective, shape, tokenizer, config.positions)
             seq_len = shape.seq_len
+        if config.span_targets:  # before freezing: the resized tables are new parameters
+            add_sentinels(model, tokenizer, config.seed)
+        if config.freeze_embeddings:
+            freeze_word_embeddings(model)
         train_blocks = make_blocks(tokenizer, texts, seq_len)
         if config.unique_tokens:
             train_blocks = first_tokens(train_blocks, config.unique_tokens, dataset)
