@@ -9,9 +9,11 @@ Two other kinds of prose are the held-out corpora. The running-prose docstrings 
 source (author = the top-level module or package, ``email``, ``http``, ``asyncio``: ``pan-stdlib``) judged the
 recipe chosen on the package descriptions out of sample, and so became a development corpus once it fell short
 there. The DESCRIPTION sections of the installed manual pages (author = the Debian package that installed the page:
-``pan-man``) are held out of every setting chosen on either.
+``pan-man``) are held out of every setting chosen on either, and judged the recipe chosen on both. The running prose of
+the installed GNU Info manuals (author and tag = the manual: ``mpst-info``) is held out of every setting chosen on
+those three.
 
-By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|mpst|mimic|text-jsonl|... OUTDIR [SIZE]``.
+By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|mpst|mpst-info|mimic|text-jsonl|... OUTDIR [SIZE]``.
 """
 
 from __future__ import annotations
@@ -280,6 +282,65 @@ def man_prose(root: Path = MAN_ROOT, info: Path = DPKG_INFO) -> list[Prose]:
     return kept
 
 
+INFO_ROOT = Path("/usr/share/info")
+#: the licence and colophon every manual repeats, nobody's prose of their own
+_BOILERPLATE = re.compile(r"makeinfo|Copyright|Permission is granted|Free Documentation License|Free Software Foundation")
+
+
+def info_paragraphs(text: str) -> list[list[str]]:
+    """Runs of consecutive prose paragraphs per node of one Info manual: a paragraph of unindented lines (its first
+    may be indented three spaces, as Info indents a paragraph) that opens with a letter and ends a sentence; an
+    example, a table, a menu, a heading or a definition's term ends the run."""
+    runs: list[list[str]] = []
+    for node in text.split("\x1f"):
+        run: list[str] = []
+        for block in re.split(r"\n[ \t]*\n", node):
+            lines = block.strip("\n").splitlines()
+            first = lines[0] if lines else ""
+            prose = (bool(lines) and re.match(r"^(   )?[A-Za-z‘]", first) is not None
+                     and all(line[:1] not in (" ", "\t", "*", "=", "-") for line in lines[1:])
+                     and not first.startswith(("File:", "Tag Table", "Indirect:", "*"))
+                     and block.strip().endswith(".") and "\b" not in block and not _BOILERPLATE.search(block))
+            if prose:
+                run.append(" ".join(" ".join(lines).split()))
+            elif run:
+                runs.append(run)
+                run = []
+        if run:
+            runs.append(run)
+    return runs
+
+
+def info_prose(root: Path = INFO_ROOT) -> list[Prose]:
+    """The running prose of the installed GNU Info manuals (coreutils, sed, find, wget, ...; read with gzip): runs of
+    consecutive prose paragraphs joined into texts of MIN_WORDS to MAX_WORDS words; author = the manual, tags = (the
+    manual,); near-duplicates dropped. A fifth kind of real prose, held out of every setting chosen before it."""
+    import gzip
+
+    found = []
+    for path in sorted(root.glob("*.info*.gz")):
+        manual = path.name.split(".info")[0]
+        try:
+            text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
+        except (OSError, EOFError):
+            continue
+        for run in info_paragraphs(text):
+            current: list[str] = []
+            for paragraph in run + [""]:
+                words = len(" ".join(current + [paragraph]).split())
+                if paragraph and words <= MAX_WORDS:
+                    current.append(paragraph)
+                    continue
+                if len(" ".join(current).split()) >= MIN_WORDS:
+                    name = f"{manual}:{len(found)}"
+                    found.append(Prose(name, manual, " ".join(current), (manual,), "info-manual", name))
+                current = [paragraph] if paragraph and len(paragraph.split()) <= MAX_WORDS else []
+    kept = _distinct(found)
+    if len(kept) < 8:
+        raise RuntimeError(f"only {len(kept)} texts of running prose found in the Info manuals under {root}")
+    return kept
+
+
 def round_robin(prose: list[Prose]) -> list[Prose]:
     """One text of each author in turn, so the first rows mix authors and their tags."""
     groups = list(_by_author(prose).values())
@@ -333,13 +394,13 @@ def pan_stdlib_dir(tmp_path: Path, n_authors: int = 60) -> Path:
     return pan_dir(tmp_path, n_authors, stdlib_prose(), "pan-stdlib")
 
 
-def mpst_csv(tmp_path: Path, n: int = 20) -> Path:
-    """``mpst_full_data.csv`` (imdb_id, title, plot_synopsis, tags, split, synopsis_source); MPST's split
-    shares (about 64% train, 16% val, 20% test) by row."""
-    rows = round_robin(real_prose())[:n]
+def mpst_csv(tmp_path: Path, n: int = 20, prose: list[Prose] | None = None, folder: str = "mpst") -> Path:
+    """``mpst_full_data.csv`` (imdb_id, title, plot_synopsis, tags, split, synopsis_source) in ``tmp_path / folder``
+    from :func:`real_prose`'s texts (or ``prose``); MPST's split shares (about 64% train, 16% val, 20% test) by row."""
+    rows = round_robin(real_prose() if prose is None else prose)[:n]
     if len(rows) < 5:
         raise ValueError(f"n must be >= 5 for a train and a test split, got {n}")
-    out = Path(tmp_path) / "mpst"
+    out = Path(tmp_path) / folder
     out.mkdir(parents=True, exist_ok=True)
     path = out / "mpst_full_data.csv"
     splits = ("train", "test", "train", "val", "train", "train", "test", "train", "val", "train")
@@ -451,7 +512,15 @@ def pan_man_dir(tmp_path: Path, n_authors: int = 60) -> Path:
     return pan_dir(tmp_path, n_authors, man_prose(), "pan-man")
 
 
-BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "pan-man": pan_man_dir, "mpst": mpst_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
+def mpst_info_csv(tmp_path: Path, n: int = 300) -> Path:
+    """:func:`mpst_csv` from :func:`info_prose` into ``tmp_path / "mpst-info"``: official-format MPST of a fifth kind of
+    real prose (the GNU Info manuals' paragraphs, tagged by their manual), held out of every setting chosen on the
+    package descriptions, the docstrings and the manual pages."""
+    return mpst_csv(tmp_path, n, info_prose(), "mpst-info")
+
+
+BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "pan-man": pan_man_dir, "mpst": mpst_csv,
+            "mpst-info": mpst_info_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in BUILDERS:

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from realdata import (MAN_ROOT, MAX_WORDS, MIN_WORDS, docstring_prose, man_prose, pan_dir, pan_man_dir, pan_stdlib_dir,
-                      real_prose, roff_description, stdlib_prose, word_runs)
+from realdata import (INFO_ROOT, MAN_ROOT, MAX_WORDS, MIN_WORDS, docstring_prose, info_paragraphs, info_prose, man_prose,
+                      mpst_info_csv, pan_dir, pan_man_dir, pan_stdlib_dir, real_prose, roff_description, stdlib_prose,
+                      word_runs)
 
 
 def test_no_two_texts_share_a_long_run_or_a_source_package():
@@ -97,3 +98,33 @@ def test_docstring_prose_stops_at_code():
     assert docstring_prose(doc) == ("Return the frobnicated value of x, or raise an error when it cannot be frobnicated at all. "
                                     "The value is computed once and cached for every later call.")
     assert docstring_prose("Args:\n    x: a value.") == ""
+
+
+def test_an_info_node_gives_its_prose_paragraphs_and_stops_at_an_example():
+    manual = "\n".join([
+        "\x1f", "File: prog.info,  Node: Top,  Next: Use,  Up: (dir)", "", "1 Overview", "**********", "",
+        "This manual is for prog.  It copies files.", "",
+        "   Each file is read once, in the order given on the command", "line.", "",
+        "     prog a b > c", "",
+        "   After an example a new run starts.", "",
+        "* Menu:", "", "* Use::  How to use it.", "",
+        "This is prog.info, produced by makeinfo version 6.3.", ""])
+    assert info_paragraphs(manual) == [["This manual is for prog. It copies files.",
+                                        "Each file is read once, in the order given on the command line."],
+                                       ["After an example a new run starts."]]
+
+
+@pytest.mark.skipif(not any(INFO_ROOT.glob("*.info*.gz")), reason="this machine has no Info manuals")
+def test_info_manuals_give_a_fifth_corpus_of_distinct_prose(tmp_path):
+    """The held-out corpus of the seq2seq's span targets (mpst-info): the GNU Info manuals' running prose, authors and
+    tags the manuals, 40-160 words, no licence text, no two texts sharing a long run."""
+    import csv
+
+    prose = info_prose()
+    for item in prose:
+        assert MIN_WORDS <= len(item.text.split()) <= MAX_WORDS, item.name
+        assert "Copyright" not in item.text and "makeinfo" not in item.text, item.name
+    assert_distinct(prose)
+    rows = list(csv.DictReader(mpst_info_csv(tmp_path, 120).open(encoding="utf-8")))
+    assert len(rows) == 120 and {r["split"] for r in rows} == {"train", "val", "test"}
+    assert len({r["tags"] for r in rows}) >= 8  # round robin over the manuals
