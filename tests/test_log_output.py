@@ -76,6 +76,35 @@ def test_a_training_in_this_process_that_stops_early_says_so(monkeypatch):
     assert len([line for line in lines if "4/" in line]) == 2  # 4/10, then its end: no line twice
 
 
+@pytest.mark.parametrize("face", ["plain", "rich"])
+def test_a_studys_next_run_times_its_trainings_from_their_own_start(face):
+    """A study's runs share one listener and their trainings one label (``train:mlm (minilm)``): the second run's
+    training is timed from its models stage, not from the first run's training, on a log and on a terminal."""
+    from rich.console import Console
+
+    from mlmh.events import StageStarted
+
+    now = [0.0]
+    out = io.StringIO()
+    listen = (PlainListener(out, clock=lambda: now[0]) if face == "plain" else
+              RichListener(Console(file=out, width=200, force_terminal=False), clock=lambda: now[0]))
+    train = lambda step: Progress(stage="train", completed=step, total=10, info={"label": "mlm (minilm)", "loss": 1.0})
+    with listen:
+        for start in (0.0, 3000.0):  # two runs, 50 minutes apart
+            now[0] = start
+            listen(StageStarted(stage="models", total=1))
+            for step in (1, 10):
+                now[0] = start + 6 * step
+                listen(train(step))
+    if face == "plain":
+        ends = [line for line in out.getvalue().splitlines() if line.startswith("[train:mlm (minilm)] 10/10")]
+        assert len(ends) == 2 and all("elapsed 54.0s" in line for line in ends)  # not 50 minutes, and not left out
+    else:
+        bars = listen.bars.tasks
+        assert len([t for t in bars if t.description == "training mlm (minilm)"]) == 2  # a bar per run's training
+        assert len([t for t in bars if t.description == "models"]) == 2
+
+
 def _said(event) -> str:
     return f"{event.stage} {event.completed}/{event.total}" if isinstance(event, Progress) else ""
 

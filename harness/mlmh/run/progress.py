@@ -112,7 +112,10 @@ class RichListener:
         return self.tasks[stage]
 
     def __call__(self, event: RunEvent) -> None:
-        if isinstance(event, StageStarted):
+        if isinstance(event, StageStarted):  # a stage that starts again (a study's next run) gets a bar of its own
+            self.tasks.pop(event.stage, None)
+            if event.stage == "models":
+                forget_trainings(self.tasks)
             task = self._task(event.stage, event.description or event.stage, event.total)
             self.bars.update(task, total=event.total)
         elif isinstance(event, Progress):
@@ -132,6 +135,13 @@ class RichListener:
         elif isinstance(event, Message):
             style = {"warning": "yellow", "error": "red"}.get(event.level, "cyan")
             self.console.print(literal(event.text, style), highlight=False, soft_wrap=True)
+
+
+def forget_trainings(faces: dict[str, Any]) -> None:
+    """A models stage starts (a study's next run): its trainings are new, though they carry the labels of the last
+    run's (``train:mlm (minilm)``), so their times and ETAs start afresh."""
+    for key in [k for k in faces if k.startswith("train:")]:
+        del faces[key]
 
 
 def restart_others(etas: dict[str, Eta], ended: str) -> None:
@@ -185,6 +195,8 @@ class PlainListener:
         now = self.clock()
         if isinstance(event, StageStarted):
             self.lines[event.stage] = _Line(event.description or event.stage, now)
+            if event.stage == "models":
+                forget_trainings(self.lines)
             total = f" ({event.total} to do)" if event.total else ""
             self._print(f"[{event.stage}] started{total}")
         elif isinstance(event, Progress):
