@@ -270,7 +270,8 @@ def test_span_targets_give_a_wordpiece_seq2seq_sentinels_it_trains_and_regenerat
 
     from mlmh.adapters.decoding import Seq2SeqAdapter
     from mlmh.adapters.sentinels import sentinel_ids
-    from mlmh.training.corruption import ADDED_SENTINELS, CORRUPTION_NOTES, SPAN_CORRUPTION
+    from mlmh.training.corruption import CORRUPTION_NOTES, SPAN_CORRUPTION
+    from mlmh.training.models import ADDED_SENTINELS
     from mlmh.training.loop import target_share
 
     init = dict(init=str(tiny_mlm), freeze_embeddings=True) if start == "pretrained" else {}

@@ -17,8 +17,6 @@ from mlmh.errors import SpecError
 if TYPE_CHECKING:
     import numpy as np
 
-#: the sentinels a tokenizer without any is given for span targets (``span_targets``): as many as T5 has
-ADDED_SENTINELS = 100
 SPAN_CORRUPTION = "span corruption"
 TEXT_INFILLING = "text infilling"
 NOISE_DENSITY = 0.15  # T5's share of corrupted tokens
@@ -40,38 +38,6 @@ def corruption_for(tokenizer: Any, what: str) -> str:
         return TEXT_INFILLING
     raise SpecError(f"{what}: its tokenizer has neither a mask token (BART text infilling) nor T5 sentinels "
                     "<extra_id_0>, <extra_id_1>, ... (span corruption); objective 'seq2seq' needs one of them")
-
-
-def add_sentinels(model: Any, tokenizer: Any, seed: int) -> int:
-    """Give a seq2seq model whose tokenizer has no T5 sentinels ``ADDED_SENTINELS`` of them, so that it trains on span
-    corruption (its decoder writes the hidden spans only) and regenerates through them; returns how many were added.
-
-    The tokenizer gets ``<extra_id_0>``, ``<extra_id_1>``, ... as special tokens; every embedding table of the model
-    (the encoder's and the decoder's, or BART's shared one) a row per sentinel, the same rows on each side, drawn from
-    the pretrained rows' per-dimension mean and spread (seeded): sentinels must differ from each other, and rows of
-    transformers' mean resizing are all alike, which no frozen embedding (``freeze_embeddings``) would then undo."""
-    import torch
-
-    if sentinel_ids(tokenizer):
-        return 0
-    tokenizer.add_special_tokens({"additional_special_tokens": [f"<extra_id_{k}>" for k in range(ADDED_SENTINELS)]},
-                                 replace_extra_special_tokens=False)
-    parts = [model.encoder, model.decoder] if type(model).__name__ == "EncoderDecoderModel" else [model]
-    generator = torch.Generator().manual_seed(seed)
-    rows = None
-    for part in parts:
-        old = part.get_input_embeddings().weight.shape[0]
-        part.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-        table = part.get_input_embeddings().weight
-        with torch.no_grad():
-            if rows is None:
-                pretrained = table[:old].float()
-                noise = torch.randn(len(tokenizer) - old, table.shape[1], generator=generator)
-                rows = pretrained.mean(0) + noise * pretrained.std(0)
-            table[old:] = rows.to(table.dtype)
-    if hasattr(model.config, "decoder") and hasattr(model.config.decoder, "vocab_size"):
-        model.config.vocab_size = model.config.decoder.vocab_size
-    return ADDED_SENTINELS
 
 
 def random_segmentation(items: int, segments: int, rng: "np.random.Generator") -> list[int]:

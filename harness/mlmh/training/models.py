@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from mlmh.adapters.checkpoint_kinds import checkpoint_objective
 from mlmh.errors import ModelError, SpecError
 from mlmh.training.config import MINILM, SPECIAL_TOKENS, TOKENIZER_VERSION, SizeSpec
+from mlmh.adapters.sentinels import sentinel_ids
 from mlmh.training.corruption import corruption_for
 
 # EncoderDecoderModel (a seq2seq model warm-started from an encoder) warns on every labelled forward that its
@@ -294,6 +295,47 @@ def _warm_started_seq2seq(source: Path, tokenizer: Any):
     model.generation_config.eos_token_id = end
     return model
 
+
+
+def embedding_parts(model: Any) -> list[Any]:
+    """The parts of ``model`` that hold a word-embedding table of their own: the encoder and the decoder of an
+    encoder-decoder warm-started from an encoder, the model itself otherwise (BART's encoder and decoder share one)."""
+    return [model.encoder, model.decoder] if hasattr(model, "encoder") and hasattr(model, "decoder") else [model]
+
+
+#: the sentinels a tokenizer without any is given for span targets (``span_targets``): as many as T5 has
+ADDED_SENTINELS = 100
+
+
+def add_sentinels(model: Any, tokenizer: Any, seed: int) -> int:
+    """Give a seq2seq model whose tokenizer has no T5 sentinels ``ADDED_SENTINELS`` of them, so that it trains on span
+    corruption (its decoder writes the hidden spans only) and regenerates through them; returns how many were added.
+
+    The tokenizer gets ``<extra_id_0>``, ``<extra_id_1>``, ... as special tokens; every embedding table of the model
+    (the encoder's and the decoder's, or BART's shared one) a row per sentinel, the same rows on each side, drawn from
+    the pretrained rows' per-dimension mean and spread (seeded): sentinels must differ from each other, and rows of
+    transformers' mean resizing are all alike, which no frozen embedding (``freeze_embeddings``) would then undo."""
+    import torch
+
+    if sentinel_ids(tokenizer):
+        return 0
+    tokenizer.add_special_tokens({"additional_special_tokens": [f"<extra_id_{k}>" for k in range(ADDED_SENTINELS)]},
+                                 replace_extra_special_tokens=False)
+    generator = torch.Generator().manual_seed(seed)
+    rows = None
+    for part in embedding_parts(model):
+        old = part.get_input_embeddings().weight.shape[0]
+        part.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        table = part.get_input_embeddings().weight
+        with torch.no_grad():
+            if rows is None:
+                pretrained = table[:old].float()
+                noise = torch.randn(len(tokenizer) - old, table.shape[1], generator=generator)
+                rows = pretrained.mean(0) + noise * pretrained.std(0)
+            table[old:] = rows.to(table.dtype)
+    if hasattr(model.config, "decoder") and hasattr(model.config.decoder, "vocab_size"):
+        model.config.vocab_size = model.config.decoder.vocab_size
+    return ADDED_SENTINELS
 
 
 def _model_for(objective: str):
