@@ -11,9 +11,10 @@ recipe chosen on the package descriptions out of sample, and so became a develop
 there. The DESCRIPTION sections of the installed manual pages (author = the Debian package that installed the page:
 ``pan-man``) are held out of every setting chosen on either, and judged the recipe chosen on both. The running prose of
 the installed GNU Info manuals (author and tag = the manual: ``mpst-info``) is held out of every setting chosen on
-those three.
+those three, and the Rust books that rustup installs (author = a chapter: ``pan-rust``) of every setting chosen on
+those four.
 
-By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|mpst|mpst-info|mimic|text-jsonl|... OUTDIR [SIZE]``.
+By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|pan-rust|mpst|mpst-info|mimic|text-jsonl|... OUTDIR [SIZE]``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import sysconfig
 import uuid
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from importlib import metadata
 from pathlib import Path
 
@@ -341,6 +343,84 @@ def info_prose(root: Path = INFO_ROOT) -> list[Prose]:
     return kept
 
 
+#: the installed Rust toolchain's books (rustup puts them beside the compiler): running prose by the Rust project's authors
+RUST_DOCS = Path.home() / ".rustup" / "toolchains"
+#: the books of running prose; rust-by-example, the unstable book and the error index are mostly code and short notes
+RUST_BOOKS = ("book", "nomicon", "reference", "edition-guide", "embedded-book", "cargo", "rustc", "rustdoc", "style-guide")
+
+
+class _HtmlParagraphs(HTMLParser):
+    """The ``<p>`` paragraphs of an mdBook page's ``<main>``, each with the share of its characters inside ``<code>``;
+    a paragraph inside a list, table, block quote or note box is not running prose and is skipped."""
+
+    SKIP = frozenset({"li", "table", "blockquote", "pre", "aside", "section"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.paragraphs: list[tuple[str, float]] = []
+        self.main = self.skip = self.code = 0
+        self.text: list[str] | None = None
+        self.code_chars = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.main += tag == "main"
+        self.skip += tag in self.SKIP
+        self.code += tag == "code"
+        if tag == "p" and self.main and not self.skip:
+            self.text, self.code_chars = [], 0
+
+    def handle_endtag(self, tag: str) -> None:
+        self.main -= tag == "main" and self.main > 0
+        self.skip -= tag in self.SKIP and self.skip > 0
+        self.code -= tag == "code" and self.code > 0
+        if tag == "p" and self.text is not None:
+            text = " ".join("".join(self.text).split())
+            self.paragraphs.append((text, self.code_chars / max(len(text), 1)))
+            self.text = None
+
+    def handle_data(self, data: str) -> None:
+        if self.text is not None:
+            self.text.append(data)
+            self.code_chars += len(data) if self.code else 0
+
+
+def html_paragraphs(html: str) -> list[str]:
+    """The running-prose paragraphs of one mdBook page: ``<p>`` elements of its ``<main>`` outside lists, tables, quotes
+    and notes, that end a sentence and hold at most a fifth of their characters in inline code."""
+    parser = _HtmlParagraphs()
+    parser.feed(html)
+    return [text for text, code in parser.paragraphs if text.endswith(".") and code <= 0.2 and text[:1].isalpha()]
+
+
+def rust_prose(root: Path = RUST_DOCS) -> list[Prose]:
+    """The running prose of the Rust project's books that rustup installs with a toolchain (The Rust Programming
+    Language, the Rustonomicon, the Reference, Cargo's and rustc's books, ...; the first toolchain's, by name): each
+    chapter's consecutive paragraphs joined into texts of MIN_WORDS to MAX_WORDS words; author = the chapter (a page
+    of one book), tags = (the book, the chapter); near-duplicates dropped. A sixth kind of real prose, held out of every
+    setting chosen before it."""
+    html = next((d for d in sorted(root.glob("*/share/doc/rust/html")) if (d / "book").is_dir()), None)
+    found: list[Prose] = []
+    for book in RUST_BOOKS if html is not None else ():
+        for path in sorted((html / book).rglob("*.html")):
+            page = path.relative_to(html / book).with_suffix("").as_posix()
+            if page in ("print", "index", "SUMMARY", "404", "toc") or "edition/" in page or page.startswith("first-edition"):
+                continue  # the whole book on one page, a contents page, the old editions' redirects
+            current: list[str] = []
+            for paragraph in html_paragraphs(path.read_text(encoding="utf-8", errors="replace")) + [""]:
+                if paragraph and len(" ".join(current + [paragraph]).split()) <= MAX_WORDS:
+                    current.append(paragraph)
+                    continue
+                if len(" ".join(current).split()) >= MIN_WORDS:
+                    author = f"{book}/{page}"
+                    found.append(Prose(f"{author}:{len(found)}", author, " ".join(current), (book, page), "rust-book",
+                                       f"{author}:{len(found)}"))
+                current = [paragraph] if paragraph and len(paragraph.split()) <= MAX_WORDS else []
+    kept = _distinct(found)
+    if len(kept) < 8:
+        raise RuntimeError(f"only {len(kept)} texts of running prose found in the Rust books under {root}")
+    return kept
+
+
 def round_robin(prose: list[Prose]) -> list[Prose]:
     """One text of each author in turn, so the first rows mix authors and their tags."""
     groups = list(_by_author(prose).values())
@@ -519,8 +599,20 @@ def mpst_info_csv(tmp_path: Path, n: int = 300) -> Path:
     return mpst_csv(tmp_path, n, info_prose(), "mpst-info")
 
 
+def pan_rust_dir(tmp_path: Path, n_authors: int = 60) -> Path:
+    """:func:`pan_dir` from :func:`rust_prose` into ``tmp_path / "pan-rust"``: official-format PAN of a sixth kind of
+    real prose (the Rust books' chapters as authors, taken from the books in turn), held out of every setting chosen on the
+    five kinds before it."""
+    books: dict[str, list[list[Prose]]] = {}
+    for texts in _by_author(rust_prose()).values():
+        books.setdefault(texts[0].tags[0], []).append(texts)
+    shelves = list(books.values())
+    in_turn = [text for i in range(max(map(len, shelves))) for shelf in shelves if i < len(shelf) for text in shelf[i]]
+    return pan_dir(tmp_path, n_authors, in_turn, "pan-rust")
+
+
 BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "pan-man": pan_man_dir, "mpst": mpst_csv,
-            "mpst-info": mpst_info_csv, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
+            "mpst-info": mpst_info_csv, "pan-rust": pan_rust_dir, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in BUILDERS:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from realdata import (INFO_ROOT, MAN_ROOT, MAX_WORDS, MIN_WORDS, docstring_prose, info_paragraphs, info_prose, man_prose,
-                      mpst_info_csv, pan_dir, pan_man_dir, pan_stdlib_dir, real_prose, roff_description, stdlib_prose,
+from realdata import (INFO_ROOT, MAN_ROOT, RUST_DOCS, MAX_WORDS, MIN_WORDS, docstring_prose, html_paragraphs, info_paragraphs, info_prose, man_prose,
+                      mpst_info_csv, pan_dir, pan_man_dir, pan_rust_dir, rust_prose, pan_stdlib_dir, real_prose, roff_description, stdlib_prose,
                       word_runs)
 
 
@@ -128,3 +128,31 @@ def test_info_manuals_give_a_fifth_corpus_of_distinct_prose(tmp_path):
     rows = list(csv.DictReader(mpst_info_csv(tmp_path, 120).open(encoding="utf-8")))
     assert len(rows) == 120 and {r["split"] for r in rows} == {"train", "val", "test"}
     assert len({r["tags"] for r in rows}) >= 8  # round robin over the manuals
+
+
+def test_an_mdbook_page_gives_its_running_prose_paragraphs_only():
+    page = """<nav><p>Contents, not prose.</p></nav><main><h2>Ownership</h2>
+<p><em>Ownership</em> is a set of rules that govern how a program
+manages memory.</p>
+<ul><li><p>A list item is not running prose.</p></li></ul>
+<p>Call <code>String::from_utf8_lossy(bytes).into_owned()</code> here.</p>
+<section class="note"><p>A note box is not either.</p></section>
+<p>An unfinished sentence</p>
+<p>Each value has an owner &amp; one only.</p></main><footer><p>After main.</p></footer>"""
+    assert html_paragraphs(page) == ["Ownership is a set of rules that govern how a program manages memory.",
+                                     "Each value has an owner & one only."]
+
+
+@pytest.mark.skipif(not any(RUST_DOCS.glob("*/share/doc/rust/html/book")), reason="this machine has no Rust books")
+def test_rust_books_give_a_sixth_corpus_of_distinct_prose(tmp_path):
+    """The held-out corpus of issue 58's judgement after the Info manuals (pan-rust): the Rust books' running prose,
+    authors their chapters, 40-160 words, no two texts sharing a long run; PAN pairs take the books in turn."""
+    import json
+
+    prose = rust_prose()
+    for item in prose:
+        assert MIN_WORDS <= len(item.text.split()) <= MAX_WORDS, item.name
+        assert item.author.startswith(item.tags[0] + "/"), item.name
+    assert_distinct(prose)
+    pairs = [json.loads(line) for line in (pan_rust_dir(tmp_path, 20) / "pairs.jsonl").open(encoding="utf-8")]
+    assert len(pairs) == 30 and len({book for pair in pairs for book in pair["fandoms"]}) >= 5
