@@ -307,6 +307,39 @@ def test_only_a_pretrained_start_freezes_embeddings_and_the_choice_enters_the_ca
     assert make_config("mlm", init="minilm", freeze_embeddings=True).to_dict()["freeze_embeddings"] is True
 
 
+@pytest.mark.parametrize("positions", ["rotary", "absolute"])
+@pytest.mark.parametrize("objective", ["mlm", "clm", "seq2seq"])
+def test_dropout_sets_every_rate_a_model_drops_with_and_only_while_it_trains(tiny_mlm, objective, positions):
+    """Every architecture a trained-* model builds or starts from (BERT's dropout layers, BART's and GPT-NeoX's rates
+    kept as numbers): each rate becomes the setting, training forwards then differ, evaluation ones do not."""
+    import torch
+
+    from mlmh.training.loop import set_dropout
+
+    tokenizer = train_tokenizer(TEXTS, 120)
+    built = build_model(objective, micro(objective, positions=positions).shape, tokenizer, positions)
+    started = load_init(str(tiny_mlm), objective)[0] if positions == "rotary" else None
+    for model in [m for m in (built, started) if m is not None]:
+        set_dropout(model, 0.45)
+        rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+        rates += [v for m in model.modules() for k, v in vars(m).items() if "dropout" in k and isinstance(v, float)]
+        assert rates and set(rates) == {0.45}
+        ids = torch.tensor([[2, 7, 8, 9, 10, 11, 3]])
+        inputs = {"input_ids": ids, **({"decoder_input_ids": ids} if objective == "seq2seq" else {})}
+        model.train()
+        assert not torch.equal(model(**inputs).logits, model(**inputs).logits)
+        model.eval()
+        assert torch.equal(model(**inputs).logits, model(**inputs).logits)
+
+
+def test_dropout_is_checked_and_enters_the_cache_key_and_the_card_only_when_set(tmp_path):
+    with pytest.raises(SpecError, match="dropout must be at least 0 and below 1"):
+        make_config("clm", dropout=1.0)
+    assert "dropout" not in make_config("clm").to_dict()  # the keys of models trained before
+    assert make_config("clm", dropout=0.3).to_dict()["dropout"] == 0.3
+    assert train(TEXTS, micro("clm", max_steps=2, dropout=0.3), tmp_path, threads=1)["dropout"] == 0.3
+
+
 def test_init_continues_pretraining_a_checkpoint_with_its_tokenizer(tiny_mlm, tmp_path):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer

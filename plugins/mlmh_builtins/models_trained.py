@@ -52,6 +52,8 @@ class TrainedModel(Model):
         Param("freeze_embeddings", bool, False, "a pretrained start's word embeddings (and the output rows tied to "
               "them) stay as pretrained while the layers, the head and the output bias train; a small corpus then "
               "cannot pull the rows of its own words towards its documents"),
+        Param("dropout", float, 0.0, "every dropout layer's rate while training (the embeddings', the attention's, "
+              "the residual branches'); 0 = the model's own (0.1 for MiniLM and the sizes)", min=0.0, max=0.9),
         Param("patience_tokens", int, PATIENCE_TOKENS, "early stopping: training tokens without a better validation "
               "loss or accuracy before training stops (never while on the unigram plateau); 0 = train the whole budget", min=0, max=bounds.TOKENS),
         Param("eval_every", int, 0, "validation every N steps; 0 = the step budget / 50 (at least 5)", min=0, max=bounds.TRAINING_STEPS),
@@ -82,7 +84,7 @@ class TrainedModel(Model):
                            max_steps=self.params["max_steps"], epochs=self.params["epochs"] or None,
                            unique_tokens=self.params["unique_tokens"], keep=self.params["keep"], init=self.params["init"],
                            max_passes=self.params["max_passes"],
-                           freeze_embeddings=self.params["freeze_embeddings"],
+                           freeze_embeddings=self.params["freeze_embeddings"], dropout=self.params["dropout"],
                            positions=self.params["positions"], budget=self.params["budget"],
                            patience_tokens=self.params["patience_tokens"], eval_every=self.params["eval_every"],
                            device=device or resolve_device(self.params["device"], f"{self.name}:device"),

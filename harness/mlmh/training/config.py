@@ -17,7 +17,7 @@ BUDGETS = ("tokens", "targets", "compute")
 #: the checkpoint kept: the best validation (mlmh.training.stopping), or the weights after the budget
 KEEPS = ("best", "last")
 #: settings added after models were cached: in a config's cache key only when set (:meth:`TrainingConfig.to_dict`)
-LATER_SETTINGS = ("max_passes", "freeze_embeddings", "span_targets")
+LATER_SETTINGS = ("max_passes", "freeze_embeddings", "span_targets", "dropout")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MASK_RATIO = 0.15  # seq2seq infilling's hidden share, and BERT's MLM ratio
 # The MLM's fixed-schedule default, chosen by measurement on unseen documents of real text the project did not
@@ -120,6 +120,7 @@ class TrainingConfig:
     max_passes: float = 0.0  # at most this many supervised passes over the train split's targets (0 = no cap)
     freeze_embeddings: bool = False  # a pretrained start's word embeddings (and the output rows tied to them) stay fixed
     span_targets: bool = False  # seq2seq: T5's span corruption, sentinels added to a tokenizer without them
+    dropout: float = 0.0  # every dropout layer's rate while training (0 = the checkpoint's or the size's own)
 
     def to_dict(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self)
@@ -138,7 +139,7 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                 mask_ratio: float = 0.0, budget: str = "tokens", eval_every: int = 0,
                 patience_tokens: int = PATIENCE_TOKENS, device: str = "cpu", precision: str = "auto",
                 unique_tokens: int = 0, keep: str = "best", max_passes: float = 0.0,
-                freeze_embeddings: bool = False, span_targets: bool = False, spelled: Callable[[str], str] | None = None,
+                freeze_embeddings: bool = False, span_targets: bool = False, dropout: float = 0.0, spelled: Callable[[str], str] | None = None,
                 **shape_overrides: Any) -> TrainingConfig:
     """A checked :class:`TrainingConfig`; ``shape_overrides`` replace fields of the size (tests use
     this for micro models). ``mask_schedule`` "" = "fixed" for the MLM; ``mask_ratio`` 0 = 15%.
@@ -188,6 +189,8 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
     if freeze_embeddings and not init:
         raise SpecError(f"{flag('freeze_embeddings')} applies to a pretrained start (init=...): a model trained from "
                         "scratch has no embeddings worth keeping")
+    if not 0 <= dropout < 1:
+        raise SpecError(f"{flag('dropout')} must be at least 0 and below 1; got {dropout}")
     if span_targets and objective != "seq2seq":
         raise SpecError(f"{flag('span_targets')} applies to the seq2seq objective only (its decoder's targets)")
     default = MLM_MASK_RATIO if objective == "mlm" else MASK_RATIO
@@ -198,4 +201,5 @@ def make_config(objective: str, size: str = "tiny", *, seed: int = 0, max_steps:
                           epochs=epochs, init=init, positions=positions, mask_schedule=schedule, mask_ratio=ratio,
                           budget=budget, eval_every=eval_every, patience_tokens=patience_tokens, device=resolved,
                           precision=resolve_precision(precision, resolved), unique_tokens=unique_tokens, keep=keep,
-                          max_passes=max_passes, freeze_embeddings=freeze_embeddings, span_targets=span_targets)
+                          max_passes=max_passes, freeze_embeddings=freeze_embeddings, span_targets=span_targets,
+                          dropout=dropout)

@@ -169,6 +169,8 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             add_sentinels(model, tokenizer, config.seed)
         if config.freeze_embeddings:
             freeze_word_embeddings(model)
+        if config.dropout:
+            set_dropout(model, config.dropout)
         train_blocks = make_blocks(tokenizer, texts, seq_len)
         if config.unique_tokens:
             train_blocks = first_tokens(train_blocks, config.unique_tokens, dataset)
@@ -231,6 +233,7 @@ def train(texts: Sequence[str], config: TrainingConfig, out_dir: Path, *,
             "budget_note": budget_note,
             "max_passes": config.max_passes,
             "embeddings_frozen": config.freeze_embeddings,
+            "dropout": config.dropout or "as built",
             "steps": steps,
             "steps_run": run["steps_run"],
             "step_kept": run["step_kept"],
@@ -295,6 +298,21 @@ def freeze_word_embeddings(model: Any) -> None:
     less CPU time; docs/TRAINING.md)."""
     for part in embedding_parts(model):
         part.get_input_embeddings().weight.requires_grad_(False)
+
+
+def set_dropout(model: Any, rate: float) -> None:
+    """Every dropout of ``model`` drops ``rate`` while it trains (Srivastava et al. 2014): its ``nn.Dropout`` layers
+    (BERT's embeddings, attention probabilities and residual branches; transformers' attention reads its layer's rate)
+    and the rates layers keep as numbers (BART's and GPT-NeoX's attention and residual dropout). Generation runs in
+    eval mode, where nothing drops."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = rate
+        for name, value in list(vars(module).items()):
+            if "dropout" in name and isinstance(value, float):
+                setattr(module, name, rate)
 
 
 def head_warmup_steps(steps: int, fresh: frozenset[str]) -> int:
