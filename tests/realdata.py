@@ -313,6 +313,21 @@ def info_paragraphs(text: str) -> list[list[str]]:
     return runs
 
 
+def joined_paragraphs(run: list[str]) -> list[str]:
+    """A run of consecutive paragraphs joined, in order, into texts of MIN_WORDS to MAX_WORDS words: a paragraph joins
+    the text before it while the two fit MAX_WORDS; a paragraph longer than MAX_WORDS by itself is dropped."""
+    texts: list[str] = []
+    current: list[str] = []
+    for paragraph in run + [""]:
+        if paragraph and len(" ".join(current + [paragraph]).split()) <= MAX_WORDS:
+            current.append(paragraph)
+            continue
+        if len(" ".join(current).split()) >= MIN_WORDS:
+            texts.append(" ".join(current))
+        current = [paragraph] if paragraph and len(paragraph.split()) <= MAX_WORDS else []
+    return texts
+
+
 def info_prose(root: Path = INFO_ROOT) -> list[Prose]:
     """The running prose of the installed GNU Info manuals (coreutils, sed, find, wget, ...; read with gzip): runs of
     consecutive prose paragraphs joined into texts of MIN_WORDS to MAX_WORDS words; author = the manual, tags = (the
@@ -327,16 +342,9 @@ def info_prose(root: Path = INFO_ROOT) -> list[Prose]:
         except (OSError, EOFError):
             continue
         for run in info_paragraphs(text):
-            current: list[str] = []
-            for paragraph in run + [""]:
-                words = len(" ".join(current + [paragraph]).split())
-                if paragraph and words <= MAX_WORDS:
-                    current.append(paragraph)
-                    continue
-                if len(" ".join(current).split()) >= MIN_WORDS:
-                    name = f"{manual}:{len(found)}"
-                    found.append(Prose(name, manual, " ".join(current), (manual,), "info-manual", name))
-                current = [paragraph] if paragraph and len(paragraph.split()) <= MAX_WORDS else []
+            for joined in joined_paragraphs(run):
+                name = f"{manual}:{len(found)}"
+                found.append(Prose(name, manual, joined, (manual,), "info-manual", name))
     kept = _distinct(found)
     if len(kept) < 8:
         raise RuntimeError(f"only {len(kept)} texts of running prose found in the Info manuals under {root}")
@@ -405,16 +413,10 @@ def rust_prose(root: Path = RUST_DOCS) -> list[Prose]:
             page = path.relative_to(html / book).with_suffix("").as_posix()
             if page in ("print", "index", "SUMMARY", "404", "toc") or "edition/" in page or page.startswith("first-edition"):
                 continue  # the whole book on one page, a contents page, the old editions' redirects
-            current: list[str] = []
-            for paragraph in html_paragraphs(path.read_text(encoding="utf-8", errors="replace")) + [""]:
-                if paragraph and len(" ".join(current + [paragraph]).split()) <= MAX_WORDS:
-                    current.append(paragraph)
-                    continue
-                if len(" ".join(current).split()) >= MIN_WORDS:
-                    author = f"{book}/{page}"
-                    found.append(Prose(f"{author}:{len(found)}", author, " ".join(current), (book, page), "rust-book",
-                                       f"{author}:{len(found)}"))
-                current = [paragraph] if paragraph and len(paragraph.split()) <= MAX_WORDS else []
+            author = f"{book}/{page}"
+            for joined in joined_paragraphs(html_paragraphs(path.read_text(encoding="utf-8", errors="replace"))):
+                name = f"{author}:{len(found)}"
+                found.append(Prose(name, author, joined, (book, page), "rust-book", name))
     kept = _distinct(found)
     if len(kept) < 8:
         raise RuntimeError(f"only {len(kept)} texts of running prose found in the Rust books under {root}")

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from realdata import (INFO_ROOT, MAN_ROOT, RUST_DOCS, MAX_WORDS, MIN_WORDS, docstring_prose, html_paragraphs, info_paragraphs, info_prose, man_prose,
-                      mpst_info_csv, pan_dir, pan_man_dir, pan_rust_dir, rust_prose, pan_stdlib_dir, real_prose, roff_description, stdlib_prose,
-                      word_runs)
+from realdata import (INFO_ROOT, MAN_ROOT, MAX_WORDS, MIN_WORDS, RUST_DOCS, docstring_prose, html_paragraphs, info_paragraphs,
+                      info_prose, man_prose, mpst_info_csv, pan_dir, pan_man_dir, pan_rust_dir, pan_stdlib_dir, real_prose,
+                      roff_description, rust_prose, stdlib_prose, word_runs)
 
 
 def test_no_two_texts_share_a_long_run_or_a_source_package():
