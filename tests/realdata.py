@@ -11,10 +11,10 @@ recipe chosen on the package descriptions out of sample, and so became a develop
 there. The DESCRIPTION sections of the installed manual pages (author = the Debian package that installed the page:
 ``pan-man``) are held out of every setting chosen on either, and judged the recipe chosen on both. The running prose of
 the installed GNU Info manuals (author and tag = the manual: ``mpst-info``) is held out of every setting chosen on
-those three, and the Rust books that rustup installs (author = a chapter: ``pan-rust``) of every setting chosen on
-those four.
+those three, the Rust books that rustup installs (author = a chapter: ``pan-rust``) of every setting chosen on
+those four, and CMake's documentation (author = a page: ``pan-cmake``) of every setting chosen on those five.
 
-By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|pan-rust|mpst|mpst-info|mimic|text-jsonl|... OUTDIR [SIZE]``.
+By hand: ``python tests/realdata.py pan|pan-stdlib|pan-man|pan-rust|pan-cmake|mpst|mpst-info|mimic|text-jsonl|... OUTDIR [SIZE]``.
 """
 
 from __future__ import annotations
@@ -345,10 +345,7 @@ def info_prose(root: Path = INFO_ROOT) -> list[Prose]:
             for joined in joined_paragraphs(run):
                 name = f"{manual}:{len(found)}"
                 found.append(Prose(name, manual, joined, (manual,), "info-manual", name))
-    kept = _distinct(found)
-    if len(kept) < 8:
-        raise RuntimeError(f"only {len(kept)} texts of running prose found in the Info manuals under {root}")
-    return kept
+    return distinct_running_prose(found, f"the Info manuals under {root}")
 
 
 #: the installed Rust toolchain's books (rustup puts them beside the compiler): running prose by the Rust project's authors
@@ -417,9 +414,82 @@ def rust_prose(root: Path = RUST_DOCS) -> list[Prose]:
             for joined in joined_paragraphs(html_paragraphs(path.read_text(encoding="utf-8", errors="replace"))):
                 name = f"{author}:{len(found)}"
                 found.append(Prose(name, author, joined, (book, page), "rust-book", name))
+    return distinct_running_prose(found, f"the Rust books under {root}")
+
+
+#: the installed CMake's reference documentation: its manual's reStructuredText and the modules' documentation blocks
+CMAKE_ROOTS = tuple(sorted(Path("/usr/share").glob("cmake-*")))
+#: ``:role:`text <target>``` (a cross-reference; the text may hold ``<placeholders>``), ````literal````,
+#: ```text <url>`_`` and ```Section`_`` (links), ```text``` (the default role), ``*emphasis*``
+_RST_ROLE = re.compile(r":[\w:+-]+:`~?([^`]*?)(\s<[^`<>]*>)?`")
+_RST_LITERAL = re.compile(r"``([^`]+)``")
+_RST_LINK = re.compile(r"`([^`<]+?)(\s*<[^`]*>)?`__?")
+_RST_DEFAULT_ROLE = re.compile(r"`([^`]+)`")
+_RST_EMPHASIS = re.compile(r"(?<![\w*])\*{1,2}([^*\s][^*]*?)\*{1,2}(?![\w*])")
+
+
+def rst_text(markup: str) -> tuple[str, int]:
+    """A paragraph's reStructuredText as plain text, and how many of its characters were literals or cross-references."""
+    code = sum(len(m.group(1)) for pattern in (_RST_LITERAL, _RST_ROLE) for m in pattern.finditer(markup))
+    for pattern in (_RST_LITERAL, _RST_ROLE, _RST_LINK, _RST_DEFAULT_ROLE, _RST_EMPHASIS):
+        markup = pattern.sub(r"\1", markup)
+    return markup, code
+
+
+def rst_paragraphs(source: str) -> list[list[str]]:
+    """Runs of consecutive running-prose paragraphs of one reStructuredText page, as plain text: a paragraph of unindented
+    lines that opens with a letter (after its markup is read), ends a sentence and holds at most a fifth of its characters
+    in literals and cross-references; a directive, a list, a heading, an indented block or code ends the run."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    for block in re.split(r"\n[ \t]*\n", source):
+        lines = block.strip("\n").splitlines()
+        joined = " ".join(" ".join(lines).split())
+        text, literal = rst_text(joined)
+        prose = (bool(lines) and all(line[:1] not in (" ", "\t") for line in lines)
+                 and not re.match(r"^(\.\.|[-*+#|] |\d+[.)] |[=~^\-*#]{3,})", lines[0])
+                 and not any(re.fullmatch(r"[=~^\-*#`]{3,}", line) for line in lines)
+                 and text[:1].isalpha() and text.endswith(".") and literal <= 0.2 * len(text) and "::" not in joined)
+        if prose:
+            run.append(text)
+        elif run:
+            runs.append(run)
+            run = []
+    return runs + ([run] if run else [])
+
+
+def cmake_pages(root: Path) -> list[tuple[str, str]]:
+    """(section/name, reStructuredText) of every page of one CMake installation's documentation: ``Help/<section>/*.rst``
+    and the ``.rst:`` blocks of ``Modules/*.cmake`` (where the modules keep their documentation; section ``module``)."""
+    pages = [(f"{path.parent.name}/{path.stem}", path.read_text(encoding="utf-8", errors="replace"))
+             for path in sorted((root / "Help").glob("*/*.rst")) if path.parent.name != "release"]
+    for path in sorted((root / "Modules").glob("*.cmake")):
+        blocks = re.findall(r"#\[(=*)\[\.rst:\n(.*?)\n#?\]\1\]", path.read_text(encoding="utf-8", errors="replace"), re.S)
+        if blocks:
+            pages.append((f"module/{path.stem}", "\n\n".join(body for _, body in blocks)))
+    return pages
+
+
+def cmake_prose(roots: tuple[Path, ...] = CMAKE_ROOTS) -> list[Prose]:
+    """The running prose of the installed CMake's documentation (commands, policies, properties, variables, the manuals,
+    the modules; release notes left out, being lists): each page's consecutive paragraphs joined into texts of MIN_WORDS
+    to MAX_WORDS words; author = the page, tags = (its section, the page); near-duplicates dropped. A seventh kind of
+    real prose, held out of every setting chosen before it."""
+    found: list[Prose] = []
+    for page, source in cmake_pages(roots[0]) if roots else ():
+        section = page.split("/")[0]
+        for run in rst_paragraphs(source):
+            for joined in joined_paragraphs(run):
+                name = f"{page}:{len(found)}"
+                found.append(Prose(name, page, joined, (section, page), "cmake-doc", name))
+    return distinct_running_prose(found, f"CMake's documentation under {roots}")
+
+
+def distinct_running_prose(found: list[Prose], where: str) -> list[Prose]:
+    """``found`` without short texts and near-duplicates (:func:`_distinct`); an error naming ``where`` below 8 texts."""
     kept = _distinct(found)
     if len(kept) < 8:
-        raise RuntimeError(f"only {len(kept)} texts of running prose found in the Rust books under {root}")
+        raise RuntimeError(f"only {len(kept)} texts of running prose found in {where}")
     return kept
 
 
@@ -605,16 +675,28 @@ def pan_rust_dir(tmp_path: Path, n_authors: int = 60) -> Path:
     """:func:`pan_dir` from :func:`rust_prose` into ``tmp_path / "pan-rust"``: official-format PAN of a sixth kind of
     real prose (the Rust books' chapters as authors, taken from the books in turn), held out of every setting chosen on the
     five kinds before it."""
-    books: dict[str, list[list[Prose]]] = {}
-    for texts in _by_author(rust_prose()).values():
-        books.setdefault(texts[0].tags[0], []).append(texts)
-    shelves = list(books.values())
-    in_turn = [text for i in range(max(map(len, shelves))) for shelf in shelves if i < len(shelf) for text in shelf[i]]
-    return pan_dir(tmp_path, n_authors, in_turn, "pan-rust")
+    return pan_dir(tmp_path, n_authors, shelves_in_turn(rust_prose()), "pan-rust")
+
+
+def pan_cmake_dir(tmp_path: Path, n_authors: int = 120) -> Path:
+    """:func:`pan_dir` from :func:`cmake_prose` into ``tmp_path / "pan-cmake"``: official-format PAN of a seventh kind of
+    real prose (CMake's documentation pages as authors, taken from its sections in turn), held out of every setting
+    chosen on the six kinds before it."""
+    return pan_dir(tmp_path, n_authors, shelves_in_turn(cmake_prose()), "pan-cmake")
+
+
+def shelves_in_turn(prose: list[Prose]) -> list[Prose]:
+    """``prose`` with its authors taken from their shelves (``tags[0]``: a book, a section) in turn, each author's texts
+    together, so the first authors :func:`pan_dir` picks span every shelf."""
+    shelves: dict[str, list[list[Prose]]] = {}
+    for texts in _by_author(prose).values():
+        shelves.setdefault(texts[0].tags[0], []).append(texts)
+    rows = list(shelves.values())
+    return [text for i in range(max(map(len, rows))) for shelf in rows if i < len(shelf) for text in shelf[i]]
 
 
 BUILDERS = {"pan": pan_dir, "pan-stdlib": pan_stdlib_dir, "pan-man": pan_man_dir, "mpst": mpst_csv,
-            "mpst-info": mpst_info_csv, "pan-rust": pan_rust_dir, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
+            "mpst-info": mpst_info_csv, "pan-rust": pan_rust_dir, "pan-cmake": pan_cmake_dir, "mimic": mimic_dir, **{f"text-{fmt}": (lambda out, n=48, fmt=fmt: text_corpus(out, fmt, n)) for fmt in TEXT_FORMATS}}
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in BUILDERS:
