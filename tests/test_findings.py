@@ -346,6 +346,24 @@ def test_a_model_on_the_plateau_is_not_called_memorising():
     assert memorised(results, clm, "bleu") is None
 
 
+def test_report_md_says_each_models_card_once_however_many_claims_rest_on_it():
+    """A paper run's claims rest on the same models with each metric's margins: the card once, then the short name."""
+    from mlmh.findings.grounds import model_line
+    from mlmh.results import model_record_of
+
+    results, found = findings_of(kinds(30.0, 20.0), cards={"mlm": LEARNED})
+    card = model_line("trained-mlm", model_record_of(results, "trained-mlm"))
+    tested = [f for f in results.findings if f.tested][:2]
+    assert len(tested) == 2
+    for finding, metric in zip(tested, ("bleu", "rougeL")):
+        finding.extra["rests_on"] = [f"{card}; unseen {metric} per document over the filler +1 to +2 (every CI clear of 0)"]
+    lines = answer_lines(results.findings, markdown=True, results=results)
+    rests = [line for line in lines if line.startswith("Rests on: ")]
+    assert sum(line.count(card) for line in lines) == 1
+    assert rests[0].startswith(f"Rests on: {card}; unseen bleu per document")
+    assert rests[1] == "Rests on: mlm (scratch): unseen rougeL per document over the filler +1 to +2 (every CI clear of 0)."
+
+
 def test_the_plain_answer_fits_a_screen_one_line_per_claim_and_each_model_once():
     from mlmh.findings.answer import LINE, precise
 

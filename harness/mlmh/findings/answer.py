@@ -27,12 +27,14 @@ EXAMPLES = 2
 
 def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results: RunResults | None = None) -> list[str]:
     """One sentence per tested finding, verdict first, each followed by the models it rests on (once while they
-    stay the same); a line naming the claims the run did not test; the documents the answer stands on (with
+    stay the same; each model's card once, later lines give its margins on the finding's metric under its short
+    name); a line naming the claims the run did not test; the documents the answer stands on (with
     ``results``); and the next command to try where a claim was not comparable (:mod:`mlmh.findings.grounds`).
     Plain (``markdown`` False: the terminal and the TUI) it is :func:`brief_lines`, one short line per claim."""
     if not markdown:
         return brief_lines(findings, results)
     lines, said, rated = [], None, None
+    cards: set[str] = set()
     for f in findings:
         if f.tested:
             verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
@@ -41,7 +43,7 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
             rated = f.claim[:7] if f.extra.get("false_holds") else rated
             grounds = f.extra.get("rests_on")
             if grounds and grounds != said:
-                lines.append("Rests on: " + "; ".join(grounds) + ".")
+                lines.append("Rests on: " + "; ".join(_card_once(ground, cards, results) for ground in grounds) + ".")
                 said = grounds
     untested = [f for f in findings if not f.tested]
     if untested:
@@ -57,6 +59,25 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     elif step:
         lines.append(f"Next step: {step.get('why', '')}.")
     return lines
+
+
+def _card_once(ground: str, cards: set[str], results: RunResults | None) -> str:
+    """``ground`` (:func:`mlmh.findings.grounds.rests_on`: a model's card, then its margins on one metric) whole the
+    first time its card is said; after that the model's short name and the margins alone."""
+    if results is None:
+        return ground
+    model = ground.split(": held-out accuracy ", 1)[0]
+    card = model_line(model, model_record_of(results, model))
+    if not ground.startswith(card):
+        return ground
+    if card not in cards:
+        cards.add(card)
+        return ground
+    others = {row.model for row in results.conditions if row.model != model}
+    label = brief_label(results, model)
+    name = label if label != model and all(brief_label(results, other) != label for other in others) else model
+    margins = ground[len(card):].removeprefix("; ")
+    return f"{name}: {margins or 'its card above'}"
 
 
 def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) -> list[str]:
