@@ -117,7 +117,9 @@ def test_a_model_is_labelled_by_its_kind_and_start_and_a_sweep_by_what_differs()
     assert model_label(minilm) == "mlm (minilm)" and model_label(build("model", "trained-clm")) == "clm (scratch)"
     assert model_label(build("model", "hf-clm:path=/data/models/gpt2/")) == "clm (gpt2)"
     sweep = [build("model", f"trained-mlm:epochs={e}") for e in (1, 4)]
-    assert list(model_labels(sweep).values()) == ["mlm (scratch) epochs=1.0", "mlm (scratch) epochs=4.0"]
+    assert list(model_labels(sweep).values()) == ["mlm (scratch) epochs=1", "mlm (scratch) epochs=4"]
+    rates = [build("model", f"trained-clm:init=minilm,dropout={d}") for d in ("0.3", "0.25")]
+    assert list(model_labels(rates).values()) == ["clm (minilm) dropout=0.3", "clm (minilm) dropout=0.25"]
 
 
 def test_notes_name_the_dataset_not_its_spec():

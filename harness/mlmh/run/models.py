@@ -83,8 +83,13 @@ def model_labels(models: Sequence[Model]) -> dict[str, str]:
     for model in models:
         alike = [m for m in models if base[m.spec] == base[model.spec]]
         differ = sorted(k for k in model.params if len({str(m.params.get(k)) for m in alike}) > 1)
-        out[model.spec] = " ".join([base[model.spec], *(f"{k}={model.params[k]}" for k in differ)])
+        out[model.spec] = " ".join([base[model.spec], *(f"{k}={_shown(model.params[k])}" for k in differ)])
     return out
+
+
+def _shown(value: Any) -> str:
+    """A parameter's value as a user writes it in a spec: ``4``, not the parsed float's ``4.0``."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class _Training:
