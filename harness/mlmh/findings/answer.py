@@ -62,22 +62,18 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
 
 
 def _card_once(ground: str, cards: set[str], results: RunResults | None) -> str:
-    """``ground`` (:func:`mlmh.findings.grounds.rests_on`: a model's card, then its margins on one metric) whole the
-    first time its card is said; after that the model's short name and the margins alone."""
-    if results is None:
-        return ground
-    model = ground.split(": held-out accuracy ", 1)[0]
-    card = model_line(model, model_record_of(results, model))
-    if not ground.startswith(card):
-        return ground
-    if card not in cards:
+    """``ground`` (:func:`mlmh.findings.grounds.rests_on`: a model's card, then its margins on one metric, which start
+    "unseen") whole the first time its card is said; after that the model's short name and the margins alone. Read
+    from the stored text, so a results file read back renders as it was decided."""
+    card, _, margins = ground.partition("; unseen ")
+    if card not in cards or results is None:
         cards.add(card)
         return ground
+    model = card.split(": held-out accuracy ", 1)[0].split(": not trained by mlmh", 1)[0]
     others = {row.model for row in results.conditions if row.model != model}
     label = brief_label(results, model)
     name = label if label != model and all(brief_label(results, other) != label for other in others) else model
-    margins = ground[len(card):].removeprefix("; ")
-    return f"{name}: {margins or 'its card above'}"
+    return f"{name}: " + (f"unseen {margins}" if margins else "its card above")
 
 
 def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) -> list[str]:
