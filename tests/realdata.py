@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from importlib import metadata
 from pathlib import Path
+from typing import Iterable
 
 DPKG_STATUS = Path("/var/lib/dpkg/status")
 MIN_WORDS, MAX_WORDS = 40, 160
@@ -293,23 +294,31 @@ def info_paragraphs(text: str) -> list[list[str]]:
     """Runs of consecutive prose paragraphs per node of one Info manual: a paragraph of unindented lines (its first
     may be indented three spaces, as Info indents a paragraph) that opens with a letter and ends a sentence; an
     example, a table, a menu, a heading or a definition's term ends the run."""
+    return [run for node in text.split("\x1f") for run in prose_runs(map(_info_paragraph, re.split(r"\n[ \t]*\n", node)))]
+
+
+def _info_paragraph(block: str) -> str | None:
+    """One block of an Info node as running prose (whitespace-normalised), or None where it is not prose."""
+    lines = block.strip("\n").splitlines()
+    first = lines[0] if lines else ""
+    prose = (bool(lines) and re.match(r"^(   )?[A-Za-z‘]", first) is not None
+             and all(line[:1] not in (" ", "\t", "*", "=", "-") for line in lines[1:])
+             and not first.startswith(("File:", "Tag Table", "Indirect:", "*"))
+             and block.strip().endswith(".") and "\b" not in block and not _BOILERPLATE.search(block))
+    return " ".join(" ".join(lines).split()) if prose else None
+
+
+def prose_runs(paragraphs: Iterable[str | None]) -> list[list[str]]:
+    """The runs of consecutive prose paragraphs in ``paragraphs``, where None stands for a block that is not prose and
+    ends the run before it."""
     runs: list[list[str]] = []
-    for node in text.split("\x1f"):
-        run: list[str] = []
-        for block in re.split(r"\n[ \t]*\n", node):
-            lines = block.strip("\n").splitlines()
-            first = lines[0] if lines else ""
-            prose = (bool(lines) and re.match(r"^(   )?[A-Za-z‘]", first) is not None
-                     and all(line[:1] not in (" ", "\t", "*", "=", "-") for line in lines[1:])
-                     and not first.startswith(("File:", "Tag Table", "Indirect:", "*"))
-                     and block.strip().endswith(".") and "\b" not in block and not _BOILERPLATE.search(block))
-            if prose:
-                run.append(" ".join(" ".join(lines).split()))
-            elif run:
-                runs.append(run)
-                run = []
-        if run:
+    run: list[str] = []
+    for paragraph in [*paragraphs, None]:
+        if paragraph is not None:
+            run.append(paragraph)
+        elif run:
             runs.append(run)
+            run = []
     return runs
 
 
@@ -440,22 +449,19 @@ def rst_paragraphs(source: str) -> list[list[str]]:
     """Runs of consecutive running-prose paragraphs of one reStructuredText page, as plain text: a paragraph of unindented
     lines that opens with a letter (after its markup is read), ends a sentence and holds at most a fifth of its characters
     in literals and cross-references; a directive, a list, a heading, an indented block or code ends the run."""
-    runs: list[list[str]] = []
-    run: list[str] = []
-    for block in re.split(r"\n[ \t]*\n", source):
-        lines = block.strip("\n").splitlines()
-        joined = " ".join(" ".join(lines).split())
-        text, literal = rst_text(joined)
-        prose = (bool(lines) and all(line[:1] not in (" ", "\t") for line in lines)
-                 and not re.match(r"^(\.\.|[-*+#|] |\d+[.)] |[=~^\-*#]{3,})", lines[0])
-                 and not any(re.fullmatch(r"[=~^\-*#`]{3,}", line) for line in lines)
-                 and text[:1].isalpha() and text.endswith(".") and literal <= 0.2 * len(text) and "::" not in joined)
-        if prose:
-            run.append(text)
-        elif run:
-            runs.append(run)
-            run = []
-    return runs + ([run] if run else [])
+    return prose_runs(map(_rst_paragraph, re.split(r"\n[ \t]*\n", source)))
+
+
+def _rst_paragraph(block: str) -> str | None:
+    """One block of a reStructuredText page as plain running prose, or None where it is not prose."""
+    lines = block.strip("\n").splitlines()
+    joined = " ".join(" ".join(lines).split())
+    text, literal = rst_text(joined)
+    prose = (bool(lines) and all(line[:1] not in (" ", "\t") for line in lines)
+             and not re.match(r"^(\.\.|[-*+#|] |\d+[.)] |[=~^\-*#]{3,})", lines[0])
+             and not any(re.fullmatch(r"[=~^\-*#`]{3,}", line) for line in lines)
+             and text[:1].isalpha() and text.endswith(".") and literal <= 0.2 * len(text) and "::" not in joined)
+    return text if prose else None
 
 
 def cmake_pages(root: Path) -> list[tuple[str, str]]:
