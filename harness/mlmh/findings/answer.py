@@ -35,6 +35,7 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
         return brief_lines(findings, results)
     lines, said, rated = [], None, None
     cards: set[str] = set()
+    names = short_names(results, [row.model for row in results.conditions]) if results is not None else {}
     for f in findings:
         if f.tested:
             verdict = f"**{f.verdict}**" if markdown else f.verdict.upper()
@@ -43,7 +44,7 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
             rated = f.claim[:7] if f.extra.get("false_holds") else rated
             grounds = f.extra.get("rests_on")
             if grounds and grounds != said:
-                lines.append("Rests on: " + "; ".join(_card_once(ground, cards, results) for ground in grounds) + ".")
+                lines.append("Rests on: " + "; ".join(_card_once(ground, cards, names) for ground in grounds) + ".")
                 said = grounds
     untested = [f for f in findings if not f.tested]
     if untested:
@@ -61,19 +62,17 @@ def answer_lines(findings: Sequence[Finding], *, markdown: bool = True, results:
     return lines
 
 
-def _card_once(ground: str, cards: set[str], results: RunResults | None) -> str:
+def _card_once(ground: str, cards: set[str], names: dict[str, str]) -> str:
     """``ground`` (:func:`mlmh.findings.grounds.rests_on`: a model's card, then its margins on one metric, which start
-    "unseen") whole the first time its card is said; after that the model's short name and the margins alone. Read
-    from the stored text, so a results file read back renders as it was decided."""
+    "unseen") whole the first time its card is said; after that the model's short name (``names``, where the run's
+    results are at hand) and the margins alone. Read from the stored text, so a results file read back renders as it
+    was decided."""
     card, _, margins = ground.partition("; unseen ")
-    if card not in cards or results is None:
+    if card not in cards or not names:
         cards.add(card)
         return ground
     model = card.split(": held-out accuracy ", 1)[0].split(": not trained by mlmh", 1)[0]
-    others = {row.model for row in results.conditions if row.model != model}
-    label = brief_label(results, model)
-    name = label if label != model and all(brief_label(results, other) != label for other in others) else model
-    return f"{name}: " + (f"unseen {margins}" if margins else "its card above")
+    return f"{names.get(model, model)}: " + (f"unseen {margins}" if margins else "its card above")
 
 
 def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) -> list[str]:
@@ -101,9 +100,8 @@ def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) 
     if results is not None:
         compared = {row.model for f in findings if f.tested for row in results.conditions if row.id in f.conditions}
         models = list(dict.fromkeys(row.model for row in results.conditions if row.model in compared))
-        labels = {model: brief_label(results, model) for model in models}
-        rests = [model_line(labels[model] if list(labels.values()).count(labels[model]) == 1 else model,
-                            model_record_of(results, model)) for model in models]
+        names = short_names(results, models)
+        rests = [model_line(names[model], model_record_of(results, model)) for model in models]
         lines += [_fit(f"Rests on: {line}") for line in rests]
         documents = data_line(results)
         if documents and lines:
@@ -112,6 +110,13 @@ def brief_lines(findings: Sequence[Finding], results: RunResults | None = None) 
     if step:
         lines.append(_fit("Next step: " + (f"{step['command']}: " if step.get("command") else "") + step.get("why", "")))
     return lines
+
+
+def short_names(results: RunResults, models: Sequence[str]) -> dict[str, str]:
+    """Each of ``models`` by its :func:`brief_label` where no other of them shares it, else by its spec."""
+    labels = {model: brief_label(results, model) for model in dict.fromkeys(models)}
+    shared = list(labels.values())
+    return {model: label if shared.count(label) == 1 else model for model, label in labels.items()}
 
 
 def brief_label(results: RunResults, model: str) -> str:
