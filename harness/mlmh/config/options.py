@@ -174,8 +174,8 @@ class Number(click.ParamType):
     def range_text(self) -> str:
         noun = "an integer" if self.kind is int else "a number"
         low, high = ("> ", "< ") if self.open else (">= ", "<= ")
-        bounds = [f"{low}{_plain(self.min)}" if self.min is not None else "",
-                  f"{high}{_plain(self.max)}{f' ({self.why})' if self.why else ''}" if self.max is not None else ""]
+        bounds = [f"{low}{plain_number(self.min)}" if self.min is not None else "",
+                  f"{high}{plain_number(self.max)}{f' ({self.why})' if self.why else ''}" if self.max is not None else ""]
         bounds = [b for b in bounds if b]
         text = f"{noun} {' and '.join(bounds)}" if bounds else noun
         return f"{text} ({self.meaning})" if self.meaning else text
@@ -214,8 +214,8 @@ class Number(click.ParamType):
         return f"Number({self.kind.__name__}, min={self.min}, max={self.max}, open={self.open})"
 
 
-def _plain(number: float) -> str:
-    """A bound as typed: whole numbers in full (1000000000, not 1e+09)."""
+def plain_number(number: float) -> str:
+    """A number as a user types it: whole numbers in full (4, not 4.0; 1000000000, not 1e+09)."""
     return str(int(number)) if float(number).is_integer() and abs(number) < 1e18 else f"{number:g}"
 
 

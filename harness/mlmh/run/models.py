@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mlmh.config.options import plain_number
 from mlmh.config.plan import RunPlan, load_context
 from mlmh.errors import RunCancelled
 from mlmh.events import Progress, StageStarted
@@ -89,7 +90,7 @@ def model_labels(models: Sequence[Model]) -> dict[str, str]:
 
 def _shown(value: Any) -> str:
     """A parameter's value as a user writes it in a spec: ``4``, not the parsed float's ``4.0``."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return plain_number(value) if isinstance(value, float) else str(value)
 
 
 class _Training:
